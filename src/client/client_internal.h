@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Private state of libdppclient shared by the consumer side (client.c) and
+ * the I/O thread (client_io.c). */
+#ifndef DPP_CLIENT_INTERNAL_H
+#define DPP_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/conn.h"
+#include "dpp/client.h"
+
+/* Block frames a worker may send before the client grants more. */
+#define DPP_CLIENT_CREDITS 8
+
+/* A block received from a worker, waiting for the consumer. */
+typedef struct rblock {
+    struct rblock *next;
+    uint64_t link_id; /* the worker connection that owes a credit back */
+    uint32_t epoch, split, index;
+    int last;
+    uint32_t rows;
+    uint32_t codec;
+    uint64_t raw_size;
+    uint8_t *data;
+    size_t len;
+} rblock_t;
+
+/* Which blocks of one split arrived and how many reached the trainer. */
+typedef struct split_track {
+    uint8_t *seen; /* bitset of block indices */
+    size_t seen_bytes;
+    int64_t last_index; /* -1 until the last block arrived */
+    uint32_t delivered;
+    int done;
+} split_track_t;
+
+/* Tracking of one epoch's splits, indexed by split id (grows on demand). */
+typedef struct epoch_track {
+    int64_t epoch; /* -1: unused */
+    split_track_t *splits;
+    size_t nsplits;
+    size_t done_splits;
+} epoch_track_t;
+
+/* State shared by the consumer, the I/O thread and outstanding batches.
+ * Reference-counted: batches keep it alive after dpp_client_close(). */
+typedef struct dpp_core {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* ready blocks or an error arrived */
+    int refs;
+    int closed;          /* the I/O thread is gone; don't wake it */
+    uv_async_t *wake;    /* I/O thread's; valid while !closed */
+    /* schema, immutable after open */
+    unsigned ndense, nsparse;
+    char **dense_names, **sparse_names;
+    unsigned *dims;
+    /* consumer <-> I/O */
+    rblock_t *ready, **ready_tail;
+    size_t nready;
+    uint64_t *credit_q; /* link ids owed one credit each */
+    size_t ncredit, credit_cap;
+    uint32_t (*ack_q)[2]; /* (epoch, split) consumed */
+    size_t nack, ack_cap;
+    uint32_t cur_epoch;     /* the consumer's epoch; older blocks are duplicates */
+    epoch_track_t track[2]; /* by epoch parity: current and next */
+    int error;
+    char error_text[256];
+} dpp_core_t;
+
+typedef struct dpp_client_io dpp_client_io_t;
+
+struct dpp_client {
+    dpp_core_t *core;
+    dpp_client_io_t *io;
+    char session[24];
+    unsigned rank;
+    unsigned epochs, batch_size, rank_splits;
+    unsigned epoch;       /* current epoch of the consumer */
+    int session_ended;
+};
+
+struct dpp_batch {
+    dpp_core_t *core;
+    uint8_t *buf; /* the raw block, 8-byte aligned */
+    size_t rows;
+    unsigned epoch;
+    uint64_t link_id;
+};
+
+void dpp__core_unref(dpp_core_t *core);
+
+/* Split tracking for epoch e (NULL when e is neither current nor next).
+ * Caller holds core->mu. */
+epoch_track_t *dpp__core_epoch(dpp_core_t *core, uint32_t epoch, int create);
+/* Grows the tracker so split `id` exists; returns NULL on -ENOMEM. */
+split_track_t *dpp__track_split(epoch_track_t *t, uint32_t id);
+
+/* Queues a credit for link_id / an ack, and wakes the I/O thread. Caller
+ * holds core->mu. Returns 0 or -ENOMEM. */
+int dpp__core_credit(dpp_core_t *core, uint64_t link_id);
+int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split);
+void dpp__core_fail(dpp_core_t *core, int err, const char *text);
+
+/* Starts the I/O thread for a client whose session info is filled in. */
+int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master,
+                  char *const *workers, size_t nworkers);
+/* Stops and joins the I/O thread, frees it. */
+void dpp__io_stop(dpp_client_io_t *io);
+
+#endif

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+// libdppclient's I/O thread: master link (attach refresh, split acks) and one
+// connection per worker (subscribe, blocks in, credits out). Never aborts.
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "dpp.pb-c.h"
+#include "dpp/client.h"
+
+#define ATTACH_EVERY_MS 1000
+#define ATTACH_EVERY_NO_WORKERS_MS 200
+#define MAX_BLOCK_INDEX (1u << 24)
+#define MAX_RAW_BLOCK (256u << 20)
+
+typedef struct wlink {
+    dpp_conn_t conn;
+    dpp_client_io_t *io;
+    uint64_t id;
+    char addr[64];
+    int ready; /* subscribed */
+    struct wlink *prev, *next;
+} wlink_t;
+
+typedef struct mlink {
+    dpp_conn_t conn;
+    dpp_client_io_t *io;
+    int ready; /* hello answered */
+} mlink_t;
+
+struct dpp_client_io {
+    dpp_client_t *c;
+    dpp_core_t *core;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t wake;
+    uv_timer_t timer;
+    struct sockaddr_storage master_ss;
+    mlink_t *ml;
+    int64_t next_connect_ms, next_attach_ms;
+    unsigned backoff_ms;
+    int attach_inflight;
+    wlink_t *links;
+    uint64_t next_link_id;
+    atomic_int stop;
+    int stopping;
+};
+
+static void send_credit(wlink_t *l, uint32_t n)
+{
+    Dpp__Credit cr = DPP__CREDIT__INIT;
+    cr.credits = n;
+    dpp_conn_send(&l->conn, DPP_MSG_CREDIT, &cr.base);
+}
+
+/* ---- worker links ------------------------------------------------------- */
+
+static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeader *h)
+{
+    dpp_core_t *core = l->io->core;
+    if (h->codec > 1 || h->raw_size > MAX_RAW_BLOCK || h->block_index >= MAX_BLOCK_INDEX ||
+        (h->codec == 0 && h->raw_size != f->payload_len)) {
+        dpp_conn_close(&l->conn, DPP_EBLOCK);
+        return;
+    }
+    rblock_t *b = calloc(1, sizeof *b);
+    uint8_t *data = malloc(f->payload_len ? f->payload_len : 1);
+    pthread_mutex_lock(&core->mu);
+    int keep = 0;
+    if (b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
+        epoch_track_t *t = dpp__core_epoch(core, h->epoch, 1);
+        split_track_t *st = t ? dpp__track_split(t, h->split_id) : NULL;
+        size_t byte = h->block_index / 8;
+        if (st && byte >= st->seen_bytes) {
+            size_t n = st->seen_bytes ? st->seen_bytes : 8;
+            while (n <= byte)
+                n *= 2;
+            uint8_t *seen = realloc(st->seen, n);
+            if (seen) {
+                memset(seen + st->seen_bytes, 0, n - st->seen_bytes);
+                st->seen = seen;
+                st->seen_bytes = n;
+            }
+        }
+        /* A block already seen comes from a re-leased split: blocks are the
+         * same whichever worker made them, so it is dropped here. */
+        if (st && byte < st->seen_bytes && !(st->seen[byte] & (1u << (h->block_index % 8)))) {
+            st->seen[byte] |= (uint8_t)(1u << (h->block_index % 8));
+            if (h->last)
+                st->last_index = h->block_index;
+            keep = 1;
+        }
+    }
+    if (keep) {
+        memcpy(data, f->payload, f->payload_len);
+        b->link_id = l->id;
+        b->epoch = h->epoch;
+        b->split = h->split_id;
+        b->index = h->block_index;
+        b->last = h->last;
+        b->rows = h->rows;
+        b->codec = h->codec;
+        b->raw_size = h->raw_size;
+        b->data = data;
+        b->len = f->payload_len;
+        *core->ready_tail = b;
+        core->ready_tail = &b->next;
+        core->nready++;
+        pthread_cond_broadcast(&core->cv);
+    }
+    pthread_mutex_unlock(&core->mu);
+    if (!keep) {
+        free(b);
+        free(data);
+        send_credit(l, 1);
+    }
+}
+
+static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+{
+    wlink_t *l = dpp_container_of(conn, wlink_t, conn);
+    ProtobufCMessage *m = dpp_frame_unpack(f);
+    if (m == NULL) {
+        dpp_conn_close(conn, DPP_EMSG);
+        return;
+    }
+    switch (f->type) {
+    case DPP_MSG_HELLO_REPLY: {
+        Dpp__Subscribe sub = DPP__SUBSCRIBE__INIT;
+        sub.session_id = l->io->c->session;
+        sub.rank = l->io->c->rank;
+        sub.credits = DPP_CLIENT_CREDITS;
+        if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0)
+            l->ready = 1;
+        break;
+    }
+    case DPP_MSG_BLOCK:
+        if (l->ready)
+            handle_block(l, f, (Dpp__BlockHeader *)m);
+        break;
+    default:
+        dpp_conn_close(conn, f->type == DPP_MSG_ERROR ? ((Dpp__Error *)m)->code : DPP_EMSGTYPE);
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void on_link_closed(dpp_conn_t *conn)
+{
+    wlink_t *l = dpp_container_of(conn, wlink_t, conn);
+    dpp_client_io_t *io = l->io;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        io->links = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    free(l);
+}
+
+static void on_link_connected(dpp_conn_t *conn, int status)
+{
+    if (status != 0) {
+        dpp_conn_close(conn, status);
+        return;
+    }
+    Dpp__Hello h = DPP__HELLO__INIT;
+    h.version = DPP_PROTOCOL_VERSION;
+    h.role = "client";
+    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+}
+
+/* Connects to every listed worker not connected yet. A worker whose link
+ * dropped is connected again at the next attach refresh. */
+static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
+{
+    for (size_t i = 0; i < n && !io->stopping; i++) {
+        wlink_t *l = io->links;
+        while (l && strcmp(l->addr, addrs[i]) != 0)
+            l = l->next;
+        if (l)
+            continue;
+        struct sockaddr_storage ss;
+        if (dpp_addr_parse(addrs[i], &ss) != 0)
+            continue;
+        l = calloc(1, sizeof *l);
+        if (l == NULL)
+            return;
+        l->io = io;
+        l->id = ++io->next_link_id;
+        snprintf(l->addr, sizeof l->addr, "%s", addrs[i]);
+        if (dpp_conn_init(&io->loop, &l->conn, on_link_frame, on_link_closed, l) != 0) {
+            free(l);
+            continue;
+        }
+        l->next = io->links;
+        if (io->links)
+            io->links->prev = l;
+        io->links = l;
+        if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_link_connected) != 0)
+            dpp_conn_close(&l->conn, DPP_ECLOSED);
+    }
+}
+
+/* ---- master link -------------------------------------------------------- */
+
+static void send_attach(dpp_client_io_t *io)
+{
+    Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
+    req.session_id = io->c->session;
+    req.rank = io->c->rank;
+    if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
+        io->attach_inflight = 1;
+}
+
+/* Sends queued credits and, when the master link is up, queued acks. */
+static void drain_queues(dpp_client_io_t *io)
+{
+    dpp_core_t *core = io->core;
+    pthread_mutex_lock(&core->mu);
+    for (size_t i = 0; i < core->ncredit; i++) {
+        for (wlink_t *l = io->links; l; l = l->next)
+            if (l->id == core->credit_q[i] && l->ready)
+                send_credit(l, 1);
+    }
+    core->ncredit = 0;
+    if (io->ml && io->ml->ready) {
+        for (size_t i = 0; i < core->nack; i++) {
+            Dpp__SplitConsumed a = DPP__SPLIT_CONSUMED__INIT;
+            a.session_id = io->c->session;
+            a.rank = io->c->rank;
+            a.epoch = core->ack_q[i][0];
+            a.split_id = core->ack_q[i][1];
+            dpp_conn_send(&io->ml->conn, DPP_MSG_SPLIT_CONSUMED, &a.base);
+        }
+        core->nack = 0;
+    }
+    pthread_mutex_unlock(&core->mu);
+}
+
+static void fail_client(dpp_client_io_t *io, int err, const char *text)
+{
+    pthread_mutex_lock(&io->core->mu);
+    dpp__core_fail(io->core, err, text);
+    pthread_mutex_unlock(&io->core->mu);
+}
+
+static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    dpp_client_io_t *io = ml->io;
+    ProtobufCMessage *m = dpp_frame_unpack(f);
+    if (m == NULL) {
+        dpp_conn_close(conn, DPP_EMSG);
+        return;
+    }
+    switch (f->type) {
+    case DPP_MSG_HELLO_REPLY:
+        ml->ready = 1;
+        io->backoff_ms = 100;
+        send_attach(io);
+        drain_queues(io);
+        break;
+    case DPP_MSG_ATTACH_REPLY: {
+        Dpp__AttachReply *r = (Dpp__AttachReply *)m;
+        io->attach_inflight = 0;
+        io->next_attach_ms =
+            dpp_now_ms() + (r->n_workers ? ATTACH_EVERY_MS : ATTACH_EVERY_NO_WORKERS_MS);
+        if (strcmp(r->state, "failed") == 0)
+            fail_client(io, DPP_EFAILED, r->error);
+        else
+            sync_workers(io, r->workers, r->n_workers);
+        break;
+    }
+    case DPP_MSG_ERROR: {
+        Dpp__Error *e = (Dpp__Error *)m;
+        io->attach_inflight = 0;
+        if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK)
+            fail_client(io, e->code, e->message);
+        break;
+    }
+    default:
+        dpp_conn_close(conn, DPP_EMSGTYPE);
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void on_master_closed(dpp_conn_t *conn)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    dpp_client_io_t *io = ml->io;
+    io->ml = NULL;
+    io->attach_inflight = 0;
+    io->next_connect_ms = dpp_now_ms() + io->backoff_ms;
+    io->backoff_ms = io->backoff_ms >= 2500 ? 5000 : io->backoff_ms * 2;
+    free(ml);
+}
+
+static void on_master_connected(dpp_conn_t *conn, int status)
+{
+    if (status != 0) {
+        dpp_conn_close(conn, status);
+        return;
+    }
+    Dpp__Hello h = DPP__HELLO__INIT;
+    h.version = DPP_PROTOCOL_VERSION;
+    h.role = "client";
+    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+}
+
+static void connect_master(dpp_client_io_t *io)
+{
+    mlink_t *ml = calloc(1, sizeof *ml);
+    if (ml == NULL)
+        return;
+    ml->io = io;
+    if (dpp_conn_init(&io->loop, &ml->conn, on_master_frame, on_master_closed, ml) != 0) {
+        free(ml);
+        return;
+    }
+    io->ml = ml;
+    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&io->master_ss, on_master_connected) != 0)
+        dpp_conn_close(&ml->conn, DPP_ECLOSED);
+}
+
+/* ---- thread ------------------------------------------------------------- */
+
+static void close_all(dpp_client_io_t *io)
+{
+    io->stopping = 1;
+    pthread_mutex_lock(&io->core->mu);
+    io->core->closed = 1; /* batches released from now on don't touch the loop */
+    io->core->wake = NULL;
+    pthread_mutex_unlock(&io->core->mu);
+    uv_close((uv_handle_t *)&io->wake, NULL);
+    uv_close((uv_handle_t *)&io->timer, NULL);
+    if (io->ml)
+        dpp_conn_close(&io->ml->conn, DPP_ECLOSED);
+    for (wlink_t *l = io->links; l; l = l->next)
+        dpp_conn_close(&l->conn, DPP_ECLOSED);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    dpp_client_io_t *io = dpp_container_of(a, dpp_client_io_t, wake);
+    if (atomic_load(&io->stop)) {
+        if (!io->stopping)
+            close_all(io);
+        return;
+    }
+    drain_queues(io);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    dpp_client_io_t *io = dpp_container_of(t, dpp_client_io_t, timer);
+    int64_t now = dpp_now_ms();
+    if (io->ml == NULL && now >= io->next_connect_ms)
+        connect_master(io);
+    else if (io->ml && io->ml->ready && !io->attach_inflight && now >= io->next_attach_ms)
+        send_attach(io);
+}
+
+static void io_main(void *arg)
+{
+    dpp_client_io_t *io = arg;
+    uv_run(&io->loop, UV_RUN_DEFAULT);
+}
+
+int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *const *workers,
+                  size_t nworkers)
+{
+    dpp_client_io_t *io = calloc(1, sizeof *io);
+    if (io == NULL)
+        return -ENOMEM;
+    io->c = c;
+    io->core = c->core;
+    io->master_ss = *master;
+    io->backoff_ms = 100;
+    atomic_init(&io->stop, 0);
+    int rc = uv_loop_init(&io->loop);
+    if (rc) {
+        free(io);
+        return rc;
+    }
+    uv_async_init(&io->loop, &io->wake, on_wake);
+    uv_timer_init(&io->loop, &io->timer);
+    uv_timer_start(&io->timer, on_timer, 20, 20);
+    io->next_attach_ms = dpp_now_ms() + ATTACH_EVERY_MS;
+    connect_master(io);
+    sync_workers(io, workers, nworkers);
+    c->core->wake = &io->wake;
+    c->io = io;
+    rc = uv_thread_create(&io->thread, io_main, io);
+    if (rc) {
+        close_all(io);
+        uv_run(&io->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&io->loop);
+        free(io);
+        c->io = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+void dpp__io_stop(dpp_client_io_t *io)
+{
+    if (io == NULL)
+        return;
+    atomic_store(&io->stop, 1);
+    uv_async_send(&io->wake);
+    uv_thread_join(&io->thread);
+    uv_loop_close(&io->loop);
+    free(io);
+}

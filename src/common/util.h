@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers every part uses. */
+#ifndef DPP_COMMON_UTIL_H
+#define DPP_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* The struct that embeds `ptr` as `member` (h2o style). */
+#define dpp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* Monotonic clock in nanoseconds and milliseconds. */
+static inline uint64_t dpp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int64_t dpp_now_ms(void)
+{
+    return (int64_t)(dpp_now_ns() / 1000000u);
+}
+
+#endif

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+// dppctl: validate and submit session specs, show status, read a session.
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/net.h"
+#include "common/spec.h"
+#include "common/util.h"
+#include "dpp.pb-c.h"
+#include "dpp/client.h"
+
+#define MAX_SPEC_BYTES (1u << 20)
+
+static const char usage[] =
+    "usage: dppctl [--master HOST:PORT] COMMAND [ARGS]\n"
+    "\n"
+    "Commands:\n"
+    "  validate SPEC.json        check a session spec offline\n"
+    "  submit SPEC.json          submit a spec; prints the session id on the\n"
+    "                            last line of stdout\n"
+    "  status [SESSION]          state and split progress of one or every session\n"
+    "  read SESSION [--rank R]   consume the session's batches through\n"
+    "                            libdppclient; prints per-epoch sums\n"
+    "\n"
+    "Options:\n"
+    "  --master HOST:PORT   the master (default: $DPP_MASTER, else 127.0.0.1:7070)\n"
+    "  --output text|json   output format of status and read (default text)\n"
+    "  --rank R             read: the consumer rank to read as (default 0)\n"
+    "  --timeout-s N        give up after N seconds without progress (default 60)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Exit status: 0 success; 1 the command failed (the reason is on stderr, one\n"
+    "line); 2 usage error.\n";
+
+typedef struct ctl {
+    const char *master;
+    int json;
+    unsigned rank;
+    int timeout_ms;
+} ctl_t;
+
+static int fail(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "dppctl: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    return 1;
+}
+
+static char *read_spec(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL) {
+        fail("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(MAX_SPEC_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, MAX_SPEC_BYTES + 1, f) : 0;
+    int err = buf == NULL || ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (err || n > MAX_SPEC_BYTES) {
+        fail("%s: %s", path, err ? "cannot read" : "larger than 1 MiB");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int cmd_validate(const char *path)
+{
+    size_t len;
+    char *json = read_spec(path, &len);
+    if (json == NULL)
+        return 1;
+    dpp_spec_t spec;
+    char err[DPP_SPEC_ERRLEN];
+    int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
+    free(json);
+    if (rc)
+        return fail("%s%s", err, "");
+    printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
+           path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
+    dpp_spec_close(&spec);
+    return 0;
+}
+
+/* One request/reply with the master; an Error reply is printed and fails. */
+static int call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req,
+                       uint16_t want, ProtobufCMessage **reply)
+{
+    dpp_sync_conn_t conn;
+    int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms);
+    if (rc)
+        return fail("master %s: %s", ctl->master, dpp_strerror(rc));
+    uint16_t rtype;
+    rc = dpp_sync_call(&conn, type, req, &rtype, reply, ctl->timeout_ms);
+    dpp_sync_close(&conn);
+    if (rc)
+        return fail("master %s: %s", ctl->master, dpp_strerror(rc));
+    if (rtype == DPP_MSG_ERROR) {
+        fail("%s%s", ((Dpp__Error *)*reply)->message, "");
+        protobuf_c_message_free_unpacked(*reply, NULL);
+        return 1;
+    }
+    if (rtype != want) {
+        protobuf_c_message_free_unpacked(*reply, NULL);
+        return fail("master %s: %s", ctl->master, "unexpected reply");
+    }
+    return 0;
+}
+
+static int cmd_submit(const ctl_t *ctl, const char *path)
+{
+    size_t len;
+    char *json = read_spec(path, &len);
+    if (json == NULL)
+        return 1;
+    Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
+    req.spec_json = json;
+    ProtobufCMessage *reply;
+    int rc = call_master(ctl, DPP_MSG_SUBMIT, &req.base, DPP_MSG_SUBMIT_REPLY, &reply);
+    free(json);
+    if (rc)
+        return rc;
+    printf("%s\n", ((Dpp__SubmitReply *)reply)->session_id);
+    protobuf_c_message_free_unpacked(reply, NULL);
+    return 0;
+}
+
+static int cmd_status(const ctl_t *ctl, const char *session)
+{
+    Dpp__StatusRequest req = DPP__STATUS_REQUEST__INIT;
+    req.session_id = (char *)(session ? session : "");
+    ProtobufCMessage *reply;
+    int rc = call_master(ctl, DPP_MSG_STATUS, &req.base, DPP_MSG_STATUS_REPLY, &reply);
+    if (rc)
+        return rc;
+    Dpp__StatusReply *r = (Dpp__StatusReply *)reply;
+    if (!ctl->json)
+        printf("%-18s %-8s %-7s %-17s %-12s %s\n", "SESSION", "STATE", "EPOCH", "SPLITS DONE",
+               "ROWS", "WORKERS");
+    json_t *arr = json_array();
+    for (size_t i = 0; i < r->n_sessions; i++) {
+        const Dpp__SessionStatus *s = r->sessions[i];
+        unsigned total = s->splits_per_epoch * s->epochs;
+        if (ctl->json) {
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
+                               "s:I, s:i, s:s}",
+                               "session", s->session_id, "state", s->state, "table", s->table,
+                               "epochs", s->epochs, "epoch", s->current_epoch, "consumers",
+                               s->consumers, "splits_per_epoch", s->splits_per_epoch,
+                               "splits_pending", s->splits_pending, "splits_leased",
+                               s->splits_leased, "splits_produced", s->splits_produced,
+                               "splits_consumed", s->splits_consumed, "rows_produced",
+                               (json_int_t)s->rows_produced, "records_rejected",
+                               (json_int_t)s->records_rejected, "workers", s->workers, "error",
+                               s->error));
+            continue;
+        }
+        char epoch[32], splits[48];
+        snprintf(epoch, sizeof epoch, "%u/%u",
+                 s->current_epoch + (strcmp(s->state, "done") == 0 ? 1 : 1), s->epochs);
+        snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
+        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s\n", s->session_id, s->state, epoch,
+               splits, s->rows_produced, s->workers, s->error[0] ? "  error: " : "", s->error);
+    }
+    if (ctl->json) {
+        char *text = json_dumps(arr, JSON_COMPACT);
+        if (text)
+            puts(text);
+        free(text);
+    }
+    json_decref(arr);
+    protobuf_c_message_free_unpacked(reply, NULL);
+    return 0;
+}
+
+typedef struct epoch_sums {
+    uint64_t rows, batches, lengths_sum;
+    double label_sum, dense_sum;
+    uint64_t ids_sum, ids_wsum; /* wrapping; printed as int64 */
+    uint64_t start_ns;
+} epoch_sums_t;
+
+static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
+{
+    size_t rows = dpp_batch_rows(b);
+    e->rows += rows;
+    e->batches++;
+    const float *labels;
+    dpp_batch_labels(b, &labels);
+    for (size_t r = 0; r < rows; r++)
+        e->label_sum += labels[r];
+    for (unsigned i = 0; i < dpp_client_num_dense(c); i++) {
+        const float *v;
+        unsigned dim;
+        dpp_batch_dense(b, dpp_client_dense_name(c, i), &v, &dim);
+        for (size_t j = 0; j < rows * dim; j++)
+            e->dense_sum += v[j];
+    }
+    for (unsigned k = 0; k < dpp_client_num_sparse(c); k++) {
+        const int64_t *ids;
+        const int32_t *lengths;
+        size_t n;
+        dpp_batch_sparse(b, dpp_client_sparse_name(c, k), &ids, &lengths, &n);
+        uint64_t sum = 0;
+        for (size_t j = 0; j < n; j++)
+            sum += (uint64_t)ids[j];
+        e->lengths_sum += n;
+        e->ids_sum += sum;
+        e->ids_wsum += (uint64_t)(k + 1) * sum;
+    }
+}
+
+static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
+{
+    double secs = (double)(dpp_now_ns() - e->start_ns) / 1e9;
+    double rate = secs > 0 ? (double)e->rows / secs : 0;
+    if (ctl->json) {
+        printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
+               ",\"label_sum\":%.17g,\"dense_sum\":%.17g,\"sparse_lengths_sum\":%" PRIu64
+               ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
+               ",\"rows_per_s\":%.1f}\n",
+               epoch, e->rows, e->batches, e->label_sum, e->dense_sum, e->lengths_sum,
+               (int64_t)e->ids_sum, (int64_t)e->ids_wsum, rate);
+    } else {
+        printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
+               "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",
+               epoch, e->rows, e->batches, rate, e->label_sum, e->dense_sum, e->lengths_sum,
+               (int64_t)e->ids_sum, (int64_t)e->ids_wsum);
+    }
+    fflush(stdout);
+}
+
+static int cmd_read(const ctl_t *ctl, const char *session)
+{
+    dpp_client_t *c;
+    int rc = dpp_client_open(&c, ctl->master, session, ctl->rank, ctl->timeout_ms);
+    if (rc)
+        return fail("read %s: %s", session, dpp_strerror(rc));
+    epoch_sums_t e = {.start_ns = dpp_now_ns()};
+    for (;;) {
+        dpp_batch_t *b;
+        unsigned epoch = dpp_client_epoch(c);
+        rc = dpp_client_next(c, &b, ctl->timeout_ms);
+        if (rc == DPP_BATCH) {
+            add_batch(c, b, &e);
+            dpp_batch_release(b);
+        } else if (rc == DPP_EPOCH_END) {
+            print_epoch(ctl, epoch, &e);
+            memset(&e, 0, sizeof e);
+            e.start_ns = dpp_now_ns();
+        } else if (rc == DPP_SESSION_END) {
+            rc = 0;
+            break;
+        } else {
+            fail("read %s: %s", session, dpp_strerror(rc));
+            rc = 1;
+            break;
+        }
+    }
+    dpp_client_close(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"master", required_argument, NULL, 'm'},
+        {"output", required_argument, NULL, 'o'},
+        {"rank", required_argument, NULL, 'r'},
+        {"timeout-s", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *env = getenv("DPP_MASTER");
+    ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000};
+    char *end;
+    int c;
+    /* GNU getopt permutes: options may come before or after the command. */
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            ctl.master = optarg;
+            break;
+        case 'o':
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
+                return fail("--output: expected text or json, got \"%s\"%s", optarg, "") + 1;
+            ctl.json = strcmp(optarg, "json") == 0;
+            break;
+        case 'r':
+            ctl.rank = (unsigned)strtoul(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0')
+                return fail("--rank: not a number: \"%s\"%s", optarg, "") + 1;
+            break;
+        case 't':
+            ctl.timeout_ms = (int)strtol(optarg, &end, 10) * 1000;
+            if (*optarg == '\0' || *end != '\0' || ctl.timeout_ms <= 0)
+                return fail("--timeout-s: not a positive number: \"%s\"%s", optarg, "") + 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    const char *const *pos = (const char *const *)argv + optind;
+    int npos = argc - optind;
+    if (npos == 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = pos[0];
+    if (strcmp(cmd, "validate") == 0 && npos == 2)
+        return cmd_validate(pos[1]);
+    if (strcmp(cmd, "submit") == 0 && npos == 2)
+        return cmd_submit(&ctl, pos[1]);
+    if (strcmp(cmd, "status") == 0 && npos <= 2)
+        return cmd_status(&ctl, npos == 2 ? pos[1] : NULL);
+    if (strcmp(cmd, "read") == 0 && npos == 2)
+        return cmd_read(&ctl, pos[1]);
+    fprintf(stderr, "dppctl: unknown command or wrong arguments: %s\n", cmd);
+    fputs(usage, stderr);
+    return 2;
+}

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* dpp-gen: writes a synthetic Criteo-like table of TFRecord files of
+ * tf.train.Example records, in Hive-style day partitions. Every value is a
+ * pure function of (seed, row id, feature), so equal arguments give
+ * byte-identical files. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/tfrecord.h"
+#include "example.pb-c.h"
+
+#define NDENSE 13
+#define NSPARSE 26
+#define NFEAT (2 + NDENSE + NSPARSE) /* row_id, label, i1..i13, c1..c26 */
+#define MAX_IDS 8
+#define MAX_SHARDS 100000 /* part-NNNNN */
+#define MAX_PARTITIONS 100000
+#define WRITE_BUF (1u << 20)
+
+/* Per dense feature: how far its counts spread (4 = the plain 1/x^2 tail;
+ * larger is wider). Criteo's I-columns range from near-binary to wide. */
+static const unsigned dense_spread[NDENSE] = {2, 6, 3, 4, 8, 5, 2, 3, 7, 2, 4, 3, 5};
+
+/* Per sparse feature: log2 of its vocabulary (roughly Criteo's C-column
+ * cardinalities) and how long its lists run (0: always one id). */
+static const unsigned sparse_vocab_bits[NSPARSE] = {10, 9,  24, 21, 8, 5,  14, 9,  2,
+                                                    17, 13, 22, 12, 4, 13, 20, 4,  12,
+                                                    11, 3,  21, 6,  18, 15, 7,  16};
+static const unsigned sparse_len_scale[NSPARSE] = {0, 1, 2, 0, 1, 0, 3, 1, 0, 2, 1, 0, 1,
+                                                   4, 0, 1, 2, 0, 1, 0, 2, 1, 0, 3, 1, 0};
+
+typedef struct gen_args {
+    uint64_t rows;
+    uint64_t shards;
+    uint64_t partitions;
+    uint64_t seed;
+    const char *out;
+    struct tm start; /* UTC midnight of the first partition */
+} gen_args_t;
+
+/* The reusable protobuf-c message tree of one row: filled in place per row,
+ * so writing allocates nothing per record. */
+typedef struct row_msg {
+    Tfex__Example ex;
+    Tfex__Features features;
+    Tfex__FeatureEntry entry[NFEAT];
+    Tfex__FeatureEntry *entry_ptr[NFEAT];
+    Tfex__Feature feature[NFEAT];
+    Tfex__FloatList floats[NDENSE];
+    Tfex__Int64List ints[2 + NSPARSE];
+    float dense[NDENSE];
+    int64_t ids[2 + NSPARSE][MAX_IDS];
+    char name[NFEAT][8];
+} row_msg_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
+            "               [--start-date YYYY-MM-DD] [--help]\n"
+            "\n"
+            "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord,\n"
+            "P partitions on consecutive days from --start-date (default 2026-01-01), S\n"
+            "shards in each, N rows spread evenly. Records are tf.train.Example with\n"
+            "row_id (int64), label (int64 0/1), i1..i13 (one float each) and c1..c26\n"
+            "(1-8 int64 ids). The same arguments always give byte-identical files.\n");
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    if (s[0] < '0' || s[0] > '9') {
+        fprintf(stderr, "dpp-gen: %s: expected a non-negative integer, got \"%s\"\n", opt, s);
+        return -1;
+    }
+    v = strtoull(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v > max) {
+        fprintf(stderr, "dpp-gen: %s: \"%s\" is not an integer in 0..%" PRIu64 "\n", opt, s,
+                max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_date(const char *s, struct tm *out)
+{
+    int y, m, d;
+    struct tm tm = {0};
+
+    if (strlen(s) != 10)
+        goto bad;
+    for (int i = 0; i < 10; i++)
+        if ((i == 4 || i == 7) ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+            goto bad;
+    y = atoi(s);
+    m = atoi(s + 5);
+    d = atoi(s + 8);
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    /* timegm normalises 2026-02-30 into March: a changed date was invalid. */
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1 || tm.tm_year != y - 1900 || tm.tm_mon != m - 1 || tm.tm_mday != d)
+        goto bad;
+    *out = tm;
+    return 0;
+bad:
+    fprintf(stderr, "dpp-gen: --start-date: \"%s\" is not a date YYYY-MM-DD\n", s);
+    return -1;
+}
+
+/* Returns 0, 1 after --help, or -1 after printing what is wrong. */
+static int parse_args(int argc, char **argv, gen_args_t *a)
+{
+    static const struct option opts[] = {
+        {"rows", required_argument, NULL, 'r'},       {"shards", required_argument, NULL, 's'},
+        {"partitions", required_argument, NULL, 'p'}, {"seed", required_argument, NULL, 'x'},
+        {"out", required_argument, NULL, 'o'},        {"start-date", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+    };
+    int have_rows = 0, have_shards = 0, have_parts = 0, have_seed = 0, c;
+
+    memset(a, 0, sizeof(*a));
+    if (parse_date("2026-01-01", &a->start) != 0)
+        return -1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (parse_u64("--rows", optarg, INT64_MAX, &a->rows) != 0)
+                return -1;
+            have_rows = 1;
+            break;
+        case 's':
+            if (parse_u64("--shards", optarg, MAX_SHARDS, &a->shards) != 0)
+                return -1;
+            have_shards = 1;
+            break;
+        case 'p':
+            if (parse_u64("--partitions", optarg, MAX_PARTITIONS, &a->partitions) != 0)
+                return -1;
+            have_parts = 1;
+            break;
+        case 'x':
+            if (parse_u64("--seed", optarg, UINT64_MAX, &a->seed) != 0)
+                return -1;
+            have_seed = 1;
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'd':
+            if (parse_date(optarg, &a->start) != 0)
+                return -1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case ':':
+            fprintf(stderr, "dpp-gen: %s needs a value\n", argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "dpp-gen: unknown option \"%s\"\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "dpp-gen: unexpected argument \"%s\"\n", argv[optind]);
+        return -1;
+    }
+    if (!have_rows || !have_shards || !have_parts || !have_seed || !a->out || !a->out[0]) {
+        fprintf(stderr, "dpp-gen: missing %s\n",
+                !have_rows     ? "--rows"
+                : !have_shards ? "--shards"
+                : !have_parts  ? "--partitions"
+                : !have_seed   ? "--seed"
+                               : "--out");
+        return -1;
+    }
+    if (a->shards == 0 || a->partitions == 0) {
+        fprintf(stderr, "dpp-gen: --%s must be at least 1\n",
+                a->shards == 0 ? "shards" : "partitions");
+        return -1;
+    }
+    return 0;
+}
+
+/* splitmix64's finaliser: a bijection that scrambles every input bit. */
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Counter-based draws: draw k of feature f in the row keyed by row_key. */
+static inline uint64_t row_key(uint64_t seed, uint64_t row_id)
+{
+    return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ mix64(row_id + 0x632be59bd9b4e019ull));
+}
+
+static inline uint64_t draw(uint64_t key, unsigned f, unsigned k)
+{
+    return mix64(key + ((uint64_t)f << 16 | k) * 0xd1b54a32d192ed03ull);
+}
+
+static inline unsigned clz64(uint64_t v)
+{
+    return (unsigned)__builtin_clzll(v | 1);
+}
+
+/* A Criteo-like count: mostly small non-negative integers with a heavy tail,
+ * about 5% small negatives and about 0.01% outliers near 1e9. Integer math
+ * only, so the value does not depend on the libm or FPU of the machine. */
+static float dense_value(uint64_t key, unsigned j)
+{
+    unsigned f = 2 + j;
+    uint64_t kind = draw(key, f, 0) % 10000;
+    uint64_t r = draw(key, f, 1);
+
+    if (kind == 0)
+        return (float)(1000000000ull + r % 1000 * 1000000ull);
+    if (kind < 500)
+        return -(float)(1 + r % 3);
+    /* Magnitude class m has probability about 2^-(m+1) (a 1/x^2 tail),
+     * stretched per feature; uniform within the class. */
+    unsigned m = clz64(r) * dense_spread[j] / 4;
+    if (m > 20)
+        m = 20;
+    uint64_t span = (1ull << m) - 1;
+    return (float)(span + (draw(key, f, 2) & span));
+}
+
+/* Ids of one sparse feature: log-uniform ranks (P(rank) ~ 1/rank, Zipf with
+ * s = 1) over the feature's vocabulary, hashed with the feature index into a
+ * 2^40 id space so that every feature has its own ids. */
+static size_t sparse_ids(uint64_t key, unsigned j, int64_t *ids)
+{
+    unsigned f = 2 + NDENSE + j;
+    unsigned bits = sparse_vocab_bits[j];
+    size_t len = 1 + clz64(draw(key, f, 0)) * sparse_len_scale[j] / 2;
+
+    if (len > MAX_IDS)
+        len = MAX_IDS;
+    for (size_t k = 0; k < len; k++) {
+        unsigned e = (unsigned)(draw(key, f, 1 + 2 * (unsigned)k) % (bits + 1));
+        uint64_t span = (1ull << e) - 1;
+        uint64_t rank = span + (draw(key, f, 2 + 2 * (unsigned)k) & span);
+        uint64_t h = mix64(rank * 0x9e3779b97f4a7c15ull + (j + 1) * 0xff51afd7ed558ccdull);
+        ids[k] = (int64_t)(h >> 24);
+    }
+    return len;
+}
+
+static void row_msg_init(row_msg_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->ex = (Tfex__Example)TFEX__EXAMPLE__INIT;
+    m->features = (Tfex__Features)TFEX__FEATURES__INIT;
+    m->ex.features = &m->features;
+    m->features.n_feature = NFEAT;
+    m->features.feature = m->entry_ptr;
+    for (unsigned i = 0; i < NFEAT; i++) {
+        Tfex__FeatureEntry *e = &m->entry[i];
+        Tfex__Feature *f = &m->feature[i];
+
+        if (i == 0)
+            snprintf(m->name[i], sizeof(m->name[i]), "row_id");
+        else if (i == 1)
+            snprintf(m->name[i], sizeof(m->name[i]), "label");
+        else if (i < 2 + NDENSE)
+            snprintf(m->name[i], sizeof(m->name[i]), "i%u", i - 1);
+        else
+            snprintf(m->name[i], sizeof(m->name[i]), "c%u", i - 1 - NDENSE);
+        *e = (Tfex__FeatureEntry)TFEX__FEATURE_ENTRY__INIT;
+        *f = (Tfex__Feature)TFEX__FEATURE__INIT;
+        e->key = m->name[i];
+        e->value = f;
+        m->entry_ptr[i] = e;
+        if (i >= 2 && i < 2 + NDENSE) {
+            Tfex__FloatList *fl = &m->floats[i - 2];
+            *fl = (Tfex__FloatList)TFEX__FLOAT_LIST__INIT;
+            fl->n_value = 1;
+            fl->value = &m->dense[i - 2];
+            f->kind_case = TFEX__FEATURE__KIND_FLOAT_LIST;
+            f->float_list = fl;
+        } else {
+            unsigned k = i < 2 ? i : i - NDENSE;
+            Tfex__Int64List *il = &m->ints[k];
+            *il = (Tfex__Int64List)TFEX__INT64_LIST__INIT;
+            il->n_value = 1;
+            il->value = m->ids[k];
+            f->kind_case = TFEX__FEATURE__KIND_INT64_LIST;
+            f->int64_list = il;
+        }
+    }
+}
+
+static void row_msg_fill(row_msg_t *m, uint64_t seed, uint64_t row_id)
+{
+    uint64_t key = row_key(seed, row_id);
+
+    m->ids[0][0] = (int64_t)row_id;
+    m->ids[1][0] = draw(key, 1, 0) < (UINT64_MAX / 4) + 1 ? 1 : 0;
+    for (unsigned j = 0; j < NDENSE; j++)
+        m->dense[j] = dense_value(key, j);
+    for (unsigned j = 0; j < NSPARSE; j++)
+        m->ints[2 + j].n_value = sparse_ids(key, j, m->ids[2 + j]);
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+    size_t len = strlen(path);
+
+    if (len >= sizeof(buf)) {
+        fprintf(stderr, "dpp-gen: %s: path too long\n", path);
+        return -1;
+    }
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "dpp-gen: cannot create directory %s: %s\n", buf, strerror(errno));
+            return -1;
+        }
+        buf[i] = saved;
+    }
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "dpp-gen: %s: not a directory\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Output state shared by every file of the run. */
+typedef struct writer {
+    row_msg_t msg;
+    uint8_t *rec;    /* framed record buffer */
+    size_t rec_cap;
+    char *file_buf; /* stdio buffer */
+    uint64_t bytes;
+} writer_t;
+
+/* Writes rows [first, first + n) to path, through a hidden temporary file
+ * renamed into place at the end, so that a reader never sees half a file. */
+static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const char *name,
+                       uint64_t first, uint64_t n)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    FILE *f;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+        (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp)) {
+        fprintf(stderr, "dpp-gen: %s/%s: path too long\n", dir, name);
+        return -1;
+    }
+    f = fopen(tmp, "wb");
+    if (!f) {
+        fprintf(stderr, "dpp-gen: cannot create %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    setvbuf(f, w->file_buf, _IOFBF, WRITE_BUF);
+    for (uint64_t row = first; row < first + n; row++) {
+        row_msg_fill(&w->msg, a->seed, row);
+        size_t len = tfex__example__get_packed_size(&w->msg.ex);
+        if (len + DPP_TFRECORD_OVERHEAD > w->rec_cap) {
+            size_t cap = 2 * (len + DPP_TFRECORD_OVERHEAD);
+            uint8_t *p = realloc(w->rec, cap);
+            if (!p) {
+                fprintf(stderr, "dpp-gen: out of memory\n");
+                goto fail;
+            }
+            w->rec = p;
+            w->rec_cap = cap;
+        }
+        /* Serialised in place after the 12-byte header, then framed. */
+        tfex__example__pack(&w->msg.ex, w->rec + 12);
+        size_t framed = dpp_tfrecord_frame(w->rec, w->rec + 12, len);
+        if (fwrite(w->rec, 1, framed, f) != framed) {
+            fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
+            goto fail;
+        }
+        w->bytes += framed;
+    }
+    if (fflush(f) != 0 || ferror(f)) {
+        fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
+        goto fail;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        fprintf(stderr, "dpp-gen: close %s: %s\n", tmp, strerror(errno));
+        goto fail;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        fprintf(stderr, "dpp-gen: rename %s to %s: %s\n", tmp, path, strerror(errno));
+        goto fail;
+    }
+    return 0;
+
+fail:
+    if (f)
+        fclose(f);
+    unlink(tmp);
+    return -1;
+}
+
+static int generate(const gen_args_t *a)
+{
+    writer_t *w = calloc(1, sizeof(*w));
+    char dir[PATH_MAX], name[48];
+    uint64_t row = 0, files = 0;
+    int rc = -1;
+
+    if (!w || !(w->file_buf = malloc(WRITE_BUF))) {
+        fprintf(stderr, "dpp-gen: out of memory\n");
+        goto out;
+    }
+    row_msg_init(&w->msg);
+    if (mkdir_p(a->out) != 0)
+        goto out;
+    for (uint64_t p = 0; p < a->partitions; p++) {
+        /* The first rows % partitions partitions (and within a partition the
+         * first shards) take one extra row. */
+        uint64_t part_rows = a->rows / a->partitions + (p < a->rows % a->partitions);
+        struct tm day = a->start;
+        day.tm_mday += (int)p;
+        time_t t = timegm(&day);
+        struct tm norm;
+        if (t == (time_t)-1 || !gmtime_r(&t, &norm)) {
+            fprintf(stderr, "dpp-gen: date out of range\n");
+            goto out;
+        }
+        int n = snprintf(dir, sizeof(dir), "%s/ds=%04d-%02d-%02d", a->out, norm.tm_year + 1900,
+                         norm.tm_mon + 1, norm.tm_mday);
+        if (n < 0 || (size_t)n >= sizeof(dir)) {
+            fprintf(stderr, "dpp-gen: %s: path too long\n", a->out);
+            goto out;
+        }
+        if (mkdir_p(dir) != 0)
+            goto out;
+        for (uint64_t s = 0; s < a->shards; s++) {
+            uint64_t shard_rows = part_rows / a->shards + (s < part_rows % a->shards);
+            snprintf(name, sizeof(name), "part-%05" PRIu64 ".tfrecord", s);
+            if (write_shard(w, a, dir, name, row, shard_rows) != 0)
+                goto out;
+            row += shard_rows;
+            files++;
+        }
+    }
+    printf("dpp-gen: wrote %" PRIu64 " rows in %" PRIu64 " files, %" PRIu64 " bytes, under %s\n",
+           row, files, w->bytes, a->out);
+    rc = 0;
+out:
+    if (w) {
+        free(w->rec);
+        free(w->file_buf);
+        free(w);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    gen_args_t args;
+    int rc = parse_args(argc, argv, &args);
+
+    if (rc > 0)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "Try 'dpp-gen --help'.\n");
+        return 2;
+    }
+    return generate(&args) == 0 ? 0 : 1;
+}

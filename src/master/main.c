@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// dpp-master: command line and signal handling around dpp_master_t.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "master.h"
+
+static const char usage[] =
+    "usage: dpp-master --data-root DIR [--data-root DIR ...] --state-dir DIR [options]\n"
+    "\n"
+    "The dpp master: accepts session specs from dppctl, splits their tables into\n"
+    "splits (one per file), leases splits to workers and tells trainer clients\n"
+    "which workers serve their session.\n"
+    "\n"
+    "  --listen HOST:PORT     address to listen on (default 127.0.0.1:7070;\n"
+    "                         port 0 picks a free port)\n"
+    "  --data-root DIR        directory under which specs may name tables;\n"
+    "                         repeat for several roots (required)\n"
+    "  --state-dir DIR        where the master keeps its state (required;\n"
+    "                         locked: one master per directory)\n"
+    "  --port-file FILE       write the bound HOST:PORT to FILE once listening\n"
+    "  --heartbeat-ms N       interval workers heartbeat at (default 1000)\n"
+    "  --worker-timeout-ms N  drop a silent worker after N ms and re-lease\n"
+    "                         its splits (default 10000)\n"
+    "  --log-level LEVEL      debug, info, warn or error (default info)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "SIGINT or SIGTERM stops the master.\n";
+
+typedef struct signals {
+    uv_signal_t sigint, sigterm;
+    dpp_master_t *master;
+} signals_t;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    signals_t *s = h->data;
+    dpp_log(DPP_LOG_INFO, "master_stopping signal=%d", signum);
+    dpp_master_stop(s->master);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"data-root", required_argument, NULL, 'r'},
+        {"state-dir", required_argument, NULL, 's'},
+        {"port-file", required_argument, NULL, 'p'},
+        {"heartbeat-ms", required_argument, NULL, 'b'},
+        {"worker-timeout-ms", required_argument, NULL, 't'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    dpp_master_config_t cfg = {.listen = "127.0.0.1:7070"};
+    const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            cfg.listen = optarg;
+            break;
+        case 'r':
+            roots[cfg.nroots++] = optarg;
+            break;
+        case 's':
+            cfg.state_dir = optarg;
+            break;
+        case 'p':
+            cfg.port_file = optarg;
+            break;
+        case 'b':
+            cfg.heartbeat_ms = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 't':
+            cfg.worker_timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'L': {
+            dpp_log_level_t lvl;
+            if (dpp_log_parse_level(optarg, &lvl) != 0) {
+                fprintf(stderr, "dpp-master: unknown log level \"%s\"\n", optarg);
+                return 2;
+            }
+            dpp_log_set_level(lvl);
+            break;
+        }
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc || cfg.nroots == 0 || cfg.state_dir == NULL) {
+        fprintf(stderr, "dpp-master: %s\n",
+                optind < argc ? "unexpected argument" : "--data-root and --state-dir are required");
+        fputs(usage, stderr);
+        return 2;
+    }
+    cfg.roots = roots;
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    signals_t sig;
+    int rc = dpp_master_new(&sig.master, &loop, &cfg);
+    if (rc) {
+        uv_loop_close(&loop);
+        free(roots);
+        return 1;
+    }
+    uv_signal_init(&loop, &sig.sigint);
+    uv_signal_init(&loop, &sig.sigterm);
+    sig.sigint.data = sig.sigterm.data = &sig;
+    uv_signal_start(&sig.sigint, on_signal, SIGINT);
+    uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    dpp_master_free(sig.master);
+    rc = uv_loop_close(&loop);
+    free(roots);
+    return rc == 0 ? 0 : 1;
+}

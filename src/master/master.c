@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: Apache-2.0
+// The master's event loop: connections, message handling and leasing.
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/conn.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+#include "master.h"
+#include "session.h"
+#include "table.h"
+
+typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
+
+typedef struct peer {
+    dpp_conn_t conn;
+    dpp_master_t *m;
+    peer_role_t role;
+    uint64_t worker_id;
+    char data_addr[64];
+    unsigned lease_want; /* a LeaseRequest waits for splits */
+    int64_t last_seen_ms;
+    struct peer *prev, *next;
+} peer_t;
+
+struct dpp_master {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_timer_t timer;
+    char **roots;
+    size_t nroots;
+    char *state_dir;
+    unsigned heartbeat_ms, worker_timeout_ms;
+    char addr[64];
+    int lock_fd;
+    dpp_session_t **sessions;
+    size_t nsessions;
+    peer_t *peers;
+    uint64_t next_worker_id, next_lease_id;
+    int stopping;
+};
+
+static const char *role_name(peer_role_t r)
+{
+    static const char *const names[] = {"none", "ctl", "worker", "client"};
+    return names[r];
+}
+
+static dpp_session_t *find_session(dpp_master_t *m, const char *id)
+{
+    for (size_t i = 0; i < m->nsessions; i++)
+        if (strcmp(m->sessions[i]->id, id) == 0)
+            return m->sessions[i];
+    return NULL;
+}
+
+static unsigned live_workers(dpp_master_t *m)
+{
+    unsigned n = 0;
+    for (peer_t *p = m->peers; p; p = p->next)
+        n += p->role == ROLE_WORKER && p->worker_id != 0;
+    return n;
+}
+
+/* Answers every waiting LeaseRequest that pending splits can serve. Splits
+ * go out in session order, then file order. */
+static void grant_leases(dpp_master_t *m)
+{
+    for (peer_t *p = m->peers; p; p = p->next) {
+        if (p->role != ROLE_WORKER || p->lease_want == 0 || p->conn.closing)
+            continue;
+        Dpp__Lease *leases = dpp_xcalloc(p->lease_want, sizeof *leases);
+        Dpp__Lease **ptrs = dpp_xcalloc(p->lease_want, sizeof *ptrs);
+        size_t n = 0;
+        for (size_t si = 0; si < m->nsessions && n < p->lease_want; si++) {
+            dpp_session_t *s = m->sessions[si];
+            if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
+                continue;
+            for (size_t i = 0; i < s->nfiles && n < p->lease_want; i++) {
+                if (s->splits[i].state != SPLIT_PENDING)
+                    continue;
+                dpp_session_set(s, i, SPLIT_LEASED);
+                s->splits[i].lease_id = ++m->next_lease_id;
+                s->splits[i].worker_id = p->worker_id;
+                Dpp__Lease *l = &leases[n];
+                dpp__lease__init(l);
+                l->lease_id = s->splits[i].lease_id;
+                l->session_id = s->id;
+                l->epoch = s->epoch;
+                l->split_id = (uint32_t)i;
+                l->rank = dpp_session_rank_of(s, i);
+                l->path = s->files[i];
+                l->spec_json = s->spec_json;
+                ptrs[n++] = l;
+                DPP_DEBUG("lease_granted session=%s epoch=%u split=%zu worker=%" PRIu64
+                          " lease=%" PRIu64,
+                          s->id, s->epoch, i, p->worker_id, l->lease_id);
+            }
+        }
+        if (n > 0) {
+            Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
+            reply.n_leases = n;
+            reply.leases = ptrs;
+            p->lease_want = 0;
+            dpp_conn_send(&p->conn, DPP_MSG_LEASE_REPLY, &reply.base);
+        }
+        free(ptrs);
+        free(leases);
+    }
+}
+
+static void release_worker(dpp_master_t *m, uint64_t worker_id)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsessions; i++)
+        n += dpp_session_release_worker(m->sessions[i], worker_id);
+    if (n > 0) {
+        DPP_WARN("worker_lost worker=%" PRIu64 " splits_requeued=%zu", worker_id, n);
+        grant_leases(m);
+    }
+}
+
+static void on_peer_closed(dpp_conn_t *c)
+{
+    peer_t *p = dpp_container_of(c, peer_t, conn);
+    dpp_master_t *m = p->m;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        m->peers = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    DPP_DEBUG("peer_closed peer=%s role=%s reason=\"%s\"", c->peer, role_name(p->role),
+              dpp_strerror(c->error));
+    if (p->role == ROLE_WORKER && p->worker_id != 0 && !m->stopping)
+        release_worker(m, p->worker_id);
+    free(p);
+}
+
+/* Session ids: "s" and 16 hex digits of randomness. */
+static void new_session_id(char *out, size_t len)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r)
+        r = dpp_now_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(out, len, "s%016" PRIx64, r);
+}
+
+/* Keeps the accepted spec in the state dir (temp file, fsync, rename) before
+ * the submit is acknowledged. Replaying it after a restart is the journal's
+ * job (issue #5). */
+static int persist_session(dpp_master_t *m, const dpp_session_t *s)
+{
+    char dir[4096], tmp[4200], path[4200];
+    snprintf(dir, sizeof dir, "%s/sessions", m->state_dir);
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+        return -errno;
+    snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp", dir, s->id);
+    snprintf(path, sizeof path, "%s/%s.json", dir, s->id);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(s->spec_json);
+    int rc = 0;
+    if (write(fd, s->spec_json, len) != (ssize_t)len || fsync(fd) != 0)
+        rc = errno ? -errno : -EIO;
+    close(fd);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
+{
+    dpp_master_t *m = p->m;
+    char err[DPP_SPEC_ERRLEN];
+    dpp_spec_t spec;
+    char *table_path = NULL;
+    char **files = NULL;
+    size_t nfiles = 0;
+    int rc = dpp_spec_parse(req->spec_json, strlen(req->spec_json), &spec, err, sizeof err);
+    if (rc)
+        goto reject;
+    rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path, err,
+                           sizeof err);
+    if (rc)
+        goto reject;
+    rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
+    if (rc)
+        goto reject;
+    if (nfiles == 0) {
+        rc = DPP_ESPEC;
+        snprintf(err, sizeof err, "table \"%s\": no data files in the selected partitions",
+                 spec.table);
+        goto reject;
+    }
+    char id[24];
+    new_session_id(id, sizeof id);
+    dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
+    table_path = NULL;
+    files = NULL;
+    rc = persist_session(m, s);
+    if (rc) {
+        snprintf(err, sizeof err, "state dir %s: %s", m->state_dir, dpp_strerror(rc));
+        dpp_session_free(s);
+        goto reject;
+    }
+    m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
+    m->sessions[m->nsessions++] = s;
+    DPP_INFO("session_submitted session=%s table=%s splits=%zu epochs=%u consumers=%u", s->id,
+             s->spec.table, s->nfiles, s->spec.epochs, s->spec.consumers);
+    Dpp__SubmitReply reply = DPP__SUBMIT_REPLY__INIT;
+    reply.session_id = s->id;
+    dpp_conn_send(&p->conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
+    grant_leases(m);
+    return;
+
+reject:
+    DPP_INFO("session_rejected peer=%s error=\"%s\"", p->conn.peer, err);
+    dpp_conn_send_error(&p->conn, rc, "%s", err);
+    dpp_spec_close(&spec);
+    free(table_path);
+    dpp_table_files_free(files, nfiles);
+}
+
+static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st)
+{
+    dpp__session_status__init(st);
+    st->session_id = (char *)s->id;
+    st->state = (char *)dpp_session_state_name(s->state);
+    st->table = s->spec.table;
+    st->epochs = s->spec.epochs;
+    st->current_epoch = s->epoch;
+    st->consumers = s->spec.consumers;
+    st->splits_per_epoch = (uint32_t)s->nfiles;
+    st->splits_pending = (uint32_t)s->counts[SPLIT_PENDING];
+    st->splits_leased = (uint32_t)s->counts[SPLIT_LEASED];
+    st->splits_produced = (uint32_t)s->counts[SPLIT_PRODUCED];
+    st->splits_consumed = (uint32_t)(s->counts[SPLIT_CONSUMED] + (size_t)s->epoch * s->nfiles);
+    st->rows_produced = s->rows_produced;
+    st->records_rejected = s->records_rejected;
+    st->workers = live_workers(m);
+    st->error = s->error ? s->error : (char *)"";
+}
+
+static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
+{
+    dpp_master_t *m = p->m;
+    size_t n = 0;
+    Dpp__SessionStatus *sts = dpp_xcalloc(m->nsessions + 1, sizeof *sts);
+    Dpp__SessionStatus **ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *ptrs);
+    for (size_t i = 0; i < m->nsessions; i++) {
+        if (req->session_id[0] && strcmp(req->session_id, m->sessions[i]->id) != 0)
+            continue;
+        fill_status(m, m->sessions[i], &sts[n]);
+        ptrs[n] = &sts[n];
+        n++;
+    }
+    if (req->session_id[0] && n == 0) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+    } else {
+        Dpp__StatusReply reply = DPP__STATUS_REPLY__INIT;
+        reply.n_sessions = n;
+        reply.sessions = ptrs;
+        dpp_conn_send(&p->conn, DPP_MSG_STATUS_REPLY, &reply.base);
+    }
+    free(ptrs);
+    free(sts);
+}
+
+static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
+{
+    dpp_master_t *m = p->m;
+    struct sockaddr_storage ss;
+    if (p->worker_id != 0 || dpp_addr_parse(req->data_addr, &ss) != 0) {
+        dpp_conn_send_error(&p->conn, DPP_EINVAL, "register: bad data address \"%s\"",
+                            req->data_addr);
+        dpp_conn_close(&p->conn, DPP_EINVAL);
+        return;
+    }
+    p->worker_id = ++m->next_worker_id;
+    snprintf(p->data_addr, sizeof p->data_addr, "%s", req->data_addr);
+    p->last_seen_ms = dpp_now_ms();
+    DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u",
+             p->worker_id, p->conn.peer, p->data_addr, req->threads);
+    Dpp__RegisterReply reply = DPP__REGISTER_REPLY__INIT;
+    reply.worker_id = p->worker_id;
+    reply.heartbeat_ms = m->heartbeat_ms;
+    dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
+}
+
+/* Finds the split a lease id names, if that lease is still current. */
+static dpp_session_t *find_lease(dpp_master_t *m, uint64_t lease_id, size_t *split)
+{
+    for (size_t si = 0; si < m->nsessions; si++) {
+        dpp_session_t *s = m->sessions[si];
+        for (size_t i = 0; i < s->nfiles; i++) {
+            if (s->splits[i].lease_id == lease_id) {
+                *split = i;
+                return s;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
+{
+    size_t i;
+    dpp_session_t *s = find_lease(p->m, msg->lease_id, &i);
+    if (s == NULL || s->splits[i].worker_id != p->worker_id ||
+        s->splits[i].state != SPLIT_LEASED)
+        return; /* a stale lease: the split was re-leased or consumed meanwhile */
+    s->records_rejected += msg->records_rejected;
+    if (msg->error_code != 0) {
+        DPP_ERROR("split_failed session=%s epoch=%u split=%zu file=%s error=\"%s\"", s->id,
+                  s->epoch, i, s->files[i], msg->error_message);
+        s->state = SESSION_FAILED;
+        free(s->error);
+        s->error = dpp_xstrdup(msg->error_message);
+        return;
+    }
+    s->splits[i].rows = msg->rows;
+    s->rows_produced += msg->rows;
+    dpp_session_set(s, i, SPLIT_PRODUCED);
+    DPP_DEBUG("split_produced session=%s epoch=%u split=%zu rows=%" PRIu64 " blocks=%u", s->id,
+              s->epoch, i, msg->rows, msg->blocks);
+}
+
+static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
+{
+    dpp_master_t *m = p->m;
+    dpp_session_t *s = find_session(m, req->session_id);
+    if (s == NULL) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        return;
+    }
+    if (req->rank >= s->spec.consumers) {
+        dpp_conn_send_error(&p->conn, DPP_ERANK, "rank %u: session %s has %u consumers",
+                            req->rank, s->id, s->spec.consumers);
+        return;
+    }
+    Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
+    r.session_id = s->id;
+    r.rank = req->rank;
+    r.consumers = s->spec.consumers;
+    r.epochs = s->spec.epochs;
+    r.batch_size = s->spec.batch_size;
+    r.rank_splits_per_epoch = (uint32_t)dpp_session_rank_splits(s, req->rank);
+    r.n_dense_names = r.n_dense_dims = s->spec.ndense;
+    r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));
+    r.dense_dims = dpp_xcalloc(s->spec.ndense + 1, sizeof(uint32_t));
+    for (unsigned i = 0; i < s->spec.ndense; i++) {
+        r.dense_names[i] = s->spec.dense[i].name;
+        r.dense_dims[i] = s->spec.dense[i].dim;
+    }
+    r.n_sparse_names = s->spec.nsparse;
+    r.sparse_names = dpp_xcalloc(s->spec.nsparse + 1, sizeof(char *));
+    for (unsigned k = 0; k < s->spec.nsparse; k++)
+        r.sparse_names[k] = s->spec.sparse[k].name;
+    r.label_name = s->spec.label;
+    r.workers = dpp_xcalloc(live_workers(m) + 1, sizeof(char *));
+    for (peer_t *w = m->peers; w; w = w->next)
+        if (w->role == ROLE_WORKER && w->worker_id != 0)
+            r.workers[r.n_workers++] = w->data_addr;
+    r.state = (char *)dpp_session_state_name(s->state);
+    r.error = s->error ? s->error : (char *)"";
+    dpp_conn_send(&p->conn, DPP_MSG_ATTACH_REPLY, &r.base);
+    free(r.dense_names);
+    free(r.dense_dims);
+    free(r.sparse_names);
+    free(r.workers);
+}
+
+static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
+{
+    dpp_master_t *m = p->m;
+    dpp_session_t *s = find_session(m, msg->session_id);
+    if (s == NULL || msg->epoch != s->epoch || msg->split_id >= s->nfiles ||
+        dpp_session_rank_of(s, msg->split_id) != msg->rank)
+        return; /* late or foreign acknowledgement: nothing to change */
+    unsigned epoch = s->epoch;
+    int more = dpp_session_consumed(s, msg->split_id);
+    if (s->state == SESSION_DONE)
+        DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id,
+                 s->rows_produced, s->records_rejected);
+    else if (more)
+        DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
+    if (more)
+        grant_leases(m);
+}
+
+static int expect_role(peer_t *p, uint16_t type, peer_role_t role)
+{
+    if (p->role == role)
+        return 1;
+    dpp_conn_send_error(&p->conn, DPP_EMSGTYPE, "%s is not a %s message", dpp_msg_name(type),
+                        role_name(p->role));
+    dpp_conn_close(&p->conn, DPP_EMSGTYPE);
+    return 0;
+}
+
+static void handle_hello(peer_t *p, const Dpp__Hello *h)
+{
+    if (h->version != DPP_PROTOCOL_VERSION) {
+        dpp_conn_send_error(&p->conn, DPP_EVERSION, "protocol version %u, master speaks %u",
+                            h->version, DPP_PROTOCOL_VERSION);
+        dpp_conn_close(&p->conn, DPP_EVERSION);
+        return;
+    }
+    if (strcmp(h->role, "ctl") == 0)
+        p->role = ROLE_CTL;
+    else if (strcmp(h->role, "worker") == 0)
+        p->role = ROLE_WORKER;
+    else if (strcmp(h->role, "client") == 0)
+        p->role = ROLE_CLIENT;
+    else {
+        dpp_conn_send_error(&p->conn, DPP_EINVAL, "unknown role \"%s\"", h->role);
+        dpp_conn_close(&p->conn, DPP_EINVAL);
+        return;
+    }
+    Dpp__HelloReply reply = DPP__HELLO_REPLY__INIT;
+    reply.version = DPP_PROTOCOL_VERSION;
+    dpp_conn_send(&p->conn, DPP_MSG_HELLO_REPLY, &reply.base);
+}
+
+static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
+{
+    peer_t *p = dpp_container_of(c, peer_t, conn);
+    ProtobufCMessage *msg = dpp_frame_unpack(f);
+    if (msg == NULL) {
+        dpp_conn_send_error(c, DPP_EMSG, "%s message does not decode", dpp_msg_name(f->type));
+        dpp_conn_close(c, DPP_EMSG);
+        return;
+    }
+    p->last_seen_ms = dpp_now_ms();
+    if (p->role == ROLE_NONE && f->type != DPP_MSG_HELLO) {
+        dpp_conn_send_error(c, DPP_EMSGTYPE, "expected HELLO, got %s", dpp_msg_name(f->type));
+        dpp_conn_close(c, DPP_EMSGTYPE);
+        goto out;
+    }
+    switch (f->type) {
+    case DPP_MSG_HELLO:
+        if (p->role != ROLE_NONE) {
+            dpp_conn_send_error(c, DPP_EMSGTYPE, "second HELLO");
+            dpp_conn_close(c, DPP_EMSGTYPE);
+            break;
+        }
+        handle_hello(p, (Dpp__Hello *)msg);
+        break;
+    case DPP_MSG_SUBMIT:
+        if (expect_role(p, f->type, ROLE_CTL))
+            handle_submit(p, (Dpp__SubmitRequest *)msg);
+        break;
+    case DPP_MSG_STATUS:
+        handle_status(p, (Dpp__StatusRequest *)msg);
+        break;
+    case DPP_MSG_REGISTER:
+        if (expect_role(p, f->type, ROLE_WORKER))
+            handle_register(p, (Dpp__RegisterRequest *)msg);
+        break;
+    case DPP_MSG_HEARTBEAT:
+        expect_role(p, f->type, ROLE_WORKER);
+        break;
+    case DPP_MSG_LEASE:
+        if (expect_role(p, f->type, ROLE_WORKER) && p->worker_id != 0) {
+            unsigned want = ((Dpp__LeaseRequest *)msg)->max_leases;
+            p->lease_want = want > 64 ? 64 : want;
+            grant_leases(p->m);
+        }
+        break;
+    case DPP_MSG_SPLIT_DONE:
+        if (expect_role(p, f->type, ROLE_WORKER))
+            handle_split_done(p, (Dpp__SplitDone *)msg);
+        break;
+    case DPP_MSG_ATTACH:
+        if (expect_role(p, f->type, ROLE_CLIENT))
+            handle_attach(p, (Dpp__AttachRequest *)msg);
+        break;
+    case DPP_MSG_SPLIT_CONSUMED:
+        if (expect_role(p, f->type, ROLE_CLIENT))
+            handle_consumed(p, (Dpp__SplitConsumed *)msg);
+        break;
+    default:
+        dpp_conn_send_error(c, DPP_EMSGTYPE, "unexpected %s", dpp_msg_name(f->type));
+        dpp_conn_close(c, DPP_EMSGTYPE);
+    }
+out:
+    protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    dpp_master_t *m = dpp_container_of(server, dpp_master_t, listener);
+    if (status < 0) {
+        DPP_WARN("accept_failed error=\"%s\"", uv_strerror(status));
+        return;
+    }
+    peer_t *p = dpp_xcalloc(1, sizeof *p);
+    p->m = m;
+    if (dpp_conn_init(m->loop, &p->conn, on_peer_frame, on_peer_closed, p) != 0) {
+        free(p);
+        return;
+    }
+    p->next = m->peers;
+    if (m->peers)
+        m->peers->prev = p;
+    m->peers = p;
+    if (dpp_conn_accept(server, &p->conn) != 0)
+        dpp_conn_close(&p->conn, DPP_ECLOSED);
+}
+
+/* Drops workers that stopped heartbeating; their splits go to others. */
+static void on_timer(uv_timer_t *t)
+{
+    dpp_master_t *m = dpp_container_of(t, dpp_master_t, timer);
+    int64_t now = dpp_now_ms();
+    for (peer_t *p = m->peers; p; p = p->next) {
+        if (p->role == ROLE_WORKER && p->worker_id != 0 &&
+            now - p->last_seen_ms > (int64_t)m->worker_timeout_ms) {
+            DPP_WARN("worker_timeout worker=%" PRIu64 " silent_ms=%" PRId64, p->worker_id,
+                     now - p->last_seen_ms);
+            dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
+        }
+    }
+}
+
+static int lock_state_dir(dpp_master_t *m)
+{
+    if (mkdir(m->state_dir, 0750) != 0 && errno != EEXIST)
+        return -errno;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/master.lock", m->state_dir);
+    m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (m->lock_fd < 0)
+        return -errno;
+    if (flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? -EBUSY : -errno;
+    return 0;
+}
+
+int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_t *cfg)
+{
+    dpp_master_t *m = dpp_xcalloc(1, sizeof *m);
+    int rc;
+    m->loop = loop;
+    m->lock_fd = -1;
+    m->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
+    m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
+    m->state_dir = dpp_xstrdup(cfg->state_dir);
+    m->roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->roots);
+    for (size_t i = 0; i < cfg->nroots; i++) {
+        m->roots[i] = realpath(cfg->roots[i], NULL);
+        struct stat st;
+        if (m->roots[i] == NULL || stat(m->roots[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            rc = m->roots[i] ? -ENOTDIR : -errno;
+            DPP_ERROR("bad_data_root root=%s error=\"%s\"", cfg->roots[i], dpp_strerror(rc));
+            m->nroots = i + 1;
+            goto fail_early;
+        }
+    }
+    m->nroots = cfg->nroots;
+    rc = lock_state_dir(m);
+    if (rc) {
+        DPP_ERROR("state_dir_unusable dir=%s error=\"%s\"%s", m->state_dir, dpp_strerror(rc),
+                  rc == -EBUSY ? " hint=\"another master uses it\"" : "");
+        goto fail_early;
+    }
+    struct sockaddr_storage ss;
+    rc = dpp_addr_parse(cfg->listen, &ss);
+    if (rc) {
+        DPP_ERROR("bad_listen_address addr=%s", cfg->listen);
+        goto fail_early;
+    }
+    uv_tcp_init(loop, &m->listener);
+    uv_timer_init(loop, &m->timer);
+    rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&ss, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&m->listener, 128, on_connection);
+    if (rc) {
+        DPP_ERROR("listen_failed addr=%s error=\"%s\"", cfg->listen, uv_strerror(rc));
+        dpp_master_stop(m);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_master_free(m);
+        return rc;
+    }
+    int len = sizeof ss;
+    uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &len);
+    dpp_addr_format((struct sockaddr *)&ss, m->addr, sizeof m->addr);
+    uv_timer_start(&m->timer, on_timer, m->heartbeat_ms, m->heartbeat_ms);
+    if (cfg->port_file && (rc = dpp_write_port_file(cfg->port_file, m->addr)) != 0)
+        DPP_ERROR("port_file_failed path=%s error=\"%s\"", cfg->port_file, dpp_strerror(rc));
+    DPP_INFO("master_listening addr=%s roots=%zu state_dir=%s", m->addr, m->nroots, m->state_dir);
+    *out = m;
+    return 0;
+
+fail_early:
+    dpp_master_free(m);
+    return rc;
+}
+
+void dpp_master_stop(dpp_master_t *m)
+{
+    if (m->stopping)
+        return;
+    m->stopping = 1;
+    uv_close((uv_handle_t *)&m->listener, NULL);
+    uv_close((uv_handle_t *)&m->timer, NULL);
+    for (peer_t *p = m->peers; p; p = p->next)
+        dpp_conn_close(&p->conn, DPP_ECLOSED);
+}
+
+void dpp_master_free(dpp_master_t *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->nsessions; i++)
+        dpp_session_free(m->sessions[i]);
+    free(m->sessions);
+    for (size_t i = 0; i < m->nroots; i++)
+        free(m->roots[i]);
+    free(m->roots);
+    free(m->state_dir);
+    if (m->lock_fd >= 0)
+        close(m->lock_fd);
+    free(m);
+}
+
+const char *dpp_master_addr(const dpp_master_t *m)
+{
+    return m->addr;
+}

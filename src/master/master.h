@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master daemon: accepts specs from dppctl, plans one split per file,
+ * leases splits to workers that ask, tells clients which workers serve their
+ * session and tracks every split until its client has consumed it. */
+#ifndef DPP_MASTER_MASTER_H
+#define DPP_MASTER_MASTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct dpp_master_config {
+    const char *listen;       /* HOST:PORT; port 0 picks a free one */
+    const char *const *roots; /* data roots */
+    size_t nroots;
+    const char *state_dir;
+    const char *port_file; /* optional: bound address is written here */
+    unsigned heartbeat_ms; /* workers heartbeat this often */
+    unsigned worker_timeout_ms; /* silence after which a worker is dropped */
+} dpp_master_config_t;
+
+typedef struct dpp_master dpp_master_t;
+
+/* Creates a master on loop: checks the roots, locks the state dir, listens.
+ * Returns 0 with *out set, or a negative error (logged). Free with
+ * dpp_master_free() after dpp_master_stop() and the loop has run dry. */
+int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_t *cfg);
+
+/* Closes the listener and every connection; the loop then ends by itself. */
+void dpp_master_stop(dpp_master_t *m);
+
+/* Frees a stopped master. Accepts NULL. */
+void dpp_master_free(dpp_master_t *m);
+
+/* The address the master listens on ("127.0.0.1:41234"). */
+const char *dpp_master_addr(const dpp_master_t *m);
+
+#endif

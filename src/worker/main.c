@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// dpp-worker: command line and signal handling around dpp_worker_t.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "common/log.h"
+#include "worker.h"
+
+static const char usage[] =
+    "usage: dpp-worker --master HOST:PORT [options]\n"
+    "\n"
+    "A dpp worker: pulls split leases from the master, reads the split files\n"
+    "with io_uring, decodes and transforms rows into columnar blocks and streams\n"
+    "them to the trainer clients of each session.\n"
+    "\n"
+    "  --master HOST:PORT    the master (required; retried with backoff)\n"
+    "  --listen HOST:PORT    address clients connect to (default 127.0.0.1:0,\n"
+    "                        port 0 picks a free port)\n"
+    "  --advertise HOST:PORT address handed to clients (default: the bound one)\n"
+    "  --threads N           pipeline threads (default 0: one per core)\n"
+    "  --max-buffer-mb N     bytes of finished blocks held for clients before\n"
+    "                        the pipeline stops reading (default 256)\n"
+    "  --zstd-level N        block compression level, 0 = off (default 1)\n"
+    "  --max-file-mb N       largest split file accepted (default 4096)\n"
+    "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
+    "  --log-level LEVEL     debug, info, warn or error (default info)\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Environment: DPP_FORCE_PREAD=1 reads with pread instead of io_uring.\n"
+    "SIGINT or SIGTERM stops the worker.\n";
+
+typedef struct signals {
+    uv_signal_t sigint, sigterm;
+    dpp_worker_t *worker;
+} signals_t;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    signals_t *s = h->data;
+    dpp_log(DPP_LOG_INFO, "worker_stopping signal=%d", signum);
+    dpp_worker_stop(s->worker);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"master", required_argument, NULL, 'm'},
+        {"listen", required_argument, NULL, 'l'},
+        {"advertise", required_argument, NULL, 'a'},
+        {"threads", required_argument, NULL, 't'},
+        {"max-buffer-mb", required_argument, NULL, 'b'},
+        {"zstd-level", required_argument, NULL, 'z'},
+        {"max-file-mb", required_argument, NULL, 'f'},
+        {"port-file", required_argument, NULL, 'p'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    dpp_worker_config_t cfg = {
+        .listen = "127.0.0.1:0",
+        .threads = ncpu > 0 ? (unsigned)ncpu : 1,
+        .max_buffer_bytes = 256ul << 20,
+        .zstd_level = 1,
+        .max_file_bytes = 4096ull << 20,
+        .max_record_bytes = 64ull << 20,
+    };
+    unsigned long v;
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+        switch (c) {
+        case 'm':
+            cfg.master = optarg;
+            break;
+        case 'l':
+            cfg.listen = optarg;
+            break;
+        case 'a':
+            cfg.advertise = optarg;
+            break;
+        case 't':
+            if (parse_uint(optarg, 1024, &v))
+                goto bad_value;
+            cfg.threads = v ? (unsigned)v : cfg.threads; /* 0: one per core */
+            break;
+        case 'b':
+            if (parse_uint(optarg, 1ul << 20, &v) || v == 0)
+                goto bad_value;
+            cfg.max_buffer_bytes = v << 20;
+            break;
+        case 'z':
+            if (parse_uint(optarg, 19, &v))
+                goto bad_value;
+            cfg.zstd_level = (int)v;
+            break;
+        case 'f':
+            if (parse_uint(optarg, 1ul << 30, &v) || v == 0)
+                goto bad_value;
+            cfg.max_file_bytes = (uint64_t)v << 20;
+            break;
+        case 'p':
+            cfg.port_file = optarg;
+            break;
+        case 'L': {
+            dpp_log_level_t lvl;
+            if (dpp_log_parse_level(optarg, &lvl) != 0)
+                goto bad_value;
+            dpp_log_set_level(lvl);
+            break;
+        }
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc || cfg.master == NULL) {
+        fprintf(stderr, "dpp-worker: %s\n",
+                optind < argc ? "unexpected argument" : "--master is required");
+        fputs(usage, stderr);
+        return 2;
+    }
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    signals_t sig;
+    if (dpp_worker_new(&sig.worker, &loop, &cfg) != 0) {
+        uv_loop_close(&loop);
+        return 1;
+    }
+    uv_signal_init(&loop, &sig.sigint);
+    uv_signal_init(&loop, &sig.sigterm);
+    sig.sigint.data = sig.sigterm.data = &sig;
+    uv_signal_start(&sig.sigint, on_signal, SIGINT);
+    uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    dpp_worker_free(sig.worker);
+    return uv_loop_close(&loop) == 0 ? 0 : 1;
+
+bad_value:
+    fprintf(stderr, "dpp-worker: bad value \"%s\" for --%s (see --help)\n", optarg,
+            opts[idx].name);
+    return 2;
+}

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: Apache-2.0
+// The worker's loop thread: master link, leases, and block streams to clients.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/conn.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+#include "pipeline.h"
+#include "worker.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+typedef enum mlink_state { MLINK_DOWN, MLINK_CONNECTING, MLINK_HELLO, MLINK_REGISTERED } mlink_state_t;
+
+typedef struct stream stream_t;
+
+typedef struct client {
+    dpp_conn_t conn;
+    dpp_worker_t *w;
+    int hello_done;
+    stream_t *stream;
+    uint32_t credits;
+    struct client *prev, *next;       /* all clients */
+    struct client *sub_next;          /* subscribers of stream */
+} client_t;
+
+/* Blocks of one (session, rank) waiting for its client. */
+struct stream {
+    char session[24];
+    uint32_t rank;
+    dpp_out_block_t *head, **tail;
+    size_t nblocks;
+    client_t *subs;
+    stream_t *next;
+};
+
+typedef struct mlink {
+    dpp_conn_t conn;
+    dpp_worker_t *w;
+} mlink_t;
+
+struct dpp_worker {
+    uv_loop_t *loop;
+    dpp_worker_config_t cfg;
+    struct sockaddr_storage master_ss;
+    char master_addr[256];
+    uv_tcp_t listener;
+    char data_addr[64];
+    uv_timer_t timer;
+    uv_async_t async;
+    dpp_pipeline_t pipe;
+    int pipe_started;
+    mlink_t *mlink;
+    mlink_state_t mstate;
+    uint64_t worker_id;
+    unsigned heartbeat_ms;
+    int lease_requested;
+    unsigned outstanding; /* leases given to the pipeline and not finished */
+    unsigned backoff_ms;
+    int64_t next_connect_ms, next_heartbeat_ms;
+    stream_t *streams;
+    client_t *clients;
+    int stopping;
+};
+
+/* ---- streams and clients ------------------------------------------------ */
+
+static stream_t *find_stream(dpp_worker_t *w, const char *session, uint32_t rank, int create)
+{
+    for (stream_t *s = w->streams; s; s = s->next)
+        if (s->rank == rank && strcmp(s->session, session) == 0)
+            return s;
+    if (!create)
+        return NULL;
+    stream_t *s = dpp_xcalloc(1, sizeof *s);
+    snprintf(s->session, sizeof s->session, "%s", session);
+    s->rank = rank;
+    s->tail = &s->head;
+    s->next = w->streams;
+    w->streams = s;
+    return s;
+}
+
+static void free_stream_if_idle(dpp_worker_t *w, stream_t *s)
+{
+    if (s->head || s->subs)
+        return;
+    for (stream_t **pp = &w->streams; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            free(s);
+            return;
+        }
+    }
+}
+
+static void on_block_written(void *payload, void *arg)
+{
+    (void)payload;
+    dpp_out_block_t *b = arg;
+    dpp_worker_t *w = b->owner;
+    if (w->pipe_started) /* writes cancelled during stop finish after the threads */
+        dpp_pipeline_release(&w->pipe, b->len);
+    dpp_out_block_free(b);
+}
+
+/* Sends queued blocks while a subscriber has credits. */
+static void flush_stream(dpp_worker_t *w, stream_t *s)
+{
+    (void)w;
+    while (s->head) {
+        client_t *c = s->subs;
+        while (c && (c->credits == 0 || c->conn.closing))
+            c = c->sub_next;
+        if (c == NULL)
+            return;
+        dpp_out_block_t *b = s->head;
+        s->head = b->next;
+        if (s->head == NULL)
+            s->tail = &s->head;
+        s->nblocks--;
+        Dpp__BlockHeader h = DPP__BLOCK_HEADER__INIT;
+        h.epoch = b->epoch;
+        h.split_id = b->split;
+        h.block_index = b->index;
+        h.last = b->last;
+        h.rows = b->rows;
+        h.codec = b->codec;
+        h.raw_size = b->raw_size;
+        c->credits--;
+        /* on_block_written runs exactly once, also if the send fails: then
+         * the block is lost here and the split is re-leased by the master. */
+        dpp_conn_send_payload(&c->conn, DPP_MSG_BLOCK, &h.base, b->data, (uint32_t)b->len,
+                              on_block_written, b);
+    }
+}
+
+static void detach_client(client_t *c)
+{
+    stream_t *s = c->stream;
+    if (s == NULL)
+        return;
+    for (client_t **pp = &s->subs; *pp; pp = &(*pp)->sub_next) {
+        if (*pp == c) {
+            *pp = c->sub_next;
+            break;
+        }
+    }
+    c->stream = NULL;
+    free_stream_if_idle(c->w, s);
+}
+
+static void on_client_closed(dpp_conn_t *conn)
+{
+    client_t *c = dpp_container_of(conn, client_t, conn);
+    detach_client(c);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->w->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    DPP_DEBUG("client_closed peer=%s reason=\"%s\"", conn->peer, dpp_strerror(conn->error));
+    free(c);
+}
+
+static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+{
+    client_t *c = dpp_container_of(conn, client_t, conn);
+    ProtobufCMessage *msg = dpp_frame_unpack(f);
+    if (msg == NULL) {
+        dpp_conn_send_error(conn, DPP_EMSG, "%s message does not decode", dpp_msg_name(f->type));
+        dpp_conn_close(conn, DPP_EMSG);
+        return;
+    }
+    if (!c->hello_done && f->type != DPP_MSG_HELLO) {
+        dpp_conn_send_error(conn, DPP_EMSGTYPE, "expected HELLO, got %s", dpp_msg_name(f->type));
+        dpp_conn_close(conn, DPP_EMSGTYPE);
+        goto out;
+    }
+    switch (f->type) {
+    case DPP_MSG_HELLO: {
+        Dpp__Hello *h = (Dpp__Hello *)msg;
+        if (c->hello_done || h->version != DPP_PROTOCOL_VERSION) {
+            int code = c->hello_done ? DPP_EMSGTYPE : DPP_EVERSION;
+            dpp_conn_send_error(conn, code, "%s", dpp_strerror(code));
+            dpp_conn_close(conn, code);
+            break;
+        }
+        c->hello_done = 1;
+        Dpp__HelloReply r = DPP__HELLO_REPLY__INIT;
+        r.version = DPP_PROTOCOL_VERSION;
+        dpp_conn_send(conn, DPP_MSG_HELLO_REPLY, &r.base);
+        break;
+    }
+    case DPP_MSG_SUBSCRIBE: {
+        Dpp__Subscribe *sub = (Dpp__Subscribe *)msg;
+        detach_client(c);
+        stream_t *s = find_stream(c->w, sub->session_id, sub->rank, 1);
+        c->stream = s;
+        c->credits = sub->credits;
+        c->sub_next = s->subs;
+        s->subs = c;
+        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u", conn->peer,
+                  s->session, s->rank, sub->credits);
+        flush_stream(c->w, s);
+        break;
+    }
+    case DPP_MSG_CREDIT:
+        c->credits += ((Dpp__Credit *)msg)->credits;
+        if (c->stream)
+            flush_stream(c->w, c->stream);
+        break;
+    default:
+        dpp_conn_send_error(conn, DPP_EMSGTYPE, "unexpected %s", dpp_msg_name(f->type));
+        dpp_conn_close(conn, DPP_EMSGTYPE);
+    }
+out:
+    protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+static void on_client_connection(uv_stream_t *server, int status)
+{
+    dpp_worker_t *w = dpp_container_of(server, dpp_worker_t, listener);
+    if (status < 0)
+        return;
+    client_t *c = dpp_xcalloc(1, sizeof *c);
+    c->w = w;
+    if (dpp_conn_init(w->loop, &c->conn, on_client_frame, on_client_closed, c) != 0) {
+        free(c);
+        return;
+    }
+    c->next = w->clients;
+    if (w->clients)
+        w->clients->prev = c;
+    w->clients = c;
+    if (dpp_conn_accept(server, &c->conn) != 0)
+        dpp_conn_close(&c->conn, DPP_ECLOSED);
+}
+
+/* ---- master link -------------------------------------------------------- */
+
+static void request_leases(dpp_worker_t *w)
+{
+    if (w->mstate != MLINK_REGISTERED || w->lease_requested || w->stopping ||
+        w->outstanding >= w->cfg.threads)
+        return;
+    Dpp__LeaseRequest req = DPP__LEASE_REQUEST__INIT;
+    req.max_leases = w->cfg.threads - w->outstanding;
+    if (dpp_conn_send(&w->mlink->conn, DPP_MSG_LEASE, &req.base) == 0)
+        w->lease_requested = 1;
+}
+
+static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
+{
+    w->lease_requested = 0;
+    for (size_t i = 0; i < r->n_leases; i++) {
+        const Dpp__Lease *l = r->leases[i];
+        dpp_task_t *t = dpp_xcalloc(1, sizeof *t);
+        t->lease_id = l->lease_id;
+        snprintf(t->session, sizeof t->session, "%s", l->session_id);
+        t->epoch = l->epoch;
+        t->split = l->split_id;
+        t->rank = l->rank;
+        t->path = dpp_xstrdup(l->path);
+        t->spec_json = dpp_xstrdup(l->spec_json);
+        DPP_DEBUG("lease_taken session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",
+                  t->session, t->epoch, t->split, t->lease_id, t->path);
+        w->outstanding++;
+        dpp_pipeline_submit(&w->pipe, t);
+    }
+    request_leases(w);
+}
+
+static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    dpp_worker_t *w = ml->w;
+    ProtobufCMessage *msg = dpp_frame_unpack(f);
+    if (msg == NULL) {
+        dpp_conn_close(conn, DPP_EMSG);
+        return;
+    }
+    switch (f->type) {
+    case DPP_MSG_HELLO_REPLY: {
+        Dpp__RegisterRequest req = DPP__REGISTER_REQUEST__INIT;
+        req.data_addr = w->data_addr;
+        req.threads = w->cfg.threads;
+        dpp_conn_send(conn, DPP_MSG_REGISTER, &req.base);
+        break;
+    }
+    case DPP_MSG_REGISTER_REPLY: {
+        Dpp__RegisterReply *r = (Dpp__RegisterReply *)msg;
+        w->worker_id = r->worker_id;
+        w->heartbeat_ms = r->heartbeat_ms ? r->heartbeat_ms : 1000;
+        w->mstate = MLINK_REGISTERED;
+        w->backoff_ms = BACKOFF_MIN_MS;
+        DPP_INFO("worker_registered worker=%" PRIu64 " master=%s data_addr=%s", w->worker_id,
+                 w->master_addr, w->data_addr);
+        request_leases(w);
+        break;
+    }
+    case DPP_MSG_LEASE_REPLY:
+        handle_leases(w, (Dpp__LeaseReply *)msg);
+        break;
+    case DPP_MSG_ERROR: {
+        Dpp__Error *e = (Dpp__Error *)msg;
+        DPP_ERROR("master_error code=%s message=\"%s\"", dpp_err_name(e->code), e->message);
+        dpp_conn_close(conn, e->code);
+        break;
+    }
+    default:
+        DPP_WARN("master_unexpected type=%s", dpp_msg_name(f->type));
+    }
+    protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+static void schedule_reconnect(dpp_worker_t *w)
+{
+    w->next_connect_ms = dpp_now_ms() + w->backoff_ms;
+    w->backoff_ms = w->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->backoff_ms * 2;
+}
+
+static void on_master_closed(dpp_conn_t *conn)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    dpp_worker_t *w = ml->w;
+    if (w->mstate == MLINK_REGISTERED)
+        DPP_WARN("master_lost master=%s reason=\"%s\"", w->master_addr,
+                 dpp_strerror(conn->error));
+    w->mlink = NULL;
+    w->mstate = MLINK_DOWN;
+    w->lease_requested = 0;
+    free(ml);
+    if (!w->stopping)
+        schedule_reconnect(w);
+}
+
+static void on_master_connected(dpp_conn_t *conn, int status)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    dpp_worker_t *w = ml->w;
+    if (status != 0) {
+        DPP_DEBUG("master_connect_failed master=%s error=\"%s\"", w->master_addr,
+                  uv_strerror(status));
+        dpp_conn_close(conn, status);
+        return;
+    }
+    w->mstate = MLINK_HELLO;
+    Dpp__Hello h = DPP__HELLO__INIT;
+    h.version = DPP_PROTOCOL_VERSION;
+    h.role = "worker";
+    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+}
+
+static void connect_master(dpp_worker_t *w)
+{
+    mlink_t *ml = dpp_xcalloc(1, sizeof *ml);
+    ml->w = w;
+    if (dpp_conn_init(w->loop, &ml->conn, on_master_frame, on_master_closed, ml) != 0) {
+        free(ml);
+        schedule_reconnect(w);
+        return;
+    }
+    w->mlink = ml;
+    w->mstate = MLINK_CONNECTING;
+    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&w->master_ss, on_master_connected) != 0)
+        dpp_conn_close(&ml->conn, DPP_ECLOSED);
+}
+
+/* ---- pipeline hand-off and timers --------------------------------------- */
+
+static void on_pipeline_ready(uv_async_t *a)
+{
+    dpp_worker_t *w = dpp_container_of(a, dpp_worker_t, async);
+    dpp_out_block_t *blocks;
+    dpp_split_result_t *results;
+    dpp_pipeline_take(&w->pipe, &blocks, &results);
+    while (blocks) {
+        dpp_out_block_t *b = blocks;
+        blocks = b->next;
+        b->next = NULL;
+        b->owner = w;
+        stream_t *s = find_stream(w, b->session, b->rank, 1);
+        *s->tail = b;
+        s->tail = &b->next;
+        s->nblocks++;
+        flush_stream(w, s);
+    }
+    while (results) {
+        dpp_split_result_t *r = results;
+        results = r->next;
+        w->outstanding--;
+        if (w->mstate == MLINK_REGISTERED) {
+            Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
+            d.lease_id = r->lease_id;
+            d.blocks = r->blocks;
+            d.rows = r->rows;
+            d.records_rejected = r->rejected;
+            d.error_code = r->error;
+            d.error_message = r->message;
+            dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
+        }
+        if (r->error)
+            DPP_ERROR("split_failed lease=%" PRIu64 " error=\"%s\"", r->lease_id, r->message);
+        else
+            DPP_DEBUG("split_done lease=%" PRIu64 " rows=%" PRIu64 " blocks=%u rejected=%" PRIu64,
+                      r->lease_id, r->rows, r->blocks, r->rejected);
+        free(r);
+    }
+    request_leases(w);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    dpp_worker_t *w = dpp_container_of(t, dpp_worker_t, timer);
+    int64_t now = dpp_now_ms();
+    if (w->mstate == MLINK_DOWN && now >= w->next_connect_ms)
+        connect_master(w);
+    if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
+        Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+        hb.worker_id = w->worker_id;
+        dpp_conn_send(&w->mlink->conn, DPP_MSG_HEARTBEAT, &hb.base);
+        w->next_heartbeat_ms = now + w->heartbeat_ms;
+    }
+}
+
+int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_t *cfg)
+{
+    dpp_worker_t *w = dpp_xcalloc(1, sizeof *w);
+    w->loop = loop;
+    w->cfg = *cfg;
+    w->backoff_ms = BACKOFF_MIN_MS;
+    w->heartbeat_ms = 1000;
+    snprintf(w->master_addr, sizeof w->master_addr, "%s", cfg->master);
+    int rc = dpp_addr_parse(cfg->master, &w->master_ss);
+    if (rc) {
+        DPP_ERROR("bad_master_address addr=%s", cfg->master);
+        free(w);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    rc = dpp_addr_parse(cfg->listen, &ss);
+    if (rc) {
+        DPP_ERROR("bad_listen_address addr=%s", cfg->listen);
+        free(w);
+        return rc;
+    }
+    uv_tcp_init(loop, &w->listener);
+    uv_timer_init(loop, &w->timer);
+    uv_async_init(loop, &w->async, on_pipeline_ready);
+    rc = uv_tcp_bind(&w->listener, (struct sockaddr *)&ss, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&w->listener, 128, on_client_connection);
+    if (rc) {
+        DPP_ERROR("listen_failed addr=%s error=\"%s\"", cfg->listen, uv_strerror(rc));
+        dpp_worker_stop(w);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_worker_free(w);
+        return rc;
+    }
+    int len = sizeof ss;
+    uv_tcp_getsockname(&w->listener, (struct sockaddr *)&ss, &len);
+    dpp_addr_format((struct sockaddr *)&ss, w->data_addr, sizeof w->data_addr);
+    if (cfg->advertise)
+        snprintf(w->data_addr, sizeof w->data_addr, "%s", cfg->advertise);
+    dpp_pipeline_config_t pc = {
+        .threads = cfg->threads,
+        .budget_bytes = cfg->max_buffer_bytes,
+        .zstd_level = cfg->zstd_level,
+        .max_file_bytes = cfg->max_file_bytes,
+        .max_record_bytes = cfg->max_record_bytes,
+    };
+    rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);
+    if (rc) {
+        DPP_ERROR("pipeline_start_failed error=\"%s\"", dpp_strerror(rc));
+        dpp_worker_stop(w);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_worker_free(w);
+        return rc;
+    }
+    w->pipe_started = 1;
+    uv_timer_start(&w->timer, on_timer, 50, 50);
+    connect_master(w);
+    if (cfg->port_file && (rc = dpp_write_port_file(cfg->port_file, w->data_addr)) != 0)
+        DPP_ERROR("port_file_failed path=%s error=\"%s\"", cfg->port_file, dpp_strerror(rc));
+    DPP_INFO("worker_listening addr=%s master=%s threads=%u max_buffer_bytes=%zu", w->data_addr,
+             w->master_addr, cfg->threads, cfg->max_buffer_bytes);
+    *out = w;
+    return 0;
+}
+
+void dpp_worker_stop(dpp_worker_t *w)
+{
+    if (w->stopping)
+        return;
+    w->stopping = 1;
+    if (w->pipe_started) {
+        dpp_pipeline_stop(&w->pipe);
+        w->pipe_started = 0;
+    }
+    uv_close((uv_handle_t *)&w->listener, NULL);
+    uv_close((uv_handle_t *)&w->timer, NULL);
+    uv_close((uv_handle_t *)&w->async, NULL);
+    if (w->mlink)
+        dpp_conn_close(&w->mlink->conn, DPP_ECLOSED);
+    for (client_t *c = w->clients; c; c = c->next)
+        dpp_conn_close(&c->conn, DPP_ECLOSED);
+}
+
+void dpp_worker_free(dpp_worker_t *w)
+{
+    if (w == NULL)
+        return;
+    while (w->streams) {
+        stream_t *s = w->streams;
+        w->streams = s->next;
+        while (s->head) {
+            dpp_out_block_t *b = s->head;
+            s->head = b->next;
+            dpp_out_block_free(b);
+        }
+        free(s);
+    }
+    free(w);
+}

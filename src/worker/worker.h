@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The worker daemon's loop thread: registers with the master, heartbeats,
+ * pulls leases for its pipeline threads, and streams finished blocks to the
+ * clients subscribed to each (session, rank) within the credits they grant. */
+#ifndef DPP_WORKER_WORKER_H
+#define DPP_WORKER_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct dpp_worker_config {
+    const char *master;    /* HOST:PORT of the master */
+    const char *listen;    /* HOST:PORT for clients; port 0 picks one */
+    const char *advertise; /* address given to clients; default: the bound one */
+    const char *port_file; /* optional: bound address written here */
+    unsigned threads;      /* pipeline threads; 0 = one per core */
+    size_t max_buffer_bytes;
+    int zstd_level;
+    uint64_t max_file_bytes;
+    uint64_t max_record_bytes;
+} dpp_worker_config_t;
+
+typedef struct dpp_worker dpp_worker_t;
+
+/* Starts a worker on loop (listener, pipeline threads, master connection,
+ * which is retried with backoff until the master answers). Returns 0 with
+ * *out set or a negative error (logged). */
+int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_t *cfg);
+
+/* Stops the threads, closes every handle; the loop then ends by itself. */
+void dpp_worker_stop(dpp_worker_t *w);
+
+/* Frees a stopped worker after its loop has run dry. Accepts NULL. */
+void dpp_worker_free(dpp_worker_t *w);
+
+#endif

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End to end: a generated table served by a master and two workers, read with
+# dppctl and checked against dpp-refsum. Case 1: examples/criteo.json over
+# two epochs, one consumer. Case 2: two consumers reading one partition
+# concurrently, each rank checked on its own.
+set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+dpp_setup e2e "$DPP_REFSUM"
+
+root=$DPP_TMP/root
+table=$root/criteo
+criteo_spec=$DPP_SOURCE_DIR/examples/criteo.json
+[[ -f $criteo_spec ]] || dpp_fail "$criteo_spec is missing"
+
+dpp_step "generate 60000 rows: 2 partitions x 3 shards"
+dpp_gen --rows 60000 --shards 3 --partitions 2 --seed 20240601 --out "$table"
+partitions=("$table"/*"="*/)
+((${#partitions[@]} == 2)) || dpp_fail "expected 2 partition folders in $table, found ${#partitions[@]}"
+
+dpp_step "start a master and two workers"
+dpp_start_master --data-root "$root"
+dpp_log "master at $DPP_MASTER_ADDR"
+dpp_start_worker --threads 2
+dpp_start_worker --threads 2
+dpp_log "workers up"
+
+# ---- case 1: examples/criteo.json with epochs = 2 ----
+dpp_step "case 1: examples/criteo.json, 2 epochs, 1 consumer"
+spec1=$DPP_TMP/criteo-2epochs.json
+if grep -q '"epochs"' "$criteo_spec"; then
+    sed -E 's/"epochs"[[:space:]]*:[[:space:]]*[0-9]+/"epochs": 2/' "$criteo_spec" >"$spec1"
+else
+    sed -E '0,/\{/s//{"epochs": 2,/' "$criteo_spec" >"$spec1"
+fi
+grep -q '"epochs": 2' "$spec1" || dpp_fail "could not set epochs in $spec1"
+dpp_ctl validate "$spec1" || dpp_fail "dppctl validate $spec1 rejected the spec"
+
+session1=$(dpp_submit "$spec1")
+dpp_log "session $session1"
+dpp_read "$session1" "$DPP_TMP/read1.jsonl"
+cat -- "$DPP_TMP/read1.jsonl"
+dpp_refsum_check "$spec1" "$table" "$DPP_TMP/read1.jsonl"
+dpp_wait_status "$session1" 'done' 30
+dpp_log "dppctl status $session1:"
+cat -- "$DPP_TMP/status.out"
+
+# ---- case 2: two consumers, one partition ----
+last_partition=${partitions[-1]%/}
+last_partition=${last_partition##*/}
+dpp_step "case 2: 2 consumers, partition $last_partition, both ranks read concurrently"
+spec2=$DPP_TMP/two-ranks.json
+cat >"$spec2" <<EOF
+{
+  "table": "criteo",
+  "partitions": ["$last_partition"],
+  "batch_size": 777,
+  "epochs": 2,
+  "consumers": 2,
+  "features": {
+    "dense": [
+      {"name": "i1", "transforms": [{"op": "fill_missing", "value": 0},
+                                    {"op": "clamp", "max": 1000}]},
+      {"name": "i2", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]},
+      {"name": "i13", "transforms": []}
+    ],
+    "sparse": [
+      {"name": "c1", "transforms": []},
+      {"name": "c2", "transforms": [{"op": "modulo", "n": 7}, {"op": "truncate", "max_len": 2}]},
+      {"name": "c26", "transforms": [{"op": "truncate", "max_len": 1}]}
+    ]
+  },
+  "label": {"name": "label"}
+}
+EOF
+dpp_ctl validate "$spec2" || dpp_fail "dppctl validate $spec2 rejected the spec"
+session2=$(dpp_submit "$spec2")
+dpp_log "session $session2"
+
+dpp_read "$session2" "$DPP_TMP/rank0.jsonl" --rank 0 &
+reader0=$!
+dpp_read "$session2" "$DPP_TMP/rank1.jsonl" --rank 1 &
+reader1=$!
+rc0=0 rc1=0
+wait "$reader0" || rc0=$?
+wait "$reader1" || rc1=$?
+((rc0 == 0)) || dpp_fail "reading rank 0 failed (exit $rc0)"
+((rc1 == 0)) || dpp_fail "reading rank 1 failed (exit $rc1)"
+for rank in 0 1; do
+    dpp_log "rank $rank:"
+    cat -- "$DPP_TMP/rank$rank.jsonl"
+    dpp_refsum_check "$spec2" "$table" "$DPP_TMP/rank$rank.jsonl" --rank "$rank"
+done
+dpp_wait_status "$session2" 'done' 30
+
+dpp_log "PASS"

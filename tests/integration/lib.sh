@@ -1,0 +1,345 @@
+# shellcheck shell=bash
+# Helpers for the integration tests and scripts/demo.sh: a temp dir, daemons
+# started on 127.0.0.1:0 with --port-file, bounded waits, and one cleanup that
+# stops every daemon started here and removes the temp dir on any exit.
+#
+# Source it from a script running under `set -euo pipefail`, then call
+# dpp_setup. Environment:
+#   DPP_BIN_DIR     build dir holding dpp-master, dpp-worker, dppctl, dpp-gen
+#   DPP_SOURCE_DIR  source tree (default: two levels above this file)
+#   DPP_REFSUM      dpp-refsum (default: $DPP_BIN_DIR/tests/integration/dpp-refsum)
+#   DPP_KEEP_TMP=1  keep the temp dir (with the daemons' logs) after the run
+#   DPP_LOG_LEVEL   the master's --log-level (default info)
+
+DPP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DPP_SOURCE_DIR:=$(cd "$DPP_LIB_DIR/../.." && pwd)}"
+: "${DPP_BIN_DIR:=$DPP_SOURCE_DIR/build}"
+: "${DPP_REFSUM:=$DPP_BIN_DIR/tests/integration/dpp-refsum}"
+: "${DPP_LOG_LEVEL:=info}"
+# Exit status when a needed binary is missing: 77 tells ctest "skipped";
+# the demo sets 1 because there a missing build is an error.
+: "${DPP_MISSING_RC:=77}"
+# Seconds a daemon may take to write its port file, and to stop on SIGTERM.
+: "${DPP_START_TIMEOUT:=20}"
+: "${DPP_STOP_TIMEOUT:=5}"
+
+DPP_NAME=dpp
+DPP_TMP=""
+DPP_MASTER_ADDR=""
+DPP_LAST_ADDR=""
+DPP_DAEMON_NAMES=()
+DPP_DAEMON_PIDS=()
+DPP_NWORKERS=0
+DPP_CHILD_PIDS=() # bounded steps in progress (dpp_timeout, dpp_track)
+
+dpp_log() { printf '%s: %s\n' "$DPP_NAME" "$*"; }
+dpp_step() { printf '\n== %s: %s\n' "$DPP_NAME" "$*"; }
+dpp_fail() {
+    printf '%s: FAIL: %s\n' "$DPP_NAME" "$*" >&2
+    exit 1
+}
+dpp_skip() {
+    printf '%s: SKIP: %s\n' "$DPP_NAME" "$*" >&2
+    exit 77
+}
+
+# dpp_setup NAME [TOOL...]: checks that dpp-master, dpp-worker, dppctl,
+# dpp-gen and each extra TOOL (a path) exist, creates $DPP_TMP and registers
+# the cleanup. Sets DPP_MASTER_BIN, DPP_WORKER_BIN, DPPCTL, DPP_GEN.
+dpp_setup() {
+    DPP_NAME=$1
+    shift
+    DPP_MASTER_BIN=$DPP_BIN_DIR/dpp-master
+    DPP_WORKER_BIN=$DPP_BIN_DIR/dpp-worker
+    DPPCTL=$DPP_BIN_DIR/dppctl
+    DPP_GEN=$DPP_BIN_DIR/dpp-gen
+    local tool
+    for tool in "$DPP_MASTER_BIN" "$DPP_WORKER_BIN" "$DPPCTL" "$DPP_GEN" "$@"; do
+        if [[ ! -x $tool ]]; then
+            printf '%s: %s: %s is not built (DPP_BIN_DIR=%s)\n' "$DPP_NAME" \
+                "$([[ $DPP_MISSING_RC == 77 ]] && echo SKIP || echo ERROR)" "$tool" \
+                "$DPP_BIN_DIR" >&2
+            exit "$DPP_MISSING_RC"
+        fi
+    done
+    command -v timeout >/dev/null || dpp_skip "timeout(1) is not installed"
+    # EXIT does the work; INT and TERM only turn the signal into an exit so
+    # that the cleanup runs once, with the conventional status.
+    trap dpp__on_exit EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    DPP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dpp-$DPP_NAME.XXXXXX")
+    # dppctl finds the master here; a test that wants it offline unsets it.
+    unset DPP_MASTER
+}
+
+dpp__on_exit() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    local pid
+    for pid in "${DPP_CHILD_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+    done
+    dpp_stop_all
+    if ((rc == 130)); then
+        printf '%s: interrupted\n' "$DPP_NAME" >&2
+    elif ((rc != 0 && rc != 77)); then
+        dpp_dump_logs
+        printf '%s: FAILED (exit %d)\n' "$DPP_NAME" "$rc" >&2
+    fi
+    if [[ -n $DPP_TMP && -d $DPP_TMP ]]; then
+        if [[ ${DPP_KEEP_TMP:-0} == 1 ]]; then
+            printf '%s: kept %s\n' "$DPP_NAME" "$DPP_TMP" >&2
+        else
+            rm -rf -- "$DPP_TMP"
+        fi
+    fi
+    exit "$rc"
+}
+
+# Prints the tail of every daemon log (to stderr).
+dpp_dump_logs() {
+    local i log
+    for i in "${!DPP_DAEMON_NAMES[@]}"; do
+        log=$DPP_TMP/${DPP_DAEMON_NAMES[i]}.log
+        [[ -f $log ]] || continue
+        printf '\n----- %s log (%s, last 200 lines) -----\n' "${DPP_DAEMON_NAMES[i]}" "$log" >&2
+        tail -n 200 -- "$log" >&2
+    done
+    ((${#DPP_DAEMON_NAMES[@]} == 0)) || printf -- '----- end of logs -----\n' >&2
+}
+
+# Stops every daemon started here: SIGTERM, then SIGKILL for those still
+# running after DPP_STOP_TIMEOUT seconds. Safe to call more than once.
+dpp_stop_all() {
+    local i pid alive deadline
+    for pid in "${DPP_DAEMON_PIDS[@]}"; do
+        [[ -z $pid ]] || kill -TERM "$pid" 2>/dev/null || true
+    done
+    deadline=$((SECONDS + DPP_STOP_TIMEOUT))
+    while :; do
+        alive=0
+        for pid in "${DPP_DAEMON_PIDS[@]}"; do
+            if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then alive=1; fi
+        done
+        ((alive && SECONDS < deadline)) || break
+        sleep 0.1
+    done
+    for i in "${!DPP_DAEMON_PIDS[@]}"; do
+        pid=${DPP_DAEMON_PIDS[i]}
+        [[ -n $pid ]] || continue
+        if kill -0 "$pid" 2>/dev/null; then
+            printf '%s: %s (pid %d) ignored SIGTERM for %ss; sending SIGKILL\n' "$DPP_NAME" \
+                "${DPP_DAEMON_NAMES[i]}" "$pid" "$DPP_STOP_TIMEOUT" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        wait "$pid" 2>/dev/null || true
+    done
+    DPP_DAEMON_PIDS=()
+}
+
+# dpp_stop NAME: stops one daemon (SIGTERM, SIGKILL after DPP_STOP_TIMEOUT).
+dpp_stop() {
+    local i pid deadline
+    for i in "${!DPP_DAEMON_NAMES[@]}"; do
+        [[ ${DPP_DAEMON_NAMES[i]} == "$1" ]] || continue
+        pid=${DPP_DAEMON_PIDS[i]:-}
+        [[ -n $pid ]] || return 0
+        kill -TERM "$pid" 2>/dev/null || true
+        deadline=$((SECONDS + DPP_STOP_TIMEOUT))
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        DPP_DAEMON_PIDS[i]=""
+    done
+}
+
+# dpp_alive NAME: true while the daemon NAME runs.
+dpp_alive() {
+    local i
+    for i in "${!DPP_DAEMON_NAMES[@]}"; do
+        if [[ ${DPP_DAEMON_NAMES[i]} == "$1" && -n ${DPP_DAEMON_PIDS[i]} ]]; then
+            kill -0 "${DPP_DAEMON_PIDS[i]}" 2>/dev/null
+            return
+        fi
+    done
+    return 1
+}
+
+# dpp_start_daemon NAME BIN ARGS...: starts BIN ARGS... --port-file F in the
+# background (log: $DPP_TMP/NAME.log) and waits until F holds the bound
+# address, which goes into DPP_LAST_ADDR. Fails, with the log, if the daemon
+# exits first or takes longer than DPP_START_TIMEOUT seconds.
+dpp_start_daemon() {
+    local name=$1 bin=$2
+    shift 2
+    local port_file=$DPP_TMP/$name.port log=$DPP_TMP/$name.log
+    rm -f -- "$port_file"
+    "$bin" "$@" --port-file "$port_file" >"$log" 2>&1 </dev/null &
+    local pid=$!
+    DPP_DAEMON_NAMES+=("$name")
+    DPP_DAEMON_PIDS+=("$pid")
+
+    local deadline=$((SECONDS + DPP_START_TIMEOUT)) addr=""
+    while :; do
+        # The daemon writes the file atomically, ending in a newline.
+        if [[ -s $port_file ]] && addr=$(<"$port_file") && [[ -n $addr ]]; then
+            break
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            local rc=0
+            wait "$pid" || rc=$?
+            printf '%s: %s exited with status %d before writing %s; its log:\n' \
+                "$DPP_NAME" "$name" "$rc" "$port_file" >&2
+            cat -- "$log" >&2
+            dpp_fail "$name did not start"
+        fi
+        if ((SECONDS >= deadline)); then
+            printf '%s: %s wrote no port file within %ss; its log:\n' "$DPP_NAME" "$name" \
+                "$DPP_START_TIMEOUT" >&2
+            cat -- "$log" >&2
+            dpp_fail "$name did not start"
+        fi
+        sleep 0.05
+    done
+    if [[ ! $addr =~ ^127\.0\.0\.1:[0-9]+$ ]]; then
+        dpp_fail "$name: port file $port_file holds '$addr', expected 127.0.0.1:PORT"
+    fi
+    DPP_LAST_ADDR=$addr
+}
+
+# dpp_start_master ARGS...: starts dpp-master on 127.0.0.1:0 with a state dir
+# in $DPP_TMP and ARGS (the --data-root options); sets DPP_MASTER_ADDR and
+# exports DPP_MASTER for dppctl.
+dpp_start_master() {
+    mkdir -p -- "$DPP_TMP/master-state"
+    dpp_start_daemon master "$DPP_MASTER_BIN" --listen 127.0.0.1:0 \
+        --state-dir "$DPP_TMP/master-state" --log-level "$DPP_LOG_LEVEL" "$@"
+    DPP_MASTER_ADDR=$DPP_LAST_ADDR
+    export DPP_MASTER=$DPP_MASTER_ADDR
+}
+
+# dpp_start_worker [ARGS...]: starts worker-N against the master; sets DPP_LAST_ADDR.
+# shellcheck disable=SC2120 # the arguments are optional
+dpp_start_worker() {
+    [[ -n $DPP_MASTER_ADDR ]] || dpp_fail "dpp_start_worker: start the master first"
+    dpp_start_daemon "worker-$DPP_NWORKERS" "$DPP_WORKER_BIN" --master "$DPP_MASTER_ADDR" \
+        --listen 127.0.0.1:0 "$@"
+    DPP_NWORKERS=$((DPP_NWORKERS + 1))
+}
+
+# dpp_timeout SECS CMD...: runs CMD bounded by SECS seconds (SIGKILL 5 s
+# later if it ignores SIGTERM). CMD runs as a tracked background job that we
+# wait for, because bash runs a trap only after a foreground command ends but
+# interrupts `wait` at once: a signal to the script then stops CMD too.
+dpp_timeout() {
+    local secs=$1
+    shift
+    local rc=0 pid
+    timeout -k 5 "$secs" "$@" &
+    pid=$!
+    DPP_CHILD_PIDS+=("$pid")
+    wait "$pid" || rc=$?
+    unset 'DPP_CHILD_PIDS[-1]'
+    if ((rc == 124 || rc == 137)); then
+        printf '%s: timed out after %ss: %s\n' "$DPP_NAME" "$secs" "$*" >&2
+    fi
+    return "$rc"
+}
+
+# dpp_track PID: the cleanup also stops PID (a background step of the test).
+dpp_track() { DPP_CHILD_PIDS+=("$1"); }
+
+# dpp_ctl ARGS...: dppctl, bounded by DPP_CTL_TIMEOUT (default 120) seconds.
+dpp_ctl() { dpp_timeout "${DPP_CTL_TIMEOUT:-120}" "$DPPCTL" "$@"; }
+
+# dpp_gen ARGS...: dpp-gen, bounded.
+dpp_gen() {
+    dpp_timeout 300 "$DPP_GEN" "$@" || dpp_fail "dpp-gen $* failed"
+}
+
+# dpp_submit SPEC: submits SPEC and prints the session id (the last line of
+# dppctl's stdout); fails with dppctl's stderr on rejection. Use it as
+# `id=$(dpp_submit spec)` so that set -e stops the script on a failure.
+dpp_submit() {
+    local spec=$1 out=$DPP_TMP/submit.out err=$DPP_TMP/submit.err rc=0
+    dpp_ctl submit "$spec" >"$out" 2>"$err" || rc=$?
+    if ((rc != 0)); then
+        cat -- "$err" >&2
+        dpp_fail "dppctl submit $spec exited $rc"
+    fi
+    local id
+    id=$(tail -n 1 -- "$out")
+    [[ -n $id && $id != *[[:space:]]* ]] ||
+        dpp_fail "dppctl submit $spec: no session id on the last line of: $(cat -- "$out")"
+    printf '%s\n' "$id"
+}
+
+# dpp_read SESSION OUT [ARGS...]: dppctl read SESSION --output json ARGS > OUT.
+dpp_read() {
+    local session=$1 out=$2
+    shift 2
+    local rc=0
+    dpp_ctl read "$session" --output json "$@" >"$out" 2>"$out.err" || rc=$?
+    if ((rc != 0)); then
+        cat -- "$out.err" >&2
+        dpp_fail "dppctl read $session $* exited $rc"
+    fi
+}
+
+# dpp_refsum_check SPEC TABLE_DIR ACTUAL [--rank R]: compares dppctl's output
+# with dpp-refsum's expectation.
+dpp_refsum_check() {
+    local spec=$1 table=$2 actual=$3
+    shift 3
+    local rc=0
+    dpp_timeout 300 "$DPP_REFSUM" --spec "$spec" --table "$table" --check "$actual" "$@" ||
+        rc=$?
+    if ((rc != 0)); then
+        printf '%s: dppctl read output (%s):\n' "$DPP_NAME" "$actual" >&2
+        cat -- "$actual" >&2
+        dpp_fail "dpp-refsum $* found a mismatch in $actual (exit $rc)"
+    fi
+}
+
+# dpp_wait_status SESSION PATTERN [SECS]: polls `dppctl status SESSION` until
+# its output matches the extended regex PATTERN (case-insensitive).
+dpp_wait_status() {
+    local session=$1 pattern=$2 secs=${3:-30}
+    local deadline=$((SECONDS + secs)) out=$DPP_TMP/status.out
+    while :; do
+        if DPP_CTL_TIMEOUT=20 dpp_ctl status "$session" >"$out" 2>&1 &&
+            grep -Eqi -- "$pattern" "$out"; then
+            return 0
+        fi
+        if ((SECONDS >= deadline)); then
+            cat -- "$out" >&2
+            dpp_fail "dppctl status $session did not match /$pattern/ within ${secs}s"
+        fi
+        sleep 0.2
+    done
+}
+
+# dpp_expect_reject EXPECTED CMD...: CMD must exit non-zero and print the
+# line EXPECTED (exactly) on stderr.
+dpp_expect_reject() {
+    local expected=$1
+    shift
+    local out=$DPP_TMP/reject.out err=$DPP_TMP/reject.err rc=0
+    dpp_timeout 60 "$@" >"$out" 2>"$err" || rc=$?
+    if ((rc == 0)); then
+        printf '%s: stdout: %s\n%s: stderr: %s\n' "$DPP_NAME" "$(cat -- "$out")" "$DPP_NAME" \
+            "$(cat -- "$err")" >&2
+        dpp_fail "accepted, expected a rejection: $*"
+    fi
+    if ((rc == 124 || rc == 137)); then
+        dpp_fail "timed out: $*"
+    fi
+    if ! grep -Fxq -- "$expected" "$err"; then
+        printf "%s: stderr of '%s' (exit %d):\n" "$DPP_NAME" "$*" "$rc" >&2
+        cat -- "$err" >&2
+        dpp_fail "expected the line on stderr: $expected"
+    fi
+    dpp_log "rejected as expected (exit $rc): $expected"
+}
