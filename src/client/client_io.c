@@ -2,6 +2,7 @@
 // libdppclient's I/O thread: master link (attach refresh, split acks) and one
 // connection per worker (subscribe, blocks in, credits out). Never aborts.
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +162,8 @@ static void on_link_closed(dpp_conn_t *conn)
     free(l);
 }
 
-static void on_link_connected(dpp_conn_t *conn, int status)
+/* Connect callback of the master and the worker links alike. */
+static void on_connected(dpp_conn_t *conn, int status)
 {
     if (status != 0) {
         dpp_conn_close(conn, status);
@@ -200,7 +202,7 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
         if (io->links)
             io->links->prev = l;
         io->links = l;
-        if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_link_connected) != 0)
+        if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_connected) != 0)
             dpp_conn_close(&l->conn, DPP_ECLOSED);
     }
 }
@@ -299,18 +301,6 @@ static void on_master_closed(dpp_conn_t *conn)
     free(ml);
 }
 
-static void on_master_connected(dpp_conn_t *conn, int status)
-{
-    if (status != 0) {
-        dpp_conn_close(conn, status);
-        return;
-    }
-    Dpp__Hello h = DPP__HELLO__INIT;
-    h.version = DPP_PROTOCOL_VERSION;
-    h.role = "client";
-    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
-}
-
 static void connect_master(dpp_client_io_t *io)
 {
     mlink_t *ml = calloc(1, sizeof *ml);
@@ -322,7 +312,7 @@ static void connect_master(dpp_client_io_t *io)
         return;
     }
     io->ml = ml;
-    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&io->master_ss, on_master_connected) != 0)
+    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&io->master_ss, on_connected) != 0)
         dpp_conn_close(&ml->conn, DPP_ECLOSED);
 }
 
@@ -337,8 +327,9 @@ static void close_all(dpp_client_io_t *io)
     pthread_mutex_unlock(&io->core->mu);
     uv_close((uv_handle_t *)&io->wake, NULL);
     uv_close((uv_handle_t *)&io->timer, NULL);
+    drain_queues(io); /* the last acknowledgements still reach the master */
     if (io->ml)
-        dpp_conn_close(&io->ml->conn, DPP_ECLOSED);
+        dpp_conn_finish(&io->ml->conn);
     for (wlink_t *l = io->links; l; l = l->next)
         dpp_conn_close(&l->conn, DPP_ECLOSED);
 }
@@ -367,6 +358,13 @@ static void on_timer(uv_timer_t *t)
 static void io_main(void *arg)
 {
     dpp_client_io_t *io = arg;
+    /* A worker that goes away must not kill the trainer with SIGPIPE. The
+     * signal of a failed socket write goes to the writing thread, so blocking
+     * it here leaves the process's own disposition alone; writes see EPIPE. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     uv_run(&io->loop, UV_RUN_DEFAULT);
 }
 

@@ -56,6 +56,23 @@ void dpp_conn_close(dpp_conn_t *c, int error)
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    dpp_conn_t *c = dpp_container_of(req, dpp_conn_t, shutdown_req);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+void dpp_conn_finish(dpp_conn_t *c)
+{
+    if (c->closing)
+        return;
+    dpp_conn_read_stop(c);
+    c->closing = 1;
+    if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
 static int ensure_space(dpp_conn_t *c, size_t need)
 {
     if (c->rcap >= need)

@@ -28,6 +28,7 @@ typedef void (*dpp_payload_free_cb)(void *payload, void *arg);
 struct dpp_conn {
     uv_tcp_t tcp;
     uv_connect_t connect_req;
+    uv_shutdown_t shutdown_req;
     dpp_frame_limits_t limits;
     uint8_t *rbuf;
     size_t rlen, rcap;
@@ -67,8 +68,13 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
 int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Closes c once (later calls do nothing); error is kept in c->error. */
+/* Closes c once (later calls do nothing); error is kept in c->error.
+ * Frames still queued are dropped. */
 void dpp_conn_close(dpp_conn_t *c, int error);
+
+/* Closes c after every queued frame is written (TCP shutdown, then close),
+ * for goodbyes such as a client's last acknowledgements. */
+void dpp_conn_finish(dpp_conn_t *c);
 
 /* Back-pressure on the inbound side: stop or resume reading. */
 void dpp_conn_read_stop(dpp_conn_t *c);

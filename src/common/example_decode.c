@@ -158,6 +158,24 @@ static int varint_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
     return DPP_EEXAMPLE;
 }
 
+/* With 10 bytes in reach no byte needs its own bounds check. */
+static inline int varint_unchecked(const uint8_t **pp, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = *p++ & 0x7f;
+
+    for (unsigned shift = 7; shift <= 63; shift += 7) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = v;
+            *pp = p;
+            return 0;
+        }
+    }
+    return DPP_EEXAMPLE;
+}
+
 static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
@@ -166,6 +184,8 @@ static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
         *pp = p + 1;
         return 0;
     }
+    if (end - p >= 10)
+        return varint_unchecked(pp, out);
     return varint_slow(pp, end, out);
 }
 

@@ -168,8 +168,7 @@ static int cmd_status(const ctl_t *ctl, const char *session)
             continue;
         }
         char epoch[32], splits[48];
-        snprintf(epoch, sizeof epoch, "%u/%u",
-                 s->current_epoch + (strcmp(s->state, "done") == 0 ? 1 : 1), s->epochs);
+        snprintf(epoch, sizeof epoch, "%u/%u", s->current_epoch + 1, s->epochs); /* 1-based */
         snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
         printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s\n", s->session_id, s->state, epoch,
                splits, s->rows_produced, s->workers, s->error[0] ? "  error: " : "", s->error);

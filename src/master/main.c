@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// dpp-master: command line and signal handling around dpp_master_t.
+// dpp-master: command line around dpp_master_t.
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "common/alloc.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "master.h"
@@ -34,18 +35,9 @@ static const char usage[] =
     "\n"
     "SIGINT or SIGTERM stops the master.\n";
 
-typedef struct signals {
-    uv_signal_t sigint, sigterm;
-    dpp_master_t *master;
-} signals_t;
-
-static void on_signal(uv_signal_t *h, int signum)
+static void stop_master(void *arg)
 {
-    signals_t *s = h->data;
-    dpp_log(DPP_LOG_INFO, "master_stopping signal=%d", signum);
-    dpp_master_stop(s->master);
-    uv_close((uv_handle_t *)&s->sigint, NULL);
-    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    dpp_master_stop(arg);
 }
 
 int main(int argc, char **argv)
@@ -111,21 +103,15 @@ int main(int argc, char **argv)
 
     uv_loop_t loop;
     uv_loop_init(&loop);
-    signals_t sig;
-    int rc = dpp_master_new(&sig.master, &loop, &cfg);
-    if (rc) {
+    dpp_master_t *master;
+    int rc = dpp_master_new(&master, &loop, &cfg);
+    if (rc == 0) {
+        rc = dpp_daemon_run(&loop, "master", stop_master, master);
+        dpp_master_free(master);
+    } else {
         uv_loop_close(&loop);
-        free(roots);
-        return 1;
+        rc = 1;
     }
-    uv_signal_init(&loop, &sig.sigint);
-    uv_signal_init(&loop, &sig.sigterm);
-    sig.sigint.data = sig.sigterm.data = &sig;
-    uv_signal_start(&sig.sigint, on_signal, SIGINT);
-    uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    dpp_master_free(sig.master);
-    rc = uv_loop_close(&loop);
     free(roots);
-    return rc == 0 ? 0 : 1;
+    return rc;
 }

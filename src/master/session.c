@@ -83,6 +83,8 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
         dpp_split_t *sp = &s->splits[i];
         if (sp->worker_id == worker_id &&
             (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
+            if (sp->state == SPLIT_PRODUCED)
+                s->rows_produced -= sp->rows; /* counted again when re-produced */
             dpp_session_set(s, i, SPLIT_PENDING);
             n++;
         }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// dpp-worker: command line and signal handling around dpp_worker_t.
+// dpp-worker: command line around dpp_worker_t.
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include <uv.h>
 
+#include "common/daemon.h"
 #include "common/log.h"
 #include "worker.h"
 
@@ -34,18 +35,9 @@ static const char usage[] =
     "Environment: DPP_FORCE_PREAD=1 reads with pread instead of io_uring.\n"
     "SIGINT or SIGTERM stops the worker.\n";
 
-typedef struct signals {
-    uv_signal_t sigint, sigterm;
-    dpp_worker_t *worker;
-} signals_t;
-
-static void on_signal(uv_signal_t *h, int signum)
+static void stop_worker(void *arg)
 {
-    signals_t *s = h->data;
-    dpp_log(DPP_LOG_INFO, "worker_stopping signal=%d", signum);
-    dpp_worker_stop(s->worker);
-    uv_close((uv_handle_t *)&s->sigint, NULL);
-    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    dpp_worker_stop(arg);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -142,19 +134,14 @@ int main(int argc, char **argv)
 
     uv_loop_t loop;
     uv_loop_init(&loop);
-    signals_t sig;
-    if (dpp_worker_new(&sig.worker, &loop, &cfg) != 0) {
+    dpp_worker_t *worker;
+    if (dpp_worker_new(&worker, &loop, &cfg) != 0) {
         uv_loop_close(&loop);
         return 1;
     }
-    uv_signal_init(&loop, &sig.sigint);
-    uv_signal_init(&loop, &sig.sigterm);
-    sig.sigint.data = sig.sigterm.data = &sig;
-    uv_signal_start(&sig.sigint, on_signal, SIGINT);
-    uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    dpp_worker_free(sig.worker);
-    return uv_loop_close(&loop) == 0 ? 0 : 1;
+    int rc = dpp_daemon_run(&loop, "worker", stop_worker, worker);
+    dpp_worker_free(worker);
+    return rc;
 
 bad_value:
     fprintf(stderr, "dpp-worker: bad value \"%s\" for --%s (see --help)\n", optarg,

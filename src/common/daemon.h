@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What dpp-master and dpp-worker share around their event loop: SIGPIPE
+ * ignored (a peer that goes away is an EPIPE, not a dead daemon), and
+ * SIGINT/SIGTERM turned into an orderly stop. */
+#ifndef DPP_COMMON_DAEMON_H
+#define DPP_COMMON_DAEMON_H
+
+#include <uv.h>
+
+typedef void (*dpp_daemon_stop_cb)(void *arg);
+
+/* Runs loop until it has no more handles. The first SIGINT or SIGTERM logs
+ * `<name>_stopping` and calls stop(arg), which must close the daemon's
+ * handles. Returns 0, or 1 when the loop could not be closed cleanly (a
+ * handle leaked). */
+int dpp_daemon_run(uv_loop_t *loop, const char *name, dpp_daemon_stop_cb stop, void *arg);
+
+#endif
