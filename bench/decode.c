@@ -178,8 +178,8 @@ static uint64_t run_protobuf_c(const corpus_t *c)
     uint64_t sum = 0;
 
     for (size_t r = 0; r < c->n; r++) {
-        Tfex__Example *ex = tfex__example__unpack(NULL, c->off[r + 1] - c->off[r],
-                                                  c->data + c->off[r]);
+        Tfex__Example *ex =
+            tfex__example__unpack(NULL, c->off[r + 1] - c->off[r], c->data + c->off[r]);
         if (!ex || !ex->features) {
             fprintf(stderr, "bench_decode: record %zu does not unpack\n", r);
             exit(1);
@@ -254,9 +254,9 @@ int main(int argc, char **argv)
         uint64_t s2 = run_protobuf_c(&c);
         double t2 = now_sec();
         if (s1 != want || s2 != want) {
-            fprintf(stderr, "bench_decode: checksums differ (%" PRIx64 " %" PRIx64 " %" PRIx64
-                            ")\n",
-                    s1, s2, want);
+            fprintf(stderr,
+                    "bench_decode: checksums differ (%" PRIx64 " %" PRIx64 " %" PRIx64 ")\n", s1,
+                    s2, want);
             return 1;
         }
         hand[k] = (double)c.n / (t1 - t0);

@@ -48,6 +48,17 @@ static inline uint32_t name_hash(const uint8_t *s, size_t len)
     return h ^ (h >> 16);
 }
 
+/* Feature names are short: a byte loop beats a call to memcmp there. */
+static inline int bytes_equal(const char *a, const uint8_t *b, size_t len)
+{
+    if (len > 16)
+        return memcmp(a, b, len) == 0;
+    for (size_t i = 0; i < len; i++)
+        if ((uint8_t)a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* Index of the name equal to key[0..len), or -1. */
 static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size_t len)
 {
@@ -57,7 +68,7 @@ static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size
         if (s->idx == SLOT_EMPTY)
             return -1;
         if (s->hash == h && p->names[s->idx].len == len &&
-            memcmp(p->names[s->idx].s, key, len) == 0)
+            bytes_equal(p->names[s->idx].s, key, len))
             return (long)s->idx;
     }
 }
@@ -238,8 +249,7 @@ static int skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
 /* Parses one serialized Feature into *ref. Several `value` fields of one map
  * entry are merged by protobuf, which is the same as parsing them one after
  * the other into the same state: has_list carries over between calls. */
-static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *ref,
-                          int *has_list)
+static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *ref, int *has_list)
 {
     while (p < end) {
         uint64_t tag;
@@ -404,8 +414,7 @@ static int count_packed_varints(const uint8_t *p, size_t len, size_t *n)
 
 static inline float load_float_le(const uint8_t *p)
 {
-    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                 (uint32_t)p[3] << 24;
+    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     float f;
     memcpy(&f, &u, sizeof(f));
     return f;

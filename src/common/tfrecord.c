@@ -34,8 +34,8 @@ static inline void store_le32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void dpp_tfrecord_iter_init(dpp_tfrecord_iter_t *it, const uint8_t *buf, size_t len,
-                            uint64_t base, uint64_t max_record)
+void dpp_tfrecord_iter_init(dpp_tfrecord_iter_t *it, const uint8_t *buf, size_t len, uint64_t base,
+                            uint64_t max_record)
 {
     it->buf = buf;
     it->len = len;

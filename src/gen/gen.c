@@ -31,9 +31,8 @@ static const unsigned dense_spread[NDENSE] = {2, 6, 3, 4, 8, 5, 2, 3, 7, 2, 4, 3
 
 /* Per sparse feature: log2 of its vocabulary (roughly Criteo's C-column
  * cardinalities) and how long its lists run (0: always one id). */
-static const unsigned sparse_vocab_bits[NSPARSE] = {10, 9,  24, 21, 8, 5,  14, 9,  2,
-                                                    17, 13, 22, 12, 4, 13, 20, 4,  12,
-                                                    11, 3,  21, 6,  18, 15, 7,  16};
+static const unsigned sparse_vocab_bits[NSPARSE] = {
+    10, 9, 24, 21, 8, 5, 14, 9, 2, 17, 13, 22, 12, 4, 13, 20, 4, 12, 11, 3, 21, 6, 18, 15, 7, 16};
 static const unsigned sparse_len_scale[NSPARSE] = {0, 1, 2, 0, 1, 0, 3, 1, 0, 2, 1, 0, 1,
                                                    4, 0, 1, 2, 0, 1, 0, 2, 1, 0, 3, 1, 0};
 
@@ -63,15 +62,14 @@ typedef struct row_msg {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
-            "               [--start-date YYYY-MM-DD] [--help]\n"
-            "\n"
-            "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord,\n"
-            "P partitions on consecutive days from --start-date (default 2026-01-01), S\n"
-            "shards in each, N rows spread evenly. Records are tf.train.Example with\n"
-            "row_id (int64), label (int64 0/1), i1..i13 (one float each) and c1..c26\n"
-            "(1-8 int64 ids). The same arguments always give byte-identical files.\n");
+    fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
+               "               [--start-date YYYY-MM-DD] [--help]\n"
+               "\n"
+               "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord,\n"
+               "P partitions on consecutive days from --start-date (default 2026-01-01), S\n"
+               "shards in each, N rows spread evenly. Records are tf.train.Example with\n"
+               "row_id (int64), label (int64 0/1), i1..i13 (one float each) and c1..c26\n"
+               "(1-8 int64 ids). The same arguments always give byte-identical files.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -86,8 +84,7 @@ static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out
     }
     v = strtoull(s, &end, 10);
     if (*end != '\0' || errno == ERANGE || v > max) {
-        fprintf(stderr, "dpp-gen: %s: \"%s\" is not an integer in 0..%" PRIu64 "\n", opt, s,
-                max);
+        fprintf(stderr, "dpp-gen: %s: \"%s\" is not an integer in 0..%" PRIu64 "\n", opt, s, max);
         return -1;
     }
     *out = v;
@@ -125,10 +122,14 @@ bad:
 static int parse_args(int argc, char **argv, gen_args_t *a)
 {
     static const struct option opts[] = {
-        {"rows", required_argument, NULL, 'r'},       {"shards", required_argument, NULL, 's'},
-        {"partitions", required_argument, NULL, 'p'}, {"seed", required_argument, NULL, 'x'},
-        {"out", required_argument, NULL, 'o'},        {"start-date", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+        {"rows", required_argument, NULL, 'r'},
+        {"shards", required_argument, NULL, 's'},
+        {"partitions", required_argument, NULL, 'p'},
+        {"seed", required_argument, NULL, 'x'},
+        {"out", required_argument, NULL, 'o'},
+        {"start-date", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int have_rows = 0, have_shards = 0, have_parts = 0, have_seed = 0, c;
 
@@ -352,7 +353,7 @@ static int mkdir_p(const char *path)
 /* Output state shared by every file of the run. */
 typedef struct writer {
     row_msg_t msg;
-    uint8_t *rec;    /* framed record buffer */
+    uint8_t *rec; /* framed record buffer */
     size_t rec_cap;
     char *file_buf; /* stdio buffer */
     uint64_t bytes;

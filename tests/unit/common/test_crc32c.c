@@ -111,8 +111,8 @@ static void test_incremental(void **state)
     uint32_t whole = dpp_crc32c(0, buf, sizeof(buf));
     for (size_t cut = 0; cut <= sizeof(buf); cut += 37) {
         assert_int_equal(dpp_crc32c(dpp_crc32c(0, buf, cut), buf + cut, sizeof(buf) - cut), whole);
-        assert_int_equal(
-            dpp__crc32c_sw(dpp__crc32c_sw(0, buf, cut), buf + cut, sizeof(buf) - cut), whole);
+        assert_int_equal(dpp__crc32c_sw(dpp__crc32c_sw(0, buf, cut), buf + cut, sizeof(buf) - cut),
+                         whole);
     }
 }
 
@@ -147,8 +147,7 @@ static void test_hw_equals_table(void **state)
             uint32_t want = dpp__crc32c_sw(seed, buf + align, len);
             if (hw)
                 assert_int_equal(dpp__crc32c_hw(seed, buf + align, len), want);
-            assert_int_equal(crc32c_bitwise(buf + align, len),
-                             dpp__crc32c_sw(0, buf + align, len));
+            assert_int_equal(crc32c_bitwise(buf + align, len), dpp__crc32c_sw(0, buf + align, len));
         }
     }
 }
@@ -156,9 +155,12 @@ static void test_hw_equals_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bitwise_reference), cmocka_unit_test(test_vectors_dispatch),
-        cmocka_unit_test(test_vectors_table),     cmocka_unit_test(test_vectors_hw),
-        cmocka_unit_test(test_mask),              cmocka_unit_test(test_incremental),
+        cmocka_unit_test(test_bitwise_reference),
+        cmocka_unit_test(test_vectors_dispatch),
+        cmocka_unit_test(test_vectors_table),
+        cmocka_unit_test(test_vectors_hw),
+        cmocka_unit_test(test_mask),
+        cmocka_unit_test(test_incremental),
         cmocka_unit_test(test_hw_equals_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

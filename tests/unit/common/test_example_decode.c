@@ -145,7 +145,6 @@ static void w_example(wire_t *ex, const wire_t *features)
     w_sub(ex, 1, features);
 }
 
-
 enum { CMP_OK = 0, CMP_MISMATCH = 1, CMP_REJECTED = 2 };
 
 static const Tfex__FeatureEntry *ref_entry(const Tfex__Example *ex, const char *name)
@@ -211,13 +210,11 @@ static int compare_feature(const dpp_feat_ref_t *got, const Tfex__Example *ex, c
         assert_non_null(v);
         rc = dpp_feat_floats(got, v, n + 1, &w);
         /* Bitwise, so NaN payloads and -0.0 count too. */
-        int res = rc == 0 && w == n && (n == 0 || memcmp(v, fl->value, n * 4) == 0)
-                      ? CMP_OK
-                      : CMP_MISMATCH;
+        int res = rc == 0 && w == n && (n == 0 || memcmp(v, fl->value, n * 4) == 0) ? CMP_OK
+                                                                                    : CMP_MISMATCH;
         if (res == CMP_OK && n > 1) {
             rc = dpp_feat_floats(got, v, n / 2, &w);
-            res = rc == 0 && w == n / 2 && memcmp(v, fl->value, w * 4) == 0 ? CMP_OK
-                                                                             : CMP_MISMATCH;
+            res = rc == 0 && w == n / 2 && memcmp(v, fl->value, w * 4) == 0 ? CMP_OK : CMP_MISMATCH;
         }
         free(v);
         return res;
@@ -233,13 +230,11 @@ static int compare_feature(const dpp_feat_ref_t *got, const Tfex__Example *ex, c
         int64_t *v = malloc((n + 1) * sizeof(int64_t));
         assert_non_null(v);
         rc = dpp_feat_int64s(got, v, n + 1, &w);
-        int res = rc == 0 && w == n && (n == 0 || memcmp(v, il->value, n * 8) == 0)
-                      ? CMP_OK
-                      : CMP_MISMATCH;
+        int res = rc == 0 && w == n && (n == 0 || memcmp(v, il->value, n * 8) == 0) ? CMP_OK
+                                                                                    : CMP_MISMATCH;
         if (res == CMP_OK && n > 1) {
             rc = dpp_feat_int64s(got, v, n / 2, &w);
-            res = rc == 0 && w == n / 2 && memcmp(v, il->value, w * 8) == 0 ? CMP_OK
-                                                                             : CMP_MISMATCH;
+            res = rc == 0 && w == n / 2 && memcmp(v, il->value, w * 8) == 0 ? CMP_OK : CMP_MISMATCH;
         }
         free(v);
         return res;
@@ -262,8 +257,8 @@ static int decode_exact(const dpp_projection_t *p, const uint8_t *rec, size_t le
 
 /* Decodes wire bytes and checks every projected name against protobuf-c,
  * which must accept them too. */
-static void check_wire_against_ref(const dpp_projection_t *proj, const char *const *names,
-                                   size_t n, const wire_t *w)
+static void check_wire_against_ref(const dpp_projection_t *proj, const char *const *names, size_t n,
+                                   const wire_t *w)
 {
     dpp_feat_ref_t out[64];
     uint8_t *copy;
@@ -304,8 +299,8 @@ typedef struct rand_example {
 
 static float rand_float(void)
 {
-    static const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, 3.4028235e38f,
-                                    -3.4028235e38f, 1e9f};
+    static const float special[] = {0.0f,   -0.0f,         1.0f,           -1.0f,
+                                    1e-45f, 3.4028235e38f, -3.4028235e38f, 1e9f};
     uint64_t r = rng() % 10;
     if (r < 3) {
         uint32_t u = (uint32_t)rng(); /* any bit pattern: NaNs, denormals, infinities */
@@ -332,8 +327,8 @@ static float rand_float(void)
 
 static int64_t rand_int64(void)
 {
-    static const int64_t special[] = {0, 1, -1, 127, 128, -128, INT64_MIN, INT64_MAX,
-                                      INT64_MIN + 1, (int64_t)1 << 40};
+    static const int64_t special[] = {0,    1,         -1,        127,           128,
+                                      -128, INT64_MIN, INT64_MAX, INT64_MIN + 1, (int64_t)1 << 40};
     if (rng() % 8 == 0)
         return special[rng_below(sizeof(special) / sizeof(special[0]))];
     unsigned shift = (unsigned)(rng() % 64); /* separate statements: a fixed draw order */
@@ -752,8 +747,8 @@ static void test_value_before_key(void **state)
 static void test_unknown_fields_everywhere(void **state)
 {
     dpp_projection_t *proj = corner_projection();
-    wire_t fl = {0}, il = {0}, bl = {0}, f1 = {0}, f2 = {0}, f3 = {0}, e = {0}, fs = {0},
-           ex = {0}, junk = {0};
+    wire_t fl = {0}, il = {0}, bl = {0}, f1 = {0}, f2 = {0}, f3 = {0}, e = {0}, fs = {0}, ex = {0},
+           junk = {0};
     dpp_feat_ref_t out[NCORNER];
     uint8_t *copy;
     float fv[4];
