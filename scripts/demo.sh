@@ -15,7 +15,11 @@ if [[ -z ${DPP_BIN_DIR:-} ]]; then
     echo "usage: $0 BUILD_DIR   (or set DPP_BIN_DIR)" >&2
     exit 2
 fi
-DPP_BIN_DIR=$(cd "$DPP_BIN_DIR" && pwd)
+bin_dir=$(cd "$DPP_BIN_DIR" 2>/dev/null && pwd) || {
+    echo "demo: no build directory $DPP_BIN_DIR (build first: cmake -B build && cmake --build build)" >&2
+    exit 1
+}
+DPP_BIN_DIR=$bin_dir
 export DPP_BIN_DIR
 export DPP_MISSING_RC=1 # a missing binary is an error here, not a skip
 
@@ -32,11 +36,17 @@ root=$DPP_TMP/root
 
 say() { printf '%s\n' "$*"; }
 step() { printf '\n[%s] %s\n' "$1" "$2"; }
+# indent FILE: prints FILE indented under the step title. (Output goes
+# through files, not pipes: a pipeline's commands would run in subshells,
+# out of the cleanup's reach.)
+indent() { sed 's/^/      /' -- "$1"; }
 
 say "dpp demo: binaries from $DPP_BIN_DIR, scratch space in $DPP_TMP"
 
 step 1/5 "Generating a Criteo-like table: $rows rows, $partitions partitions x $shards shards"
-dpp_gen --rows "$rows" --shards "$shards" --partitions "$partitions" --seed 1 --out "$root/criteo"
+dpp_gen --rows "$rows" --shards "$shards" --partitions "$partitions" --seed 1 \
+    --out "$root/criteo" >"$DPP_TMP/gen.out"
+indent "$DPP_TMP/gen.out"
 files=("$root"/criteo/*"="*/*.tfrecord)
 say "      ${#files[@]} TFRecord files, $(du -sh "$root/criteo" | cut -f1) in $root/criteo"
 
@@ -49,14 +59,17 @@ dpp_start_worker
 say "      worker 1 $DPP_LAST_ADDR"
 
 step 3/5 "Submitting examples/criteo.json (13 dense features: clamp, log1p, clamp; 26 sparse: modulo, truncate)"
-session=$(dpp_submit "$spec")
+dpp_submit "$spec"
+session=$DPP_SESSION
 say "      session $session"
-dpp_ctl status "$session" || dpp_fail "dppctl status $session failed"
+dpp_ctl status "$session" >"$DPP_TMP/status.txt" || dpp_fail "dppctl status $session failed"
+indent "$DPP_TMP/status.txt"
 
 step 4/5 "Reading the session as trainer rank 0 (dppctl read $session --output json)"
 out=$DPP_TMP/read.jsonl
 dpp_read "$session" "$out"
-dpp_ctl status "$session" || dpp_fail "dppctl status $session failed"
+dpp_ctl status "$session" >"$DPP_TMP/status.txt" || dpp_fail "dppctl status $session failed"
+indent "$DPP_TMP/status.txt"
 
 step 5/5 "Summary"
 # field LINE KEY: the number after "KEY": in one JSON line of dppctl read.

@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
+#include "log.h"
 #include "net.h"
 
 /* Reads land in at least this much free buffer space. */
@@ -110,6 +111,8 @@ static void dispatch(dpp_conn_t *c)
         size_t flen;
         int rc = dpp_frame_parse(c->rbuf + off, c->rlen - off, &c->limits, &f, &flen);
         if (rc < 0) {
+            DPP_WARN("frame_rejected peer=%s error=%s reason=\"%s\"", c->peer, dpp_err_name(rc),
+                     dpp_strerror(rc));
             dpp_conn_send_error(c, rc, "%s", dpp_strerror(rc));
             dpp_conn_close(c, rc);
             return;

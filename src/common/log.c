@@ -29,6 +29,26 @@ int dpp_log_parse_level(const char *s, dpp_log_level_t *out)
     return DPP_EINVAL;
 }
 
+const char *dpp_log_quote(const char *s, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (len < 3) {
+        if (len)
+            buf[0] = '\0';
+        return buf;
+    }
+    buf[o++] = '"';
+    for (; *s && o + 3 < len; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            buf[o++] = '\\';
+        buf[o++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
 void dpp_log(dpp_log_level_t level, const char *fmt, ...)
 {
     if ((int)level < atomic_load(&log_threshold))

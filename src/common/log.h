@@ -4,6 +4,8 @@
 #ifndef DPP_COMMON_LOG_H
 #define DPP_COMMON_LOG_H
 
+#include <stddef.h>
+
 typedef enum dpp_log_level {
     DPP_LOG_DEBUG = 0,
     DPP_LOG_INFO = 1,
@@ -18,6 +20,11 @@ void dpp_log_set_level(dpp_log_level_t level);
 
 /* Parses "debug", "info", "warn" or "error". Returns 0 or DPP_EINVAL. */
 int dpp_log_parse_level(const char *s, dpp_log_level_t *out);
+
+/* Writes s into buf as a quoted log value: surrounding double quotes, with
+ * '"' and '\\' escaped and control bytes shown as '?', cut to fit len.
+ * Returns buf. For text that comes from peers or files. */
+const char *dpp_log_quote(const char *s, char *buf, size_t len);
 
 void dpp_log(dpp_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -230,7 +230,8 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     return;
 
 reject:
-    DPP_INFO("session_rejected peer=%s error=\"%s\"", p->conn.peer, err);
+    char q[DPP_SPEC_ERRLEN + 64];
+    DPP_INFO("session_rejected peer=%s error=%s", p->conn.peer, dpp_log_quote(err, q, sizeof q));
     dpp_conn_send_error(&p->conn, rc, "%s", err);
     dpp_spec_close(&spec);
     free(table_path);
@@ -327,8 +328,9 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
         return; /* a stale lease: the split was re-leased or consumed meanwhile */
     s->records_rejected += msg->records_rejected;
     if (msg->error_code != 0) {
-        DPP_ERROR("split_failed session=%s epoch=%u split=%zu file=%s error=\"%s\"", s->id,
-                  s->epoch, i, s->files[i], msg->error_message);
+        char q[1100];
+        DPP_ERROR("split_failed session=%s epoch=%u split=%zu error=%s", s->id, s->epoch, i,
+                  dpp_log_quote(msg->error_message, q, sizeof q));
         s->state = SESSION_FAILED;
         free(s->error);
         s->error = dpp_xstrdup(msg->error_message);

@@ -314,7 +314,9 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         break;
     case DPP_MSG_ERROR: {
         Dpp__Error *e = (Dpp__Error *)msg;
-        DPP_ERROR("master_error code=%s message=\"%s\"", dpp_err_name(e->code), e->message);
+        char q[1100];
+        DPP_ERROR("master_error code=%s message=%s", dpp_err_name(e->code),
+                  dpp_log_quote(e->message, q, sizeof q));
         dpp_conn_close(conn, e->code);
         break;
     }
@@ -410,8 +412,10 @@ static void on_pipeline_ready(uv_async_t *a)
             d.error_message = r->message;
             dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
         }
+        char q[1100];
         if (r->error)
-            DPP_ERROR("split_failed lease=%" PRIu64 " error=\"%s\"", r->lease_id, r->message);
+            DPP_ERROR("split_failed lease=%" PRIu64 " error=%s", r->lease_id,
+                      dpp_log_quote(r->message, q, sizeof q));
         else
             DPP_DEBUG("split_done lease=%" PRIu64 " rows=%" PRIu64 " blocks=%u rejected=%" PRIu64,
                       r->lease_id, r->rows, r->blocks, r->rejected);

@@ -36,12 +36,13 @@ fi
 grep -q '"epochs": 2' "$spec1" || dpp_fail "could not set epochs in $spec1"
 dpp_ctl validate "$spec1" || dpp_fail "dppctl validate $spec1 rejected the spec"
 
-session1=$(dpp_submit "$spec1")
+dpp_submit "$spec1"
+session1=$DPP_SESSION
 dpp_log "session $session1"
 dpp_read "$session1" "$DPP_TMP/read1.jsonl"
 cat -- "$DPP_TMP/read1.jsonl"
 dpp_refsum_check "$spec1" "$table" "$DPP_TMP/read1.jsonl"
-dpp_wait_status "$session1" 'done' 30
+dpp_wait_done "$session1"
 dpp_log "dppctl status $session1:"
 cat -- "$DPP_TMP/status.out"
 
@@ -74,23 +75,21 @@ cat >"$spec2" <<EOF
 }
 EOF
 dpp_ctl validate "$spec2" || dpp_fail "dppctl validate $spec2 rejected the spec"
-session2=$(dpp_submit "$spec2")
+dpp_submit "$spec2"
+session2=$DPP_SESSION
 dpp_log "session $session2"
 
-dpp_read "$session2" "$DPP_TMP/rank0.jsonl" --rank 0 &
-reader0=$!
-dpp_read "$session2" "$DPP_TMP/rank1.jsonl" --rank 1 &
-reader1=$!
-rc0=0 rc1=0
-wait "$reader0" || rc0=$?
-wait "$reader1" || rc1=$?
-((rc0 == 0)) || dpp_fail "reading rank 0 failed (exit $rc0)"
-((rc1 == 0)) || dpp_fail "reading rank 1 failed (exit $rc1)"
+dpp_read_bg "$session2" "$DPP_TMP/rank0.jsonl" --rank 0
+reader0=$DPP_LAST_PID
+dpp_read_bg "$session2" "$DPP_TMP/rank1.jsonl" --rank 1
+reader1=$DPP_LAST_PID
+dpp_read_wait "$reader0" "$DPP_TMP/rank0.jsonl"
+dpp_read_wait "$reader1" "$DPP_TMP/rank1.jsonl"
 for rank in 0 1; do
     dpp_log "rank $rank:"
     cat -- "$DPP_TMP/rank$rank.jsonl"
     dpp_refsum_check "$spec2" "$table" "$DPP_TMP/rank$rank.jsonl" --rank "$rank"
 done
-dpp_wait_status "$session2" 'done' 30
+dpp_wait_done "$session2"
 
 dpp_log "PASS"

@@ -27,6 +27,8 @@ DPP_NAME=dpp
 DPP_TMP=""
 DPP_MASTER_ADDR=""
 DPP_LAST_ADDR=""
+DPP_LAST_PID=""
+DPP_SESSION=""
 DPP_DAEMON_NAMES=()
 DPP_DAEMON_PIDS=()
 DPP_NWORKERS=0
@@ -63,6 +65,9 @@ dpp_setup() {
         fi
     done
     command -v timeout >/dev/null || dpp_skip "timeout(1) is not installed"
+    # The trap may fire inside a call whose output is redirected to a file:
+    # keep the script's own stdout and stderr to report on.
+    exec {DPP_STDOUT_FD}>&1 {DPP_STDERR_FD}>&2
     # EXIT does the work; INT and TERM only turn the signal into an exit so
     # that the cleanup runs once, with the conventional status.
     trap dpp__on_exit EXIT
@@ -77,9 +82,15 @@ dpp__on_exit() {
     local rc=$?
     set +e
     trap - EXIT INT TERM
+    exec 1>&"$DPP_STDOUT_FD" 2>&"$DPP_STDERR_FD"
     local pid
     for pid in "${DPP_CHILD_PIDS[@]}"; do
         kill -TERM "$pid" 2>/dev/null
+    done
+    # timeout(1) passes the TERM on and SIGKILLs 5 s later: this is bounded,
+    # and the temp dir is removed only once nothing writes into it.
+    for pid in "${DPP_CHILD_PIDS[@]}"; do
+        wait "$pid" 2>/dev/null
     done
     dpp_stop_all
     if ((rc == 130)); then
@@ -233,6 +244,8 @@ dpp_start_worker() {
 # later if it ignores SIGTERM). CMD runs as a tracked background job that we
 # wait for, because bash runs a trap only after a foreground command ends but
 # interrupts `wait` at once: a signal to the script then stops CMD too.
+# Call it from the main shell, not in a pipeline or $(...): a subshell's
+# jobs are unknown to the cleanup.
 dpp_timeout() {
     local secs=$1
     shift
@@ -248,7 +261,7 @@ dpp_timeout() {
     return "$rc"
 }
 
-# dpp_track PID: the cleanup also stops PID (a background step of the test).
+# dpp_track PID: the cleanup also stops PID, a background timeout(1) job.
 dpp_track() { DPP_CHILD_PIDS+=("$1"); }
 
 # dpp_ctl ARGS...: dppctl, bounded by DPP_CTL_TIMEOUT (default 120) seconds.
@@ -259,9 +272,8 @@ dpp_gen() {
     dpp_timeout 300 "$DPP_GEN" "$@" || dpp_fail "dpp-gen $* failed"
 }
 
-# dpp_submit SPEC: submits SPEC and prints the session id (the last line of
-# dppctl's stdout); fails with dppctl's stderr on rejection. Use it as
-# `id=$(dpp_submit spec)` so that set -e stops the script on a failure.
+# dpp_submit SPEC: submits SPEC and sets DPP_SESSION to the session id (the
+# last line of dppctl's stdout); fails with dppctl's stderr on rejection.
 dpp_submit() {
     local spec=$1 out=$DPP_TMP/submit.out err=$DPP_TMP/submit.err rc=0
     dpp_ctl submit "$spec" >"$out" 2>"$err" || rc=$?
@@ -273,7 +285,8 @@ dpp_submit() {
     id=$(tail -n 1 -- "$out")
     [[ -n $id && $id != *[[:space:]]* ]] ||
         dpp_fail "dppctl submit $spec: no session id on the last line of: $(cat -- "$out")"
-    printf '%s\n' "$id"
+    # shellcheck disable=SC2034 # read by the scripts that source this file
+    DPP_SESSION=$id
 }
 
 # dpp_read SESSION OUT [ARGS...]: dppctl read SESSION --output json ARGS > OUT.
@@ -285,6 +298,29 @@ dpp_read() {
     if ((rc != 0)); then
         cat -- "$out.err" >&2
         dpp_fail "dppctl read $session $* exited $rc"
+    fi
+}
+
+# dpp_read_bg SESSION OUT [ARGS...]: starts dppctl read in the background
+# (bounded by DPP_CTL_TIMEOUT, tracked for the cleanup); its pid goes into
+# DPP_LAST_PID. Collect it with dpp_read_wait.
+dpp_read_bg() {
+    local session=$1 out=$2
+    shift 2
+    timeout -k 5 "${DPP_CTL_TIMEOUT:-120}" "$DPPCTL" read "$session" --output json "$@" \
+        >"$out" 2>"$out.err" &
+    DPP_LAST_PID=$!
+    dpp_track "$DPP_LAST_PID"
+}
+
+# dpp_read_wait PID OUT: waits for a dpp_read_bg job; fails with its stderr.
+dpp_read_wait() {
+    local pid=$1 out=$2 rc=0
+    wait "$pid" || rc=$?
+    if ((rc != 0)); then
+        cat -- "$out.err" >&2
+        ((rc != 124 && rc != 137)) || dpp_fail "dppctl read (> $out) timed out"
+        dpp_fail "dppctl read (> $out) exited $rc"
     fi
 }
 
@@ -304,13 +340,13 @@ dpp_refsum_check() {
 }
 
 # dpp_wait_status SESSION PATTERN [SECS]: polls `dppctl status SESSION` until
-# its output matches the extended regex PATTERN (case-insensitive).
+# a line of its output matches the extended regex PATTERN.
 dpp_wait_status() {
     local session=$1 pattern=$2 secs=${3:-30}
     local deadline=$((SECONDS + secs)) out=$DPP_TMP/status.out
     while :; do
         if DPP_CTL_TIMEOUT=20 dpp_ctl status "$session" >"$out" 2>&1 &&
-            grep -Eqi -- "$pattern" "$out"; then
+            grep -Eq -- "$pattern" "$out"; then
             return 0
         fi
         if ((SECONDS >= deadline)); then
@@ -321,8 +357,16 @@ dpp_wait_status() {
     done
 }
 
+# dpp_wait_done SESSION [SECS]: waits until the status table shows SESSION in
+# state done (its row: `SESSION  STATE  ...`; the header's "SPLITS DONE" must
+# not count).
+dpp_wait_done() {
+    dpp_wait_status "$1" "^$1[[:space:]]+done([[:space:]]|\$)" "${2:-30}"
+}
+
 # dpp_expect_reject EXPECTED CMD...: CMD must exit non-zero and print the
-# line EXPECTED (exactly) on stderr.
+# line EXPECTED (exactly) on stderr. Returns 1, having said why, when it does
+# not, so that a test can report every wrong rejection before failing.
 dpp_expect_reject() {
     local expected=$1
     shift
@@ -331,15 +375,17 @@ dpp_expect_reject() {
     if ((rc == 0)); then
         printf '%s: stdout: %s\n%s: stderr: %s\n' "$DPP_NAME" "$(cat -- "$out")" "$DPP_NAME" \
             "$(cat -- "$err")" >&2
-        dpp_fail "accepted, expected a rejection: $*"
+        printf '%s: MISMATCH: accepted, expected a rejection: %s\n' "$DPP_NAME" "$*" >&2
+        return 1
     fi
     if ((rc == 124 || rc == 137)); then
         dpp_fail "timed out: $*"
     fi
     if ! grep -Fxq -- "$expected" "$err"; then
-        printf "%s: stderr of '%s' (exit %d):\n" "$DPP_NAME" "$*" "$rc" >&2
+        printf "%s: MISMATCH: stderr of '%s' (exit %d):\n" "$DPP_NAME" "$*" "$rc" >&2
         cat -- "$err" >&2
-        dpp_fail "expected the line on stderr: $expected"
+        printf '%s:   expected the line: %s\n' "$DPP_NAME" "$expected" >&2
+        return 1
     fi
     dpp_log "rejected as expected (exit $rc): $expected"
 }

@@ -75,7 +75,7 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-/* ---- CRC32C, bitwise (reflected Castagnoli polynomial 0x82F63B78) ---- */
+/* CRC32C, bitwise (reflected Castagnoli polynomial 0x82F63B78) */
 
 static uint32_t crc32c_bitwise(const uint8_t *p, size_t len)
 {
@@ -107,8 +107,6 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* ---- spec ---- */
-
 static double num_field(json_t *obj, const char *key, const char *path, int required, double dflt)
 {
     json_t *v = json_object_get(obj, key);
@@ -122,8 +120,7 @@ static double num_field(json_t *obj, const char *key, const char *path, int requ
     return json_number_value(v);
 }
 
-static int64_t int_field(json_t *obj, const char *key, const char *path, int required,
-                         int64_t dflt)
+static int64_t int_field(json_t *obj, const char *key, const char *path, int required, int64_t dflt)
 {
     json_t *v = json_object_get(obj, key);
     if (!v) {
@@ -235,8 +232,6 @@ static void load_spec(const char *file, ref_spec_t *s, json_t **root)
     *root = j;
 }
 
-/* ---- table listing ---- */
-
 typedef struct strvec {
     char **v;
     size_t n, cap;
@@ -306,8 +301,7 @@ static void list_table(const char *table_dir, const ref_spec_t *s, strvec_t *fil
         for (size_t i = 0; i < s->npartitions; i++) {
             char *p = join(table_dir, s->partitions[i]);
             if (!is_dir(p))
-                die("partitions[%zu]: no partition \"%s\" in %s", i, s->partitions[i],
-                    table_dir);
+                die("partitions[%zu]: no partition \"%s\" in %s", i, s->partitions[i], table_dir);
             strvec_push(&parts, p);
             free(p);
         }
@@ -336,8 +330,6 @@ static void list_table(const char *table_dir, const ref_spec_t *s, strvec_t *fil
     free(parts.v);
     qsort(files->v, files->n, sizeof(char *), cmp_str);
 }
-
-/* ---- records ---- */
 
 /* The last entry named `name` wins, as in a protobuf map. An entry without a
  * value is a Feature with no kind set. */
@@ -407,8 +399,7 @@ static size_t apply_sparse(const feature_t *f, int64_t *ids, size_t len)
 /* Dense value of one record after its chain; returns 0 when the record is to
  * be skipped (absent with no fill_missing). fill_missing supplies the value
  * of an absent feature; later ops then run on it. */
-static int dense_value(const feature_t *f, const Tfex__Feature *feat, const char *where,
-                       float *out)
+static int dense_value(const feature_t *f, const Tfex__Feature *feat, const char *where, float *out)
 {
     float x;
     size_t first = 0;
@@ -433,8 +424,7 @@ static int dense_value(const feature_t *f, const Tfex__Feature *feat, const char
     return 1;
 }
 
-static int label_value(const Tfex__Feature *feat, const char *name, const char *where,
-                       float *out)
+static int label_value(const Tfex__Feature *feat, const char *name, const char *where, float *out)
 {
     if (!feat)
         return 0;
@@ -460,8 +450,8 @@ static int label_value(const Tfex__Feature *feat, const char *name, const char *
 }
 
 /* Adds one record's delivered values to t, or counts it as skipped. */
-static void add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *where,
-                       totals_t *t, float *dense_buf, int64_t **id_buf, size_t *id_cap)
+static void add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *where, totals_t *t,
+                       float *dense_buf, int64_t **id_buf, size_t *id_cap)
 {
     float label;
     if (!label_value(find_feature(ex, s->label), s->label, where, &label)) {
@@ -469,8 +459,7 @@ static void add_record(const ref_spec_t *s, const Tfex__Example *ex, const char 
         return;
     }
     for (size_t i = 0; i < s->ndense; i++) {
-        if (!dense_value(&s->dense[i], find_feature(ex, s->dense[i].name), where,
-                         &dense_buf[i])) {
+        if (!dense_value(&s->dense[i], find_feature(ex, s->dense[i].name), where, &dense_buf[i])) {
             t->skipped++;
             return;
         }
@@ -562,8 +551,6 @@ static int64_t scan_file(const char *path, const ref_spec_t *s, totals_t *t, int
     return t->rows - rows_before;
 }
 
-/* ---- output and comparison ---- */
-
 static void print_num(FILE *out, double x)
 {
     if (isfinite(x))
@@ -574,14 +561,15 @@ static void print_num(FILE *out, double x)
 
 static void print_expected(FILE *out, int64_t epoch, const totals_t *t)
 {
-    fprintf(out, "{\"epoch\":%" PRId64 ",\"rows\":%" PRId64 ",\"batches\":%" PRId64
-                 ",\"label_sum\":",
+    fprintf(out,
+            "{\"epoch\":%" PRId64 ",\"rows\":%" PRId64 ",\"batches\":%" PRId64 ",\"label_sum\":",
             epoch, t->rows, t->batches);
     print_num(out, t->label_sum);
     fputs(",\"dense_sum\":", out);
     print_num(out, t->dense_sum);
-    fprintf(out, ",\"sparse_lengths_sum\":%" PRId64 ",\"sparse_ids_sum\":%" PRId64
-                 ",\"sparse_ids_wsum\":%" PRId64 "}\n",
+    fprintf(out,
+            ",\"sparse_lengths_sum\":%" PRId64 ",\"sparse_ids_sum\":%" PRId64
+            ",\"sparse_ids_wsum\":%" PRId64 "}\n",
             t->sparse_lengths_sum, (int64_t)t->sparse_ids_sum, (int64_t)t->sparse_ids_wsum);
 }
 
@@ -634,8 +622,8 @@ static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, con
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int64_t got;
         if (get_int(o, ints[i].key, &got) < 0) {
-            printf("MISMATCH %s:%d epoch %" PRId64 ": %s missing or not an integer\n", file,
-                   line, epoch, ints[i].key);
+            printf("MISMATCH %s:%d epoch %" PRId64 ": %s missing or not an integer\n", file, line,
+                   epoch, ints[i].key);
             bad++;
         } else if (got != ints[i].want) {
             printf("MISMATCH %s:%d epoch %" PRId64 ": %s = %" PRId64 ", expected %" PRId64
@@ -655,8 +643,8 @@ static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, con
     for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
         double got;
         if (get_real(o, reals[i].key, &got) < 0) {
-            printf("MISMATCH %s:%d epoch %" PRId64 ": %s missing or not a number\n", file,
-                   line, epoch, reals[i].key);
+            printf("MISMATCH %s:%d epoch %" PRId64 ": %s missing or not a number\n", file, line,
+                   epoch, reals[i].key);
             bad++;
         } else if (!close_enough(got, reals[i].want, reals[i].rel)) {
             printf("MISMATCH %s:%d epoch %" PRId64 ": %s = %.17g, expected %.17g (rel. diff "
@@ -688,8 +676,7 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t)
             p++;
         if (*p != '{') {
             if (*p != '\n' && *p != '\0')
-                fprintf(stderr, "refsum: %s:%d: not a JSON object, ignored: %s", file, line,
-                        buf);
+                fprintf(stderr, "refsum: %s:%d: not a JSON object, ignored: %s", file, line, buf);
             continue;
         }
         json_error_t jerr;
@@ -704,8 +691,8 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t)
             printf("MISMATCH %s:%d: no integer \"epoch\"\n", file, line);
             bad++;
         } else if (epoch < 0 || epoch >= epochs) {
-            printf("MISMATCH %s:%d: epoch %" PRId64 " out of range (spec has %" PRId64 ")\n",
-                   file, line, epoch, epochs);
+            printf("MISMATCH %s:%d: epoch %" PRId64 " out of range (spec has %" PRId64 ")\n", file,
+                   line, epoch, epochs);
             bad++;
         } else if (have[epoch]) {
             printf("MISMATCH %s:%d: epoch %" PRId64 " reported twice\n", file, line, epoch);
@@ -720,8 +707,7 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t)
     fclose(f);
     free(buf);
     if (seen != epochs) {
-        printf("MISMATCH %s: %" PRId64 " epoch lines, expected %" PRId64 "\n", file, seen,
-               epochs);
+        printf("MISMATCH %s: %" PRId64 " epoch lines, expected %" PRId64 "\n", file, seen, epochs);
         for (int64_t e = 0; e < epochs; e++)
             if (!have[e])
                 printf("MISMATCH %s: epoch %" PRId64 " missing\n", file, e);
@@ -753,9 +739,12 @@ int main(int argc, char **argv)
     long rank = 0;
     int skip_corrupt = 0;
     static const struct option longopts[] = {
-        {"spec", required_argument, NULL, 's'},  {"table", required_argument, NULL, 't'},
-        {"rank", required_argument, NULL, 'r'},  {"check", required_argument, NULL, 'c'},
-        {"skip-corrupt", no_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {"spec", required_argument, NULL, 's'},
+        {"table", required_argument, NULL, 't'},
+        {"rank", required_argument, NULL, 'r'},
+        {"check", required_argument, NULL, 'c'},
+        {"skip-corrupt", no_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
