@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then a program built only from
+# what was installed (pkg-config dppclient, libdppclient.so) reads a session
+# from real daemons. Also checks the .so exports nothing but the public API.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+dpp_setup install
+command -v cc >/dev/null || dpp_fail "no C compiler (cc) to build the consumer"
+
+prefix=$DPP_TMP/prefix
+dpp_step "install into $prefix"
+cmake --install "$DPP_BIN_DIR" --prefix "$prefix" >"$DPP_TMP/install.log" ||
+    { cat -- "$DPP_TMP/install.log" >&2; dpp_fail "cmake --install failed"; }
+for f in bin/dpp-master bin/dpp-worker bin/dppctl bin/dpp-gen include/dpp/client.h \
+    include/dpp/error.h; do
+    [[ -e $prefix/$f ]] || dpp_fail "not installed: $f"
+done
+pc=$(find "$prefix" -name dppclient.pc | head -n 1)
+[[ -n $pc ]] || dpp_fail "dppclient.pc not installed"
+so=$(find "$prefix" -name 'libdppclient.so' | head -n 1)
+[[ -n $so ]] || dpp_fail "libdppclient.so not installed"
+[[ -n $(find "$prefix" -name 'libdppclient.a') ]] || dpp_fail "libdppclient.a not installed"
+
+dpp_step "the shared library exports only the public API"
+leaked=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBR]$/ {print $3}' |
+    grep -Ev '^(dpp_client_|dpp_batch_|dpp_strerror|dpp_err_name)' || true)
+[[ -z $leaked ]] || dpp_fail "libdppclient.so exports internal symbols: $leaked"
+
+dpp_step "build a consumer with pkg-config from the installed tree"
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$pc")
+# A sanitizer build's library needs the sanitizer runtime in the program too.
+san=()
+[[ ${DPP_SANITIZE:-OFF} != ON ]] || san=(-fsanitize=address,undefined)
+# shellcheck disable=SC2046 # pkg-config output is a word list by design
+cc -std=c11 -Wall -Wextra -Werror "${san[@]}" -o "$DPP_TMP/consumer" \
+    "$DPP_SOURCE_DIR/tests/integration/consumer.c" \
+    $(pkg-config --cflags --libs dppclient) || dpp_fail "the consumer does not build"
+
+dpp_step "the consumer reads a session through libdppclient.so"
+root=$DPP_TMP/root
+dpp_gen --rows 5000 --shards 3 --partitions 1 --seed 4 --out "$root/criteo"
+dpp_start_master --data-root "$root"
+dpp_start_worker --threads 1
+dpp_submit "$DPP_SOURCE_DIR/examples/criteo.json"
+out=$DPP_TMP/consumer.out
+LD_LIBRARY_PATH=$(dirname "$so") dpp_timeout 120 "$DPP_TMP/consumer" "$DPP_MASTER_ADDR" \
+    "$DPP_SESSION" >"$out" || { cat -- "$out"; dpp_fail "the consumer failed"; }
+cat -- "$out"
+grep -qx 'rows 5000 batches 3 epochs 1' "$out" || dpp_fail "the consumer did not get every row"
+dpp_log "PASS"
