@@ -59,6 +59,12 @@ unsigned dpp_client_num_sparse(const dpp_client_t *c);
 const char *dpp_client_dense_name(const dpp_client_t *c, unsigned i);
 const char *dpp_client_sparse_name(const dpp_client_t *c, unsigned i);
 
+/* Values per row of dense feature i (0 when out of range). */
+unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i);
+
+/* 1 when sparse feature i carries per-id weights (spec `weights`). */
+int dpp_client_sparse_weighted(const dpp_client_t *c, unsigned i);
+
 /* Rows in the batch (at most the spec's batch_size; in this version a batch
  * is one block, so the last batch of a split may be smaller). */
 size_t dpp_batch_rows(const dpp_batch_t *b);
@@ -71,6 +77,11 @@ int dpp_batch_dense(const dpp_batch_t *b, const char *name, const float **data, 
  * int64 ids of all rows back to back; *nvalues = sum of lengths. */
 int dpp_batch_sparse(const dpp_batch_t *b, const char *name, const int64_t **values,
                      const int32_t **lengths, size_t *nvalues);
+
+/* Per-id weights of weighted sparse feature `name`: float32, parallel to
+ * the values of dpp_batch_sparse() (TorchRec KJT weights). DPP_ENOFEATURE
+ * when the feature is unknown or unweighted. */
+int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float **weights);
 
 /* Labels: float32 [rows]. */
 int dpp_batch_labels(const dpp_batch_t *b, const float **labels);

@@ -57,6 +57,7 @@ void dpp__core_unref(dpp_core_t *core)
     free_names(core->dense_names, core->ndense);
     free_names(core->sparse_names, core->nsparse);
     free(core->dims);
+    free(core->weighted);
     pthread_cond_destroy(&core->cv);
     pthread_mutex_destroy(&core->mu);
     free(core);
@@ -76,6 +77,7 @@ static dpp_core_t *core_new(void)
     core->refs = 1;
     core->ready_tail = &core->ready;
     core->track[0].epoch = core->track[1].epoch = -1;
+    core->rank_splits = -1;
     return core;
 }
 
@@ -233,8 +235,15 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
     if (copy_names(&core->dense_names, r->dense_names, r->n_dense_names) ||
         copy_names(&core->sparse_names, r->sparse_names, r->n_sparse_names))
         goto fail;
-    if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL)
+    if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
+        (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
         goto fail;
+    for (unsigned k = 0; k < core->nsparse && k < r->n_sparse_weighted; k++)
+        core->weighted[k] = r->sparse_weighted[k] ? 1 : 0;
+    core->shape.ndense = core->ndense;
+    core->shape.nsparse = core->nsparse;
+    core->shape.dims = core->dims;
+    core->shape.weighted = core->weighted;
     for (unsigned i = 0; i < core->ndense; i++) {
         core->dims[i] = r->dense_dims[i];
         if (core->dims[i] == 0 || core->dims[i] > 1u << 20) {
@@ -244,7 +253,8 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
     }
     c->epochs = r->epochs;
     c->batch_size = r->batch_size;
-    c->rank_splits = r->rank_splits_per_epoch;
+    if (strcmp(r->state, "indexing") != 0)
+        core->rank_splits = r->rank_splits_per_epoch;
     rc = dpp__io_start(c, &master_ss, r->workers, r->n_workers);
     if (rc)
         goto fail;
@@ -295,6 +305,16 @@ const char *dpp_client_sparse_name(const dpp_client_t *c, unsigned i)
     return i < c->core->nsparse ? c->core->sparse_names[i] : NULL;
 }
 
+int dpp_client_sparse_weighted(const dpp_client_t *c, unsigned i)
+{
+    return i < c->core->nsparse && c->core->weighted[i];
+}
+
+unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i)
+{
+    return i < c->core->ndense ? c->core->dims[i] : 0;
+}
+
 /* ---- next --------------------------------------------------------------- */
 
 /* Unlinks the first ready block of `epoch`. Caller holds core->mu. */
@@ -335,7 +355,7 @@ static int make_batch(dpp_client_t *c, rblock_t *b, dpp_batch_t **out)
         return DPP_EBLOCK;
     }
     dpp_block_info_t info;
-    int rc = dpp_block_parse(raw, raw_len, core->ndense, core->dims, core->nsparse, &info);
+    int rc = dpp_block_parse(raw, raw_len, &core->shape, &info);
     dpp_batch_t *batch = rc ? NULL : calloc(1, sizeof *batch);
     if (batch == NULL) {
         if (raw != b->data)
@@ -383,7 +403,7 @@ int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
             return err;
         }
         epoch_track_t *t = dpp__core_epoch(core, c->epoch, 1);
-        if (t->done_splits >= c->rank_splits) {
+        if (core->rank_splits >= 0 && t->done_splits >= (uint64_t)core->rank_splits) {
             free_track(t); /* frees the slot for epoch + 2 */
             c->epoch++;
             core->cur_epoch = c->epoch;
@@ -478,8 +498,17 @@ int dpp_batch_sparse(const dpp_batch_t *b, const char *name, const int64_t **val
     int k = find_name(b->core->sparse_names, b->core->nsparse, name);
     if (k < 0)
         return DPP_ENOFEATURE;
-    *lengths = dpp_block_lengths(b->buf, b->core->ndense, (unsigned)k);
-    *values = dpp_block_values(b->buf, b->core->ndense, (unsigned)k, nvalues);
+    *lengths = dpp_block_lengths(b->buf, &b->core->shape, (unsigned)k);
+    *values = dpp_block_values(b->buf, &b->core->shape, (unsigned)k, nvalues);
+    return 0;
+}
+
+int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float **weights)
+{
+    int k = find_name(b->core->sparse_names, b->core->nsparse, name);
+    if (k < 0 || !b->core->weighted[k])
+        return DPP_ENOFEATURE;
+    *weights = dpp_block_weights(b->buf, &b->core->shape, (unsigned)k);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include "common/block.h"
 #include "common/conn.h"
 #include "dpp/client.h"
 
@@ -58,6 +59,9 @@ typedef struct dpp_core {
     unsigned ndense, nsparse;
     char **dense_names, **sparse_names;
     unsigned *dims;
+    uint8_t *weighted;
+    dpp_block_shape_t shape; /* points at dims and weighted */
+    int64_t rank_splits;     /* per epoch; -1 until the master has planned */
     /* consumer <-> I/O */
     rblock_t *ready, **ready_tail;
     size_t nready;
@@ -78,7 +82,7 @@ struct dpp_client {
     dpp_client_io_t *io;
     char session[24];
     unsigned rank;
-    unsigned epochs, batch_size, rank_splits;
+    unsigned epochs, batch_size;
     unsigned epoch;       /* current epoch of the consumer */
     int session_ended;
 };

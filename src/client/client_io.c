@@ -271,10 +271,19 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         io->attach_inflight = 0;
         io->next_attach_ms =
             dpp_now_ms() + (r->n_workers ? ATTACH_EVERY_MS : ATTACH_EVERY_NO_WORKERS_MS);
-        if (strcmp(r->state, "failed") == 0)
+        if (strcmp(r->state, "failed") == 0) {
             fail_client(io, DPP_EFAILED, r->error);
-        else
+        } else {
+            if (strcmp(r->state, "indexing") != 0) {
+                pthread_mutex_lock(&io->core->mu);
+                if (io->core->rank_splits < 0) {
+                    io->core->rank_splits = r->rank_splits_per_epoch;
+                    pthread_cond_broadcast(&io->core->cv);
+                }
+                pthread_mutex_unlock(&io->core->mu);
+            }
             sync_workers(io, r->workers, r->n_workers);
+        }
         break;
     }
     case DPP_MSG_ERROR: {

@@ -45,42 +45,73 @@ static uint64_t get_u64(const uint8_t *p)
     return v;
 }
 
-int dpp_block_builder_init(dpp_block_builder_t *b, unsigned ndense, const unsigned *dims,
-                           unsigned nsparse)
+static int is_weighted(const dpp_block_shape_t *shape, unsigned k)
+{
+    return shape->weighted && shape->weighted[k];
+}
+
+static unsigned ncols_of(const dpp_block_shape_t *shape)
+{
+    unsigned n = 1 + shape->ndense + 2 * shape->nsparse;
+    for (unsigned k = 0; k < shape->nsparse; k++)
+        n += is_weighted(shape, k) ? 1 : 0;
+    return n;
+}
+
+/* Column number of sparse feature k's lengths; values follow, then weights. */
+static unsigned sparse_col(const dpp_block_shape_t *shape, unsigned k)
+{
+    unsigned col = 1 + shape->ndense + 2 * k;
+    for (unsigned j = 0; j < k; j++)
+        col += is_weighted(shape, j) ? 1 : 0;
+    return col;
+}
+
+int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shape)
 {
     memset(b, 0, sizeof *b);
-    if (ndense + nsparse > DPP_BLOCK_MAX_FEATURES)
+    unsigned nd = shape->ndense, ns = shape->nsparse;
+    if (nd + ns > DPP_BLOCK_MAX_FEATURES)
         return DPP_EINVAL;
-    b->ndense = ndense;
-    b->nsparse = nsparse;
-    b->dims = calloc(ndense ? ndense : 1, sizeof *b->dims);
-    b->values = calloc(nsparse ? nsparse : 1, sizeof *b->values);
-    b->nvalues = calloc(nsparse ? nsparse : 1, sizeof *b->nvalues);
-    b->cap_values = calloc(nsparse ? nsparse : 1, sizeof *b->cap_values);
-    if (!b->dims || !b->values || !b->nvalues || !b->cap_values) {
+    b->ndense = nd;
+    b->nsparse = ns;
+    b->dims = calloc(nd ? nd : 1, sizeof *b->dims);
+    b->weighted = calloc(ns ? ns : 1, sizeof *b->weighted);
+    b->values = calloc(ns ? ns : 1, sizeof *b->values);
+    b->weights = calloc(ns ? ns : 1, sizeof *b->weights);
+    b->nvalues = calloc(ns ? ns : 1, sizeof *b->nvalues);
+    b->cap_values = calloc(ns ? ns : 1, sizeof *b->cap_values);
+    if (!b->dims || !b->weighted || !b->values || !b->weights || !b->nvalues || !b->cap_values) {
         dpp_block_builder_close(b);
         return -ENOMEM;
     }
-    for (unsigned i = 0; i < ndense; i++) {
-        if (dims[i] == 0) {
+    for (unsigned i = 0; i < nd; i++) {
+        if (shape->dims[i] == 0) {
             dpp_block_builder_close(b);
             return DPP_EINVAL;
         }
-        b->dims[i] = dims[i];
-        b->dense_width += dims[i];
+        b->dims[i] = shape->dims[i];
+        b->dense_width += shape->dims[i];
     }
+    for (unsigned k = 0; k < ns; k++)
+        b->weighted[k] = (uint8_t)is_weighted(shape, k);
     return 0;
 }
 
 void dpp_block_builder_close(dpp_block_builder_t *b)
 {
-    if (b->values)
-        for (unsigned k = 0; k < b->nsparse; k++)
+    for (unsigned k = 0; k < b->nsparse; k++) {
+        if (b->values)
             free(b->values[k]);
+        if (b->weights)
+            free(b->weights[k]);
+    }
     free(b->values);
+    free(b->weights);
     free(b->nvalues);
     free(b->cap_values);
     free(b->dims);
+    free(b->weighted);
     free(b->labels);
     free(b->dense);
     free(b->lengths);
@@ -110,8 +141,28 @@ static int grow_rows(dpp_block_builder_t *b)
     return 0;
 }
 
+static int grow_values(dpp_block_builder_t *b, unsigned k, size_t need)
+{
+    size_t cap = b->cap_values[k] ? b->cap_values[k] : 1024;
+    while (cap < need)
+        cap *= 2;
+    int64_t *v = realloc(b->values[k], cap * sizeof *v);
+    if (v == NULL)
+        return -ENOMEM;
+    b->values[k] = v;
+    if (b->weighted[k]) {
+        float *w = realloc(b->weights[k], cap * sizeof *w);
+        if (w == NULL)
+            return -ENOMEM;
+        b->weights[k] = w;
+    }
+    b->cap_values[k] = cap;
+    return 0;
+}
+
 int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *dense,
-                             const int64_t *const *ids, const size_t *lens)
+                             const int64_t *const *ids, const float *const *weights,
+                             const size_t *lens)
 {
     if (b->rows == b->cap_rows && grow_rows(b) != 0)
         return -ENOMEM;
@@ -119,22 +170,16 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
         if (lens[k] > INT32_MAX)
             return DPP_EINVAL;
         size_t need = b->nvalues[k] + lens[k];
-        if (need > b->cap_values[k]) {
-            size_t cap = b->cap_values[k] ? b->cap_values[k] : 1024;
-            while (cap < need)
-                cap *= 2;
-            int64_t *v = realloc(b->values[k], cap * sizeof *v);
-            if (v == NULL)
-                return -ENOMEM;
-            b->values[k] = v;
-            b->cap_values[k] = cap;
-        }
+        if (need > b->cap_values[k] && grow_values(b, k, need) != 0)
+            return -ENOMEM;
     }
     size_t r = b->rows;
     b->labels[r] = label;
     memcpy(b->dense + r * b->dense_width, dense, b->dense_width * sizeof *dense);
     for (unsigned k = 0; k < b->nsparse; k++) {
         memcpy(b->values[k] + b->nvalues[k], ids[k], lens[k] * sizeof(int64_t));
+        if (b->weighted[k])
+            memcpy(b->weights[k] + b->nvalues[k], weights[k], lens[k] * sizeof(float));
         b->nvalues[k] += lens[k];
         b->lengths[k * b->cap_rows + r] = (int32_t)lens[k];
     }
@@ -142,30 +187,52 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
     return 0;
 }
 
-static unsigned ncols_of(unsigned ndense, unsigned nsparse)
+static unsigned builder_ncols(const dpp_block_builder_t *b)
 {
-    return 1 + ndense + 2 * nsparse;
+    unsigned n = 1 + b->ndense + 2 * b->nsparse;
+    for (unsigned k = 0; k < b->nsparse; k++)
+        n += b->weighted[k];
+    return n;
 }
 
 size_t dpp_block_builder_size(const dpp_block_builder_t *b)
 {
-    unsigned ncols = ncols_of(b->ndense, b->nsparse);
+    unsigned ncols = builder_ncols(b);
     size_t size = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
     size += ALIGN8(b->rows * sizeof(float));
     for (unsigned i = 0; i < b->ndense; i++)
         size += ALIGN8(b->rows * b->dims[i] * sizeof(float));
-    for (unsigned k = 0; k < b->nsparse; k++)
+    for (unsigned k = 0; k < b->nsparse; k++) {
         size += ALIGN8(b->rows * sizeof(int32_t)) + b->nvalues[k] * sizeof(int64_t);
+        if (b->weighted[k])
+            size += ALIGN8(b->nvalues[k] * sizeof(float));
+    }
     return size;
+}
+
+/* Appends one column's entry to the table and reserves its bytes. */
+static uint8_t *put_col(uint8_t *buf, unsigned *col, size_t *off, size_t nbytes)
+{
+    uint8_t *entry = buf + DPP_BLOCK_HEADER_SIZE + (size_t)*col * DPP_BLOCK_COL_ENTRY_SIZE;
+    put_u64(entry, *off);
+    put_u64(entry + 8, nbytes);
+    uint8_t *data = buf + *off;
+    *off += ALIGN8(nbytes);
+    (*col)++;
+    return data;
 }
 
 int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
 {
     size_t total = dpp_block_builder_size(b);
-    unsigned ncols = ncols_of(b->ndense, b->nsparse);
-    uint8_t *buf = calloc(1, total); /* zeroed: padding bytes are defined */
+    unsigned ncols = builder_ncols(b);
+    size_t off = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
+    uint8_t *buf = malloc(total);
     if (buf == NULL)
         return -ENOMEM;
+    /* Only the header and the alignment padding need zeroing: every column
+     * byte is written below. */
+    memset(buf, 0, off);
     put_u32(buf, DPP_BLOCK_MAGIC);
     put_u16(buf + 4, DPP_BLOCK_VERSION);
     put_u16(buf + 6, 0);
@@ -176,38 +243,44 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     put_u32(buf + 20, 0);
     put_u64(buf + 24, total);
 
-    size_t off = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
     unsigned col = 0;
-    uint8_t *table = buf + DPP_BLOCK_HEADER_SIZE;
-#define PUT_COL(src, nbytes)                                                                       \
-    do {                                                                                           \
-        put_u64(table + col * DPP_BLOCK_COL_ENTRY_SIZE, off);                                      \
-        put_u64(table + col * DPP_BLOCK_COL_ENTRY_SIZE + 8, (nbytes));                             \
-        if ((nbytes) != 0)                                                                         \
-            memcpy(buf + off, (src), (nbytes));                                                    \
-        off += ALIGN8(nbytes);                                                                     \
-        col++;                                                                                     \
-    } while (0)
-    PUT_COL(b->labels, b->rows * sizeof(float));
+    size_t n = b->rows * sizeof(float);
+    uint8_t *dst = put_col(buf, &col, &off, n);
+    memcpy(dst, b->labels, n);
+    memset(dst + n, 0, ALIGN8(n) - n);
     /* Builder rows interleave all dense features; columns are per feature. */
     unsigned first = 0;
     for (unsigned i = 0; i < b->ndense; i++) {
-        size_t nbytes = b->rows * b->dims[i] * sizeof(float);
-        float *dst = (float *)(buf + off);
-        for (size_t r = 0; r < b->rows; r++)
-            memcpy(dst + r * b->dims[i], b->dense + r * b->dense_width + first,
-                   b->dims[i] * sizeof(float));
-        put_u64(table + col * DPP_BLOCK_COL_ENTRY_SIZE, off);
-        put_u64(table + col * DPP_BLOCK_COL_ENTRY_SIZE + 8, nbytes);
-        off += ALIGN8(nbytes);
-        col++;
-        first += b->dims[i];
+        unsigned d = b->dims[i];
+        n = b->rows * d * sizeof(float);
+        float *f = (float *)put_col(buf, &col, &off, n);
+        if (d == 1) {
+            for (size_t r = 0; r < b->rows; r++)
+                f[r] = b->dense[r * b->dense_width + first];
+        } else {
+            for (size_t r = 0; r < b->rows; r++)
+                memcpy(f + r * d, b->dense + r * b->dense_width + first, d * sizeof(float));
+        }
+        memset((uint8_t *)f + n, 0, ALIGN8(n) - n);
+        first += d;
     }
     for (unsigned k = 0; k < b->nsparse; k++) {
-        PUT_COL(b->lengths + k * b->cap_rows, b->rows * sizeof(int32_t));
-        PUT_COL(b->values[k], b->nvalues[k] * sizeof(int64_t));
+        n = b->rows * sizeof(int32_t);
+        dst = put_col(buf, &col, &off, n);
+        memcpy(dst, b->lengths + k * b->cap_rows, n);
+        memset(dst + n, 0, ALIGN8(n) - n);
+        n = b->nvalues[k] * sizeof(int64_t);
+        dst = put_col(buf, &col, &off, n);
+        if (n)
+            memcpy(dst, b->values[k], n);
+        if (b->weighted[k]) {
+            n = b->nvalues[k] * sizeof(float);
+            dst = put_col(buf, &col, &off, n);
+            if (n)
+                memcpy(dst, b->weights[k], n);
+            memset(dst + n, 0, ALIGN8(n) - n);
+        }
     }
-#undef PUT_COL
     *out = buf;
     *len = total;
     b->rows = 0;
@@ -232,8 +305,8 @@ static int check_col(const uint8_t *buf, size_t len, size_t data_start, unsigned
     return nbytes == want_bytes ? 0 : DPP_EBLOCK;
 }
 
-int dpp_block_parse(const uint8_t *buf, size_t len, unsigned ndense, const unsigned *dims,
-                    unsigned nsparse, dpp_block_info_t *info)
+int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *shape,
+                    dpp_block_info_t *info)
 {
     if (len < DPP_BLOCK_HEADER_SIZE || ((uintptr_t)buf & 7u) != 0)
         return DPP_EBLOCK;
@@ -241,8 +314,8 @@ int dpp_block_parse(const uint8_t *buf, size_t len, unsigned ndense, const unsig
         return DPP_EBLOCK;
     uint32_t rows = get_u32(buf + 8);
     unsigned ncols = get_u32(buf + 16);
-    if (get_u16(buf + 12) != ndense || get_u16(buf + 14) != nsparse ||
-        ncols != ncols_of(ndense, nsparse) || get_u64(buf + 24) != len)
+    if (get_u16(buf + 12) != shape->ndense || get_u16(buf + 14) != shape->nsparse ||
+        ncols != ncols_of(shape) || get_u64(buf + 24) != len)
         return DPP_EBLOCK;
     size_t data_start = DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE;
     if (data_start > len)
@@ -250,10 +323,11 @@ int dpp_block_parse(const uint8_t *buf, size_t len, unsigned ndense, const unsig
     unsigned col = 0;
     if (check_col(buf, len, data_start, col++, (uint64_t)rows * sizeof(float)))
         return DPP_EBLOCK;
-    for (unsigned i = 0; i < ndense; i++)
-        if (check_col(buf, len, data_start, col++, (uint64_t)rows * dims[i] * sizeof(float)))
+    for (unsigned i = 0; i < shape->ndense; i++)
+        if (check_col(buf, len, data_start, col++,
+                      (uint64_t)rows * shape->dims[i] * sizeof(float)))
             return DPP_EBLOCK;
-    for (unsigned k = 0; k < nsparse; k++) {
+    for (unsigned k = 0; k < shape->nsparse; k++) {
         if (check_col(buf, len, data_start, col, (uint64_t)rows * sizeof(int32_t)))
             return DPP_EBLOCK;
         const int32_t *lengths = (const int32_t *)(buf + get_u64(col_entry(buf, col)));
@@ -266,10 +340,10 @@ int dpp_block_parse(const uint8_t *buf, size_t len, unsigned ndense, const unsig
         col++;
         if (sum > len || check_col(buf, len, data_start, col++, sum * sizeof(int64_t)))
             return DPP_EBLOCK;
+        if (is_weighted(shape, k) && check_col(buf, len, data_start, col++, sum * sizeof(float)))
+            return DPP_EBLOCK;
     }
     info->rows = rows;
-    info->ndense = ndense;
-    info->nsparse = nsparse;
     info->ncols = ncols;
     return 0;
 }
@@ -289,14 +363,22 @@ const float *dpp_block_dense(const uint8_t *buf, unsigned i)
     return col_data(buf, 1 + i);
 }
 
-const int32_t *dpp_block_lengths(const uint8_t *buf, unsigned ndense, unsigned k)
+const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k)
 {
-    return col_data(buf, 1 + ndense + 2 * k);
+    return col_data(buf, sparse_col(shape, k));
 }
 
-const int64_t *dpp_block_values(const uint8_t *buf, unsigned ndense, unsigned k, size_t *n)
+const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,
+                                size_t *n)
 {
-    unsigned col = 2 + ndense + 2 * k;
+    unsigned col = sparse_col(shape, k) + 1;
     *n = get_u64(col_entry(buf, col) + 8) / sizeof(int64_t);
     return col_data(buf, col);
+}
+
+const float *dpp_block_weights(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k)
+{
+    if (!is_weighted(shape, k))
+        return NULL;
+    return col_data(buf, sparse_col(shape, k) + 2);
 }

@@ -14,31 +14,44 @@
 #define DPP_BLOCK_COL_ENTRY_SIZE 16
 #define DPP_BLOCK_MAX_FEATURES 4096
 
-/* Accumulates rows. Column arrays grow as rows are appended. */
+/* The columns a session's blocks have. Not owned: the arrays must outlive
+ * whoever holds the shape. */
+typedef struct dpp_block_shape {
+    unsigned ndense, nsparse;
+    const unsigned *dims;     /* [ndense], values per row */
+    const uint8_t *weighted;  /* [nsparse], 1: the feature has a weights column; NULL: none */
+} dpp_block_shape_t;
+
+/* Accumulates rows. Column arrays grow as rows are appended and are reused
+ * from block to block. */
 typedef struct dpp_block_builder {
     unsigned ndense, nsparse;
-    unsigned *dims;      /* per dense feature */
+    unsigned *dims;       /* per dense feature */
+    uint8_t *weighted;    /* per sparse feature */
     unsigned dense_width; /* sum of dims */
     size_t rows, cap_rows;
-    float *labels;       /* [cap_rows] */
-    float *dense;        /* [cap_rows * dense_width], row-major over all dense values */
-    int32_t *lengths;    /* [nsparse][cap_rows] */
-    int64_t **values;    /* per sparse feature */
+    float *labels;        /* [cap_rows] */
+    float *dense;         /* [cap_rows * dense_width], row-major over all dense values */
+    int32_t *lengths;     /* [nsparse][cap_rows] */
+    int64_t **values;     /* per sparse feature */
+    float **weights;      /* per weighted sparse feature, parallel to values */
     size_t *nvalues, *cap_values;
 } dpp_block_builder_t;
 
-/* Prepares b for features with the given dense dims and nsparse sparse
- * features. Returns 0, DPP_EINVAL or -ENOMEM; on 0 release with
+/* Prepares b for blocks of the given shape (copied). Returns 0, DPP_EINVAL
+ * (a zero dim, too many features) or -ENOMEM; on 0 release with
  * dpp_block_builder_close(). */
-int dpp_block_builder_init(dpp_block_builder_t *b, unsigned ndense, const unsigned *dims,
-                           unsigned nsparse);
+int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shape);
 void dpp_block_builder_close(dpp_block_builder_t *b);
 
 /* Appends one row: its label, dense_width dense values (features in spec
  * order, each dims[i] wide), and for each sparse feature k the ids
- * ids[k][0..lens[k]). Returns 0 or -ENOMEM (the row is then not added). */
+ * ids[k][0..lens[k]) with, for weighted features, weights[k][0..lens[k])
+ * (weights may be NULL when no feature is weighted). Returns 0 or -ENOMEM
+ * (the row is then not added). */
 int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *dense,
-                             const int64_t *const *ids, const size_t *lens);
+                             const int64_t *const *ids, const float *const *weights,
+                             const size_t *lens);
 
 /* Bytes the finished block will take. */
 size_t dpp_block_builder_size(const dpp_block_builder_t *b);
@@ -50,22 +63,25 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
 /* What a block holds, after dpp_block_parse() checked it. */
 typedef struct dpp_block_info {
     uint32_t rows;
-    unsigned ndense, nsparse;
     unsigned ncols;
 } dpp_block_info_t;
 
-/* Validates buf[0..len) as a block with the expected shape: magic, version,
+/* Validates buf[0..len) as a block of the given shape: magic, version,
  * counts, every column inside the buffer and 8-byte aligned, column sizes
  * consistent with rows and dims, lengths non-negative and summing to the
- * values count. Returns 0 or DPP_EBLOCK. buf must be 8-byte aligned. */
-int dpp_block_parse(const uint8_t *buf, size_t len, unsigned ndense, const unsigned *dims,
-                    unsigned nsparse, dpp_block_info_t *info);
+ * values (and weights) count. Returns 0 or DPP_EBLOCK. buf must be 8-byte
+ * aligned. */
+int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *shape,
+                    dpp_block_info_t *info);
 
 /* Column pointers of a parsed block (no checks: call dpp_block_parse first).
- * Columns: labels; dense i; sparse k lengths and values. */
+ * Columns: labels; dense i; for sparse k its lengths, values and weights
+ * (dpp_block_weights() returns NULL for an unweighted feature). */
 const float *dpp_block_labels(const uint8_t *buf);
 const float *dpp_block_dense(const uint8_t *buf, unsigned i);
-const int32_t *dpp_block_lengths(const uint8_t *buf, unsigned ndense, unsigned k);
-const int64_t *dpp_block_values(const uint8_t *buf, unsigned ndense, unsigned k, size_t *n);
+const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
+const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,
+                                size_t *n);
+const float *dpp_block_weights(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
 
 #endif

@@ -29,6 +29,7 @@
     X(LEASE, 23, dpp__lease_request__descriptor)                                                   \
     X(LEASE_REPLY, 24, dpp__lease_reply__descriptor)                                               \
     X(SPLIT_DONE, 25, dpp__split_done__descriptor)                                                 \
+    X(INDEX_DONE, 26, dpp__index_done__descriptor)                                                 \
     X(ATTACH, 30, dpp__attach_request__descriptor)                                                 \
     X(ATTACH_REPLY, 31, dpp__attach_reply__descriptor)                                             \
     X(SPLIT_CONSUMED, 32, dpp__split_consumed__descriptor)                                         \

@@ -12,10 +12,13 @@
 
 #include "dpp/error.h"
 #include "spec.h"
+#include "transform.h"
 
 #define MAX_BATCH_SIZE 1048576
 #define MAX_EPOCHS 1000000
 #define MAX_CONSUMERS 65536
+#define MAX_SPLIT_ROWS INT32_MAX
+#define MAX_COMPRESSION_LEVEL 19
 #define MAX_TRUNCATE_LEN INT32_MAX /* sparse lengths travel as int32 */
 
 /* Where the parser is in the document: a chain of stack frames, formatted
@@ -39,12 +42,19 @@ typedef struct op_info {
     const char *keys[3]; /* allowed keys besides "op", NULL-terminated */
 } op_info_t;
 
+/* The first entry of a kind names it in the normalised form, so "first_x"
+ * (an alias) comes after "truncate". */
 static const op_info_t op_table[] = {
     {"fill_missing", DPP_OP_FILL_MISSING, 1, {"value", NULL}},
     {"clamp", DPP_OP_CLAMP, 1, {"min", "max", NULL}},
     {"log1p", DPP_OP_LOG1P, 1, {NULL}},
+    {"standardize", DPP_OP_STANDARDIZE, 1, {"mean", "std", NULL}},
+    {"bucketize", DPP_OP_BUCKETIZE, 1, {"boundaries", NULL}},
+    {"cast", DPP_OP_CAST, 1, {"to", NULL}},
     {"modulo", DPP_OP_MODULO, 0, {"n", NULL}},
-    {"truncate", DPP_OP_TRUNCATE, 0, {"max_len", NULL}},
+    {"hash", DPP_OP_HASH, 0, {"n", "salt", NULL}},
+    {"truncate", DPP_OP_TRUNCATE, 0, {"max_len", "keep", NULL}},
+    {"first_x", DPP_OP_TRUNCATE, 0, {"x", NULL}},
 };
 #define NOPS (sizeof(op_table) / sizeof(op_table[0]))
 
@@ -55,6 +65,12 @@ static const op_info_t *op_by_kind(dpp_op_kind_t op)
             return &op_table[i];
     return NULL;
 }
+
+/* Names of the string-valued choices, indexed by their enum value. */
+static const char *const cast_names[] = {"int", "bfloat16", "float16", NULL};
+static const char *const keep_names[] = {"first", "last", NULL};
+static const char *const on_corrupt_names[] = {"skip", "fail", NULL};
+static const char *const compression_names[] = {"auto", "off", "zstd", NULL};
 
 static jpath_t at_key(const jpath_t *parent, const char *key)
 {
@@ -167,6 +183,28 @@ static int get_number(parser_t *p, const jpath_t *path, json_t *obj, const char 
     return 0;
 }
 
+/* Reads an optional string member that must be one of names (NULL-terminated);
+ * *out is its index, untouched when the member is absent. `expected` lists
+ * the choices for the message, e.g. "\"skip\" or \"fail\"". */
+static int get_choice(parser_t *p, const jpath_t *path, json_t *obj, const char *key, int required,
+                      const char *const *names, const char *expected, int *out)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return required ? fail(p, &kp, "required") : 0;
+    if (!json_is_string(v))
+        return fail(p, &kp, "expected a string");
+    const char *s = json_string_value(v);
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return fail(p, &kp, "unknown value \"%s\" (expected %s)", s, expected);
+}
+
 /* Returns the non-empty string member `key`, or NULL with *rc set after
  * writing the error. */
 static const char *get_string(parser_t *p, const jpath_t *path, json_t *obj, const char *key,
@@ -230,6 +268,59 @@ static int parse_clamp(parser_t *p, const jpath_t *path, json_t *obj, dpp_transf
     return 0;
 }
 
+static int parse_standardize(parser_t *p, const jpath_t *path, json_t *obj, dpp_transform_t *t)
+{
+    int found;
+    int rc = get_number(p, path, obj, "mean", 1, &t->mean, &found);
+    if (rc)
+        return rc;
+    rc = get_number(p, path, obj, "std", 1, &t->std, &found);
+    if (rc)
+        return rc;
+    if (t->std <= 0) {
+        jpath_t kp = at_key(path, "std");
+        return fail(p, &kp, "must be > 0");
+    }
+    return 0;
+}
+
+/* boundaries: a non-empty, strictly increasing array of numbers. The array
+ * is owned by t as soon as it is allocated, so a failure part-way is freed
+ * with the spec. */
+static int parse_bucketize(parser_t *p, const jpath_t *path, json_t *obj, dpp_transform_t *t)
+{
+    jpath_t bp = at_key(path, "boundaries");
+    json_t *list = json_object_get(obj, "boundaries");
+
+    if (!list)
+        return fail(p, &bp, "required");
+    if (!json_is_array(list))
+        return fail(p, &bp, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return fail(p, &bp, "must not be empty");
+    if (n > DPP_SPEC_MAX_BOUNDARIES)
+        return fail(p, &bp, "must have at most %d entries", DPP_SPEC_MAX_BOUNDARIES);
+    t->boundaries = calloc(n, sizeof(*t->boundaries));
+    if (!t->boundaries)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&bp, i);
+        json_t *v = json_array_get(list, i);
+        if (!json_is_number(v))
+            return fail(p, &ip, "expected a number");
+        double x = json_number_value(v);
+        if (!isfinite(x) || fabs(x) > FLT_MAX)
+            return fail(p, &ip, "out of the float range");
+        /* -0.0 < 0.0 is false, so [-0.0, 0.0] is refused too */
+        if (i > 0 && !(x > t->boundaries[i - 1]))
+            return fail(p, &ip, "must be greater than boundaries[%zu]", i - 1);
+        t->boundaries[i] = x;
+        t->nboundaries = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
 static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t index, int dense,
                            dpp_transform_t *t)
 {
@@ -261,6 +352,7 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
     t->op = info->op;
     t->min = -INFINITY;
     t->max = INFINITY;
+    int choice = 0;
     switch (info->op) {
     case DPP_OP_FILL_MISSING:
         return get_number(p, path, obj, "value", 1, &t->value, &found);
@@ -268,13 +360,41 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
         return parse_clamp(p, path, obj, t);
     case DPP_OP_LOG1P:
         return 0;
+    case DPP_OP_STANDARDIZE:
+        return parse_standardize(p, path, obj, t);
+    case DPP_OP_BUCKETIZE:
+        return parse_bucketize(p, path, obj, t);
+    case DPP_OP_CAST:
+        rc = get_choice(p, path, obj, "to", 1, cast_names, "\"int\", \"bfloat16\" or \"float16\"",
+                        &choice);
+        t->cast_to = (dpp_cast_type_t)choice;
+        return rc;
     case DPP_OP_MODULO:
         rc = get_int(p, path, obj, "n", 1, 1, INT64_MAX, &x, &found);
         t->n = x;
+        dpp_transform_prepare(t);
+        return rc;
+    case DPP_OP_HASH:
+        rc = get_int(p, path, obj, "n", 1, 1, INT64_MAX, &x, &found);
+        t->n = x;
+        x = 0;
+        if (!rc)
+            rc = get_int(p, path, obj, "salt", 0, INT64_MIN, INT64_MAX, &x, &found);
+        t->salt = x;
+        dpp_transform_prepare(t);
         return rc;
     case DPP_OP_TRUNCATE:
+        /* first_x {x} is truncate {max_len: x, keep: "first"} */
+        if (strcmp(info->name, "first_x") == 0) {
+            rc = get_int(p, path, obj, "x", 1, 1, MAX_TRUNCATE_LEN, &x, &found);
+            t->max_len = (uint32_t)x;
+            return rc;
+        }
         rc = get_int(p, path, obj, "max_len", 1, 1, MAX_TRUNCATE_LEN, &x, &found);
         t->max_len = (uint32_t)x;
+        if (!rc)
+            rc = get_choice(p, path, obj, "keep", 0, keep_names, "\"first\" or \"last\"", &choice);
+        t->keep_last = choice;
         return rc;
     }
     return fail(p, &op_path, "unknown op \"%s\"", name);
@@ -283,14 +403,15 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
 static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dense,
                          dpp_feature_spec_t *f)
 {
-    static const char *const keys[] = {"name", "transforms", NULL};
+    static const char *const dense_keys[] = {"name", "dim", "transforms", NULL};
+    static const char *const sparse_keys[] = {"name", "weights", "transforms", NULL};
     jpath_t name_path = at_key(path, "name");
     jpath_t ops_path = at_key(path, "transforms");
-    int rc;
+    int rc, found;
 
     if (!json_is_object(obj))
         return fail(p, path, "expected an object");
-    rc = check_keys(p, path, obj, keys, NULL);
+    rc = check_keys(p, path, obj, dense ? dense_keys : sparse_keys, NULL);
     if (rc)
         return rc;
     const char *name = get_string(p, path, obj, "name", &rc);
@@ -302,7 +423,26 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
     f->name = strdup(name);
     if (!f->name)
         return -ENOMEM;
-    f->dim = dense ? 1 : 0;
+    f->dim = 0;
+    if (dense) {
+        int64_t dim = 1;
+        rc = get_int(p, path, obj, "dim", 0, 1, DPP_SPEC_MAX_DIM, &dim, &found);
+        if (rc)
+            return rc;
+        f->dim = (unsigned)dim;
+    } else if (json_object_get(obj, "weights")) {
+        /* a tf.Example key like any feature's, so it shares their namespace */
+        jpath_t wp = at_key(path, "weights");
+        const char *weights = get_string(p, path, obj, "weights", &rc);
+        if (!weights)
+            return rc;
+        rc = add_name(p, &wp, weights);
+        if (rc)
+            return rc;
+        f->weights = strdup(weights);
+        if (!f->weights)
+            return -ENOMEM;
+    }
 
     json_t *ops = json_object_get(obj, "transforms");
     if (!ops)
@@ -317,10 +457,12 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         jpath_t op_path = at_index(&ops_path, i);
+        /* counted first so that dpp_spec_close frees a half-parsed op's
+         * boundaries */
+        f->nops = (unsigned)(i + 1);
         rc = parse_transform(p, &op_path, json_array_get(ops, i), i, dense, &f->ops[i]);
         if (rc)
             return rc;
-        f->nops = (unsigned)(i + 1);
     }
     return 0;
 }
@@ -428,10 +570,121 @@ static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
     return s->label ? 0 : -ENOMEM;
 }
 
+static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, dpp_filter_t *f)
+{
+    static const char *const require_keys[] = {"feature", NULL};
+    static const char *const sample_keys[] = {"p", "seed", "label", NULL};
+    jpath_t op_path = at_key(path, "op");
+    int rc, found;
+
+    if (!json_is_object(obj))
+        return fail(p, path, "expected an object");
+    const char *op = get_string(p, path, obj, "op", &rc);
+    if (!op)
+        return rc;
+    if (strcmp(op, "require") == 0) {
+        f->kind = DPP_FILTER_REQUIRE;
+        rc = check_keys(p, path, obj, require_keys, "op");
+        if (rc)
+            return rc;
+        const char *name = get_string(p, path, obj, "feature", &rc);
+        if (!name)
+            return rc;
+        /* the worker decodes only the spec's names, so only those can be
+         * required */
+        if (!json_object_get(p->names, name)) {
+            jpath_t fp = at_key(path, "feature");
+            return fail(p, &fp, "no feature \"%s\" in the spec", name);
+        }
+        f->feature = strdup(name);
+        return f->feature ? 0 : -ENOMEM;
+    }
+    if (strcmp(op, "sample") == 0) {
+        f->kind = DPP_FILTER_SAMPLE;
+        rc = check_keys(p, path, obj, sample_keys, "op");
+        if (rc)
+            return rc;
+        rc = get_number(p, path, obj, "p", 1, &f->p, &found);
+        if (rc)
+            return rc;
+        if (!(f->p >= 0 && f->p <= 1)) {
+            jpath_t pp = at_key(path, "p");
+            return fail(p, &pp, "must be between 0 and 1");
+        }
+        int64_t seed = 0;
+        rc = get_int(p, path, obj, "seed", 0, INT64_MIN, INT64_MAX, &seed, &found);
+        if (rc)
+            return rc;
+        f->seed = seed;
+        rc = get_number(p, path, obj, "label", 0, &f->label, &f->has_label);
+        if (rc)
+            return rc;
+        dpp_filter_prepare(f);
+        return 0;
+    }
+    return fail(p, &op_path, "unknown filter \"%s\"", op);
+}
+
+static int parse_filters(parser_t *p, json_t *list, dpp_spec_t *s)
+{
+    jpath_t path = at_key(NULL, "filters");
+
+    if (!json_is_array(list))
+        return fail(p, &path, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return 0;
+    if (n > DPP_SPEC_MAX_FILTERS)
+        return fail(p, &path, "must have at most %d entries", DPP_SPEC_MAX_FILTERS);
+    s->filters = calloc(n, sizeof(*s->filters));
+    if (!s->filters)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&path, i);
+        s->nfilters = (unsigned)(i + 1); /* so that a half-parsed one is freed */
+        int rc = parse_filter(p, &ip, json_array_get(list, i), &s->filters[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* split_rows, on_corrupt, compression and compression_level: how the data
+ * is read and shipped, not what it becomes. */
+static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    int64_t x = DPP_SPEC_DEFAULT_SPLIT_ROWS;
+    int rc, found, choice = 0;
+
+    rc = get_int(p, NULL, root, "split_rows", 0, 1, MAX_SPLIT_ROWS, &x, &found);
+    if (rc)
+        return rc;
+    s->split_rows = (unsigned)x;
+    rc = get_choice(p, NULL, root, "on_corrupt", 0, on_corrupt_names, "\"skip\" or \"fail\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->on_corrupt_fail = choice;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "compression", 0, compression_names,
+                    "\"auto\", \"off\" or \"zstd\"", &choice);
+    if (rc)
+        return rc;
+    s->compression = (dpp_compression_t)choice;
+    x = 1;
+    rc = get_int(p, NULL, root, "compression_level", 0, 1, MAX_COMPRESSION_LEVEL, &x, &found);
+    if (rc)
+        return rc;
+    s->compression_level = (int)x;
+    return 0;
+}
+
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
 {
-    static const char *const top_keys[] = {"table",     "partitions", "batch_size", "epochs",
-                                           "consumers", "features",   "label",      NULL};
+    static const char *const top_keys[] = {
+        "table",      "partitions",  "batch_size",        "epochs",   "consumers", "split_rows",
+        "on_corrupt", "compression", "compression_level", "features", "label",     "filters",
+        NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -476,6 +729,9 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     if (rc)
         return rc;
     s->consumers = (unsigned)x;
+    rc = parse_io_keys(p, root, s);
+    if (rc)
+        return rc;
 
     json_t *features = json_object_get(root, "features");
     if (!features)
@@ -491,7 +747,12 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
     if (s->ndense + s->nsparse == 0)
         return fail(p, &features_path, "no features");
-    return parse_label(p, root, s);
+    rc = parse_label(p, root, s);
+    if (rc)
+        return rc;
+    /* last: a require filter names a feature, weights or the label */
+    json_t *filters = json_object_get(root, "filters");
+    return filters ? parse_filters(p, filters, s) : 0;
 }
 
 int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen)
@@ -547,6 +808,10 @@ static void features_free(dpp_feature_spec_t *f, unsigned n)
         return;
     for (unsigned i = 0; i < n; i++) {
         free(f[i].name);
+        free(f[i].weights);
+        if (f[i].ops)
+            for (unsigned j = 0; j < f[i].nops; j++)
+                free(f[i].ops[j].boundaries);
         free(f[i].ops);
     }
     free(f);
@@ -564,6 +829,10 @@ void dpp_spec_close(dpp_spec_t *spec)
     features_free(spec->dense, spec->ndense);
     features_free(spec->sparse, spec->nsparse);
     free(spec->label);
+    if (spec->filters)
+        for (unsigned i = 0; i < spec->nfilters; i++)
+            free(spec->filters[i].feature);
+    free(spec->filters);
     memset(spec, 0, sizeof(*spec));
 }
 
@@ -594,11 +863,33 @@ static json_t *transform_to_json(const dpp_transform_t *t)
         break;
     case DPP_OP_LOG1P:
         break;
+    case DPP_OP_STANDARDIZE:
+        rc = set(obj, "mean", json_real(t->mean));
+        if (rc == 0)
+            rc = set(obj, "std", json_real(t->std));
+        break;
+    case DPP_OP_BUCKETIZE: {
+        json_t *list = json_array();
+        rc = set(obj, "boundaries", list);
+        for (uint32_t i = 0; rc == 0 && i < t->nboundaries; i++)
+            rc = json_array_append_new(list, json_real(t->boundaries[i]));
+        break;
+    }
+    case DPP_OP_CAST:
+        rc = set(obj, "to", json_string(cast_names[t->cast_to]));
+        break;
     case DPP_OP_MODULO:
         rc = set(obj, "n", json_integer(t->n));
         break;
+    case DPP_OP_HASH:
+        rc = set(obj, "n", json_integer(t->n));
+        if (rc == 0)
+            rc = set(obj, "salt", json_integer(t->salt));
+        break;
     case DPP_OP_TRUNCATE:
         rc = set(obj, "max_len", json_integer(t->max_len));
+        if (rc == 0)
+            rc = set(obj, "keep", json_string(keep_names[t->keep_last ? 1 : 0]));
         break;
     }
     if (rc == 0)
@@ -618,7 +909,9 @@ static json_t *features_to_json(const dpp_feature_spec_t *f, unsigned n)
         if (json_array_append_new(list, feat) != 0)
             goto fail;
         json_t *ops = json_array();
-        if (set(feat, "name", json_string(f[i].name)) != 0) {
+        if (set(feat, "name", json_string(f[i].name)) != 0 ||
+            (f[i].dim > 0 && set(feat, "dim", json_integer(f[i].dim)) != 0) ||
+            (f[i].weights && set(feat, "weights", json_string(f[i].weights)) != 0)) {
             json_decref(ops);
             goto fail;
         }
@@ -631,6 +924,31 @@ static json_t *features_to_json(const dpp_feature_spec_t *f, unsigned n)
     return list;
 fail:
     json_decref(list);
+    return NULL;
+}
+
+static json_t *filter_to_json(const dpp_filter_t *f)
+{
+    json_t *obj = json_object();
+    int rc = -1;
+    if (!obj)
+        return NULL;
+    if (f->kind == DPP_FILTER_REQUIRE) {
+        rc = set(obj, "op", json_string("require"));
+        if (rc == 0)
+            rc = set(obj, "feature", json_string(f->feature));
+    } else if (f->kind == DPP_FILTER_SAMPLE) {
+        rc = set(obj, "op", json_string("sample"));
+        if (rc == 0)
+            rc = set(obj, "p", json_real(f->p));
+        if (rc == 0)
+            rc = set(obj, "seed", json_integer(f->seed));
+        if (rc == 0 && f->has_label)
+            rc = set(obj, "label", json_real(f->label));
+    }
+    if (rc == 0)
+        return obj;
+    json_decref(obj);
     return NULL;
 }
 
@@ -653,9 +971,14 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
             if (json_array_append_new(parts, json_string(spec->partitions[i])) != 0)
                 goto out;
     }
+    const char *on_corrupt = on_corrupt_names[spec->on_corrupt_fail ? 1 : 0];
     if (set(root, "batch_size", json_integer(spec->batch_size)) != 0 ||
         set(root, "epochs", json_integer(spec->epochs)) != 0 ||
-        set(root, "consumers", json_integer(spec->consumers)) != 0)
+        set(root, "consumers", json_integer(spec->consumers)) != 0 ||
+        set(root, "split_rows", json_integer(spec->split_rows)) != 0 ||
+        set(root, "on_corrupt", json_string(on_corrupt)) != 0 ||
+        set(root, "compression", json_string(compression_names[spec->compression])) != 0 ||
+        set(root, "compression_level", json_integer(spec->compression_level)) != 0)
         goto out;
     json_t *f = features;
     features = NULL;
@@ -668,6 +991,12 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
     json_t *label = json_object();
     if (set(root, "label", label) != 0 || set(label, "name", json_string(spec->label)) != 0)
         goto out;
+    json_t *filters = json_array();
+    if (set(root, "filters", filters) != 0)
+        goto out;
+    for (unsigned i = 0; i < spec->nfilters; i++)
+        if (json_array_append_new(filters, filter_to_json(&spec->filters[i])) != 0)
+            goto out;
     text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 out:
     json_decref(features);

@@ -9,41 +9,98 @@
 
 #define DPP_SPEC_ERRLEN 512
 
+#define DPP_SPEC_MAX_DIM 65536        /* dense values per row */
+#define DPP_SPEC_MAX_BOUNDARIES 65536 /* bucketize */
+#define DPP_SPEC_MAX_FILTERS 64
+#define DPP_SPEC_DEFAULT_SPLIT_ROWS 65536
+
 typedef enum dpp_op_kind {
     DPP_OP_FILL_MISSING, /* dense: absent -> value */
     DPP_OP_CLAMP,        /* dense: min and/or max */
     DPP_OP_LOG1P,        /* dense: log1p(x), computed in double */
     DPP_OP_MODULO,       /* sparse: floor-mod n (result in [0, n)) */
-    DPP_OP_TRUNCATE,     /* sparse: keep the first max_len ids */
+    DPP_OP_TRUNCATE,     /* sparse: keep the first (or last) max_len ids; also "first_x" */
+    DPP_OP_STANDARDIZE,  /* dense: (x - mean) / std, computed in double */
+    DPP_OP_BUCKETIZE,    /* dense: number of boundaries <= x */
+    DPP_OP_CAST,         /* dense: rounded to the precision of cast_to */
+    DPP_OP_HASH,         /* sparse: SplitMix64 finalizer of (id, salt), mod n */
 } dpp_op_kind_t;
 
+typedef enum dpp_cast_type {
+    DPP_CAST_INT,      /* truncate toward zero, saturating at +-2^63 */
+    DPP_CAST_BFLOAT16, /* nearest bfloat16, ties to even */
+    DPP_CAST_FLOAT16,  /* nearest IEEE half, ties to even */
+} dpp_cast_type_t;
+
+/* One op of a chain. Only the fields of `op` are meaningful; the others are
+ * zero (clamp's unbounded sides are -inf / +inf). n_recip is derived from n:
+ * the parser sets it through dpp_transform_prepare() (transform.h), and a
+ * hand-built modulo or hash must be prepared the same way. */
 typedef struct dpp_transform {
     dpp_op_kind_t op;
-    double value;          /* fill_missing */
-    double min, max;       /* clamp; -inf / +inf when not given */
-    int64_t n;             /* modulo, > 0 */
-    uint32_t max_len;      /* truncate */
+    double value;            /* fill_missing */
+    double min, max;         /* clamp; -inf / +inf when not given */
+    double mean, std;        /* standardize, std > 0 */
+    double *boundaries;      /* bucketize, strictly increasing; owned by the spec */
+    uint32_t nboundaries;    /* bucketize, 1 to DPP_SPEC_MAX_BOUNDARIES */
+    dpp_cast_type_t cast_to; /* cast */
+    int64_t n;               /* modulo and hash, > 0 */
+    uint64_t n_recip;        /* modulo and hash: UINT64_MAX / n, for reducing without a divide */
+    int64_t salt;            /* hash */
+    uint32_t max_len;        /* truncate */
+    int keep_last;           /* truncate: 1 keeps the last max_len ids, 0 the first */
 } dpp_transform_t;
 
 typedef struct dpp_feature_spec {
     char *name;
-    unsigned dim; /* dense: values per row (1 in spec v1); sparse: 0 */
+    unsigned dim;  /* dense: values per row, 1 to DPP_SPEC_MAX_DIM; sparse: 0 */
+    char *weights; /* sparse: the float-list feature holding per-id weights, or NULL */
     dpp_transform_t *ops;
     unsigned nops;
 } dpp_feature_spec_t;
 
+typedef enum dpp_filter_kind {
+    DPP_FILTER_REQUIRE, /* drop the row when `feature` is absent */
+    DPP_FILTER_SAMPLE,  /* keep a deterministic fraction p of the (label-selected) rows */
+} dpp_filter_kind_t;
+
+/* A row filter. threshold and seed_mix are derived from p and seed by
+ * dpp_filter_prepare() (transform.h), which the parser calls. */
+typedef struct dpp_filter {
+    dpp_filter_kind_t kind;
+    char *feature;      /* require: a name of the spec (feature, weights or label) */
+    double p;           /* sample: keep probability, 0 to 1 */
+    int64_t seed;       /* sample */
+    int has_label;      /* sample: 1 when only rows with this label are sampled */
+    double label;       /* sample, when has_label: compared as float32 */
+    uint64_t threshold; /* sample: a subject row is kept iff its draw < threshold (p < 1) */
+    uint64_t seed_mix;  /* sample: mix64(seed) */
+} dpp_filter_t;
+
+typedef enum dpp_compression {
+    DPP_COMPRESSION_AUTO, /* the worker decides per block */
+    DPP_COMPRESSION_OFF,
+    DPP_COMPRESSION_ZSTD,
+} dpp_compression_t;
+
 typedef struct dpp_spec {
-    char *table;        /* relative to a data root */
-    char **partitions;  /* folder names such as "ds=2026-01-01" */
+    char *table;          /* relative to a data root */
+    char **partitions;    /* folder names such as "ds=2026-01-01" */
     unsigned npartitions; /* 0: every partition of the table */
     unsigned batch_size;
-    unsigned epochs;      /* default 1 */
-    unsigned consumers;   /* trainer ranks, default 1 */
+    unsigned epochs;               /* default 1 */
+    unsigned consumers;            /* trainer ranks, default 1 */
+    unsigned split_rows;           /* target rows per split of an indexed file, default 65536 */
+    int on_corrupt_fail;           /* 0: skip corrupted records (default), 1: fail the session */
+    dpp_compression_t compression; /* default auto */
+    int compression_level;         /* 1 to 19, default 1 */
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;
     unsigned nsparse;
     char *label;
+    dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
+    unsigned nfilters;
 } dpp_spec_t;
 
 /* Parses and validates a spec (JSON text of len bytes). On failure returns
@@ -54,7 +111,8 @@ typedef struct dpp_spec {
  * Checks structure only; whether the table exists is the master's job. */
 int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen);
 
-/* Frees what a parsed spec owns; zeroes *spec. Safe on a zeroed spec. */
+/* Frees what a parsed spec owns (names, ops and their boundaries, filters);
+ * zeroes *spec. Safe on a zeroed spec. */
 void dpp_spec_close(dpp_spec_t *spec);
 
 /* Serialises a spec in normalised form (every default written out, keys in a

@@ -11,6 +11,8 @@
 
 #include "common/net.h"
 #include "common/spec.h"
+#include "common/table.h"
+#include "common/tfindex.h"
 #include "common/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
@@ -27,6 +29,9 @@ static const char usage[] =
     "  status [SESSION]          state and split progress of one or every session\n"
     "  read SESSION [--rank R]   consume the session's batches through\n"
     "                            libdppclient; prints per-epoch sums\n"
+    "  index TABLE_DIR           write a .idx sidecar (DALI format: one \"offset size\"\n"
+    "                            line per record) next to every data file of a\n"
+    "                            table on this machine; no master needed\n"
     "\n"
     "Options:\n"
     "  --master HOST:PORT   the master (default: $DPP_MASTER, else 127.0.0.1:7070)\n"
@@ -188,6 +193,8 @@ typedef struct epoch_sums {
     uint64_t rows, batches, lengths_sum;
     double label_sum, dense_sum;
     uint64_t ids_sum, ids_wsum; /* wrapping; printed as int64 */
+    double weights_sum;
+    int weighted;
     uint64_t start_ns;
 } epoch_sums_t;
 
@@ -218,6 +225,12 @@ static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
         e->lengths_sum += n;
         e->ids_sum += sum;
         e->ids_wsum += (uint64_t)(k + 1) * sum;
+        const float *w;
+        if (dpp_client_sparse_weighted(c, k) &&
+            dpp_batch_sparse_weights(b, dpp_client_sparse_name(c, k), &w) == 0) {
+            for (size_t j = 0; j < n; j++)
+                e->weights_sum += w[j];
+        }
     }
 }
 
@@ -226,12 +239,15 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
     double secs = (double)(dpp_now_ns() - e->start_ns) / 1e9;
     double rate = secs > 0 ? (double)e->rows / secs : 0;
     if (ctl->json) {
+        char weights[64] = "";
+        if (e->weighted)
+            snprintf(weights, sizeof weights, ",\"sparse_weights_sum\":%.17g", e->weights_sum);
         printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
                ",\"label_sum\":%.17g,\"dense_sum\":%.17g,\"sparse_lengths_sum\":%" PRIu64
                ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
-               ",\"rows_per_s\":%.1f}\n",
+               "%s,\"rows_per_s\":%.1f}\n",
                epoch, e->rows, e->batches, e->label_sum, e->dense_sum, e->lengths_sum,
-               (int64_t)e->ids_sum, (int64_t)e->ids_wsum, rate);
+               (int64_t)e->ids_sum, (int64_t)e->ids_wsum, weights, rate);
     } else {
         printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
                "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",
@@ -247,7 +263,10 @@ static int cmd_read(const ctl_t *ctl, const char *session)
     int rc = dpp_client_open(&c, ctl->master, session, ctl->rank, ctl->timeout_ms);
     if (rc)
         return fail("read %s: %s", session, dpp_strerror(rc));
-    epoch_sums_t e = {.start_ns = dpp_now_ns()};
+    int weighted = 0; /* print sparse_weights_sum only for sessions with weights */
+    for (unsigned k = 0; k < dpp_client_num_sparse(c); k++)
+        weighted |= dpp_client_sparse_weighted(c, k);
+    epoch_sums_t e = {.start_ns = dpp_now_ns(), .weighted = weighted};
     for (;;) {
         dpp_batch_t *b;
         unsigned epoch = dpp_client_epoch(c);
@@ -259,6 +278,7 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             print_epoch(ctl, epoch, &e);
             memset(&e, 0, sizeof e);
             e.start_ns = dpp_now_ns();
+            e.weighted = weighted;
         } else if (rc == DPP_SESSION_END) {
             rc = 0;
             break;
@@ -270,6 +290,57 @@ static int cmd_read(const ctl_t *ctl, const char *session)
     }
     dpp_client_close(c);
     return rc;
+}
+
+/* Writes FILE.idx for every data file of the table at dir. A file whose
+ * framing is broken gets no sidecar and makes the command fail. */
+static int cmd_index(const char *dir)
+{
+    char *table = realpath(dir, NULL);
+    if (table == NULL)
+        return fail("index %s: %s", dir, strerror(errno));
+    dpp_spec_t all = {0}; /* no partitions named: every partition */
+    char **files = NULL;
+    size_t nfiles = 0;
+    char err[DPP_SPEC_ERRLEN];
+    int rc = dpp_table_list_files(table, &all, &files, &nfiles, err, sizeof err);
+    if (rc) {
+        free(table);
+        return fail("index %s: %s", dir, err);
+    }
+    int failed = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        dpp_tfindex_t idx;
+        dpp_tfindex_scan_result_t tail;
+        rc = dpp_tfindex_scan(files[i], 0, &idx, &tail, err, sizeof err);
+        if (rc == 0 && tail.error) {
+            fprintf(stderr, "dppctl: index %s: %s; no sidecar written\n", files[i], err);
+            dpp_tfindex_close(&idx);
+            failed = 1;
+            continue;
+        }
+        if (rc) {
+            fprintf(stderr, "dppctl: index %s: %s\n", files[i], err);
+            failed = 1;
+            continue;
+        }
+        char path[8192];
+        snprintf(path, sizeof path, "%s.idx", files[i]);
+        rc = dpp_tfindex_write(&idx, path);
+        if (rc) {
+            fprintf(stderr, "dppctl: index %s: %s\n", path, dpp_strerror(rc));
+            failed = 1;
+        } else {
+            printf("%s: %zu records\n", path, idx.n);
+            total += idx.n;
+        }
+        dpp_tfindex_close(&idx);
+    }
+    printf("%zu files, %" PRIu64 " records indexed under %s\n", nfiles, total, table);
+    dpp_table_files_free(files, nfiles);
+    free(table);
+    return failed;
 }
 
 int main(int argc, char **argv)
@@ -330,6 +401,8 @@ int main(int argc, char **argv)
         return cmd_status(&ctl, npos == 2 ? pos[1] : NULL);
     if (strcmp(cmd, "read") == 0 && npos == 2)
         return cmd_read(&ctl, pos[1]);
+    if (strcmp(cmd, "index") == 0 && npos == 2)
+        return cmd_index(pos[1]);
     fprintf(stderr, "dppctl: unknown command or wrong arguments: %s\n", cmd);
     fputs(usage, stderr);
     return 2;

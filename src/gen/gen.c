@@ -43,6 +43,7 @@ typedef struct gen_args {
     uint64_t seed;
     const char *out;
     struct tm start; /* UTC midnight of the first partition */
+    int index;       /* also write part-NNNNN.tfrecord.idx sidecars */
 } gen_args_t;
 
 /* The reusable protobuf-c message tree of one row: filled in place per row,
@@ -63,13 +64,18 @@ typedef struct row_msg {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
-               "               [--start-date YYYY-MM-DD] [--help]\n"
+               "               [--start-date YYYY-MM-DD] [--index] [--help]\n"
                "\n"
                "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord,\n"
                "P partitions on consecutive days from --start-date (default 2026-01-01), S\n"
                "shards in each, N rows spread evenly. Records are tf.train.Example with\n"
                "row_id (int64), label (int64 0/1), i1..i13 (one float each) and c1..c26\n"
-               "(1-8 int64 ids). The same arguments always give byte-identical files.\n");
+               "(1-8 int64 ids). The same arguments always give byte-identical files.\n"
+               "\n"
+               "--index also writes DIR/ds=.../part-NNNNN.tfrecord.idx beside each file: a\n"
+               "DALI-style record index, one \"offset size\" line per record (size = the\n"
+               "whole framed record, 16 + payload bytes), so readers can split files\n"
+               "without scanning them.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -128,6 +134,7 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         {"seed", required_argument, NULL, 'x'},
         {"out", required_argument, NULL, 'o'},
         {"start-date", required_argument, NULL, 'd'},
+        {"index", no_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -165,6 +172,9 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         case 'd':
             if (parse_date(optarg, &a->start) != 0)
                 return -1;
+            break;
+        case 'i':
+            a->index = 1;
             break;
         case 'h':
             usage(stdout);
@@ -356,19 +366,28 @@ typedef struct writer {
     uint8_t *rec; /* framed record buffer */
     size_t rec_cap;
     char *file_buf; /* stdio buffer */
+    char *idx_buf;  /* stdio buffer of the --index sidecar */
     uint64_t bytes;
 } writer_t;
 
 /* Writes rows [first, first + n) to path, through a hidden temporary file
- * renamed into place at the end, so that a reader never sees half a file. */
+ * renamed into place at the end, so that a reader never sees half a file.
+ * With --index the sidecar is written alongside (offsets counted while
+ * writing, no re-scan) and renamed in after the data file; an old sidecar is
+ * removed first, so it is never paired with new data. */
 static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const char *name,
                        uint64_t first, uint64_t n)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
-    FILE *f;
+    char path[PATH_MAX], tmp[PATH_MAX], idx_path[PATH_MAX], idx_tmp[PATH_MAX];
+    FILE *f, *fi = NULL;
+    uint64_t off = 0;
 
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-        (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp)) {
+        (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp) ||
+        (size_t)snprintf(idx_path, sizeof(idx_path), "%s/%s.idx", dir, name) >=
+            sizeof(idx_path) ||
+        (size_t)snprintf(idx_tmp, sizeof(idx_tmp), "%s/.%s.idx.tmp", dir, name) >=
+            sizeof(idx_tmp)) {
         fprintf(stderr, "dpp-gen: %s/%s: path too long\n", dir, name);
         return -1;
     }
@@ -378,6 +397,14 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
         return -1;
     }
     setvbuf(f, w->file_buf, _IOFBF, WRITE_BUF);
+    if (a->index) {
+        fi = fopen(idx_tmp, "wb");
+        if (!fi) {
+            fprintf(stderr, "dpp-gen: cannot create %s: %s\n", idx_tmp, strerror(errno));
+            goto fail;
+        }
+        setvbuf(fi, w->idx_buf, _IOFBF, WRITE_BUF);
+    }
     for (uint64_t row = first; row < first + n; row++) {
         row_msg_fill(&w->msg, a->seed, row);
         size_t len = tfex__example__get_packed_size(&w->msg.ex);
@@ -398,6 +425,11 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
             fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
             goto fail;
         }
+        if (fi && fprintf(fi, "%" PRIu64 " %zu\n", off, framed) < 0) {
+            fprintf(stderr, "dpp-gen: write %s: %s\n", idx_tmp, strerror(errno));
+            goto fail;
+        }
+        off += framed;
         w->bytes += framed;
     }
     if (fflush(f) != 0 || ferror(f)) {
@@ -410,16 +442,38 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
         goto fail;
     }
     f = NULL;
+    if (fi) {
+        int bad = fflush(fi) != 0 || ferror(fi);
+        bad |= fclose(fi) != 0;
+        fi = NULL;
+        if (bad) {
+            fprintf(stderr, "dpp-gen: write %s: %s\n", idx_tmp, strerror(errno));
+            goto fail;
+        }
+    }
+    if (unlink(idx_path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "dpp-gen: remove the old %s: %s\n", idx_path, strerror(errno));
+        goto fail;
+    }
     if (rename(tmp, path) != 0) {
         fprintf(stderr, "dpp-gen: rename %s to %s: %s\n", tmp, path, strerror(errno));
         goto fail;
+    }
+    if (a->index && rename(idx_tmp, idx_path) != 0) {
+        fprintf(stderr, "dpp-gen: rename %s to %s: %s\n", idx_tmp, idx_path, strerror(errno));
+        unlink(idx_tmp);
+        return -1;
     }
     return 0;
 
 fail:
     if (f)
         fclose(f);
+    if (fi)
+        fclose(fi);
     unlink(tmp);
+    if (a->index)
+        unlink(idx_tmp);
     return -1;
 }
 
@@ -430,7 +484,8 @@ static int generate(const gen_args_t *a)
     uint64_t row = 0, files = 0;
     int rc = -1;
 
-    if (!w || !(w->file_buf = malloc(WRITE_BUF))) {
+    if (!w || !(w->file_buf = malloc(WRITE_BUF)) ||
+        (a->index && !(w->idx_buf = malloc(WRITE_BUF)))) {
         fprintf(stderr, "dpp-gen: out of memory\n");
         goto out;
     }
@@ -473,6 +528,7 @@ out:
     if (w) {
         free(w->rec);
         free(w->file_buf);
+        free(w->idx_buf);
         free(w);
     }
     return rc;

@@ -20,7 +20,7 @@
 #include "dpp/error.h"
 #include "master.h"
 #include "session.h"
-#include "table.h"
+#include "common/table.h"
 
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
@@ -35,6 +35,20 @@ typedef struct peer {
     struct peer *prev, *next;
 } peer_t;
 
+/* Split boundaries of files already indexed, so that a later session on the
+ * same unchanged files needs no index task. Keyed by path, size, mtime and
+ * split_rows; kept for the master's lifetime (journaled with #5). */
+typedef struct index_entry {
+    struct index_entry *next;
+    char *path;
+    uint64_t size;
+    int64_t mtime_ns;
+    unsigned split_rows;
+    uint64_t records;
+    uint64_t *bounds;
+    size_t nbounds;
+} index_entry_t;
+
 struct dpp_master {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -48,6 +62,7 @@ struct dpp_master {
     dpp_session_t **sessions;
     size_t nsessions;
     peer_t *peers;
+    index_entry_t *index_cache;
     uint64_t next_worker_id, next_lease_id;
     int stopping;
 };
@@ -74,8 +89,53 @@ static unsigned live_workers(dpp_master_t *m)
     return n;
 }
 
-/* Answers every waiting LeaseRequest that pending splits can serve. Splits
- * go out in session order, then file order. */
+/* Fills l as an index task for file i of s. */
+static void lease_index(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, Dpp__Lease *l)
+{
+    dpp_file_t *f = &s->files[i];
+    f->index_lease.lease_id = ++m->next_lease_id;
+    f->index_lease.worker_id = p->worker_id;
+    dpp__lease__init(l);
+    l->kind = DPP__LEASE__KIND__INDEX;
+    l->lease_id = f->index_lease.lease_id;
+    l->session_id = s->id;
+    l->split_id = (uint32_t)i;
+    l->path = f->path;
+    l->rel_path = f->rel_path;
+    l->spec_json = s->spec_json;
+    l->split_rows = s->spec.split_rows;
+    DPP_DEBUG("index_leased session=%s file=%s worker=%" PRIu64 " lease=%" PRIu64, s->id,
+              f->rel_path, p->worker_id, l->lease_id);
+}
+
+/* Fills l as split i of s's current epoch. */
+static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, Dpp__Lease *l)
+{
+    dpp_split_t *sp = &s->splits[i];
+    const dpp_file_t *f = &s->files[sp->file];
+    dpp_session_set(s, i, SPLIT_LEASED);
+    sp->lease.lease_id = ++m->next_lease_id;
+    sp->lease.worker_id = p->worker_id;
+    dpp__lease__init(l);
+    l->kind = DPP__LEASE__KIND__SPLIT;
+    l->lease_id = sp->lease.lease_id;
+    l->session_id = s->id;
+    l->epoch = s->epoch;
+    l->split_id = (uint32_t)i;
+    l->rank = dpp_session_rank_of(s, i);
+    l->path = f->path;
+    l->rel_path = f->rel_path;
+    l->spec_json = s->spec_json;
+    l->byte_start = sp->byte_start;
+    l->byte_end = sp->byte_end;
+    l->record_start = sp->record_start;
+    l->record_count = sp->record_count;
+    DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64,
+              s->id, s->epoch, i, p->worker_id, l->lease_id);
+}
+
+/* Answers every waiting LeaseRequest that pending work can serve: index
+ * tasks first (they unblock planning), then splits, in session order. */
 static void grant_leases(dpp_master_t *m)
 {
     for (peer_t *p = m->peers; p; p = p->next) {
@@ -86,27 +146,26 @@ static void grant_leases(dpp_master_t *m)
         size_t n = 0;
         for (size_t si = 0; si < m->nsessions && n < p->lease_want; si++) {
             dpp_session_t *s = m->sessions[si];
-            if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
+            if (s->state != SESSION_INDEXING)
                 continue;
             for (size_t i = 0; i < s->nfiles && n < p->lease_want; i++) {
-                if (s->splits[i].state != SPLIT_PENDING)
-                    continue;
-                dpp_session_set(s, i, SPLIT_LEASED);
-                s->splits[i].lease_id = ++m->next_lease_id;
-                s->splits[i].worker_id = p->worker_id;
-                Dpp__Lease *l = &leases[n];
-                dpp__lease__init(l);
-                l->lease_id = s->splits[i].lease_id;
-                l->session_id = s->id;
-                l->epoch = s->epoch;
-                l->split_id = (uint32_t)i;
-                l->rank = dpp_session_rank_of(s, i);
-                l->path = s->files[i];
-                l->spec_json = s->spec_json;
-                ptrs[n++] = l;
-                DPP_DEBUG("lease_granted session=%s epoch=%u split=%zu worker=%" PRIu64
-                          " lease=%" PRIu64,
-                          s->id, s->epoch, i, p->worker_id, l->lease_id);
+                if (!s->files[i].indexed && s->files[i].index_lease.lease_id == 0) {
+                    lease_index(m, p, s, i, &leases[n]);
+                    ptrs[n] = &leases[n];
+                    n++;
+                }
+            }
+        }
+        for (size_t si = 0; si < m->nsessions && n < p->lease_want; si++) {
+            dpp_session_t *s = m->sessions[si];
+            if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
+                continue;
+            for (size_t i = 0; i < s->nsplits && n < p->lease_want; i++) {
+                if (s->splits[i].state == SPLIT_PENDING) {
+                    lease_split(m, p, s, i, &leases[n]);
+                    ptrs[n] = &leases[n];
+                    n++;
+                }
             }
         }
         if (n > 0) {
@@ -184,6 +243,47 @@ static int persist_session(dpp_master_t *m, const dpp_session_t *s)
     return rc;
 }
 
+static index_entry_t *cache_find(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows)
+{
+    for (index_entry_t *e = m->index_cache; e; e = e->next)
+        if (e->size == f->size && e->mtime_ns == f->mtime_ns && e->split_rows == split_rows &&
+            strcmp(e->path, f->path) == 0)
+            return e;
+    return NULL;
+}
+
+static void cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows)
+{
+    if (cache_find(m, f, split_rows))
+        return;
+    index_entry_t *e = dpp_xcalloc(1, sizeof *e);
+    e->path = dpp_xstrdup(f->path);
+    e->size = f->size;
+    e->mtime_ns = f->mtime_ns;
+    e->split_rows = split_rows;
+    e->records = f->records;
+    e->nbounds = f->nbounds;
+    e->bounds = dpp_xcalloc(f->nbounds ? f->nbounds : 1, sizeof *e->bounds);
+    memcpy(e->bounds, f->bounds, f->nbounds * sizeof *e->bounds);
+    e->next = m->index_cache;
+    m->index_cache = e;
+}
+
+/* Marks the files of a new session whose index the master already knows.
+ * Returns how many. */
+static size_t apply_index_cache(dpp_master_t *m, dpp_session_t *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const index_entry_t *e = cache_find(m, &s->files[i], s->spec.split_rows);
+        if (e) {
+            dpp_session_file_indexed(s, i, e->records, e->bounds, e->nbounds);
+            n++;
+        }
+    }
+    return n;
+}
+
 static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
 {
     dpp_master_t *m = p->m;
@@ -221,8 +321,11 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     }
     m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
     m->sessions[m->nsessions++] = s;
-    DPP_INFO("session_submitted session=%s table=%s splits=%zu epochs=%u consumers=%u", s->id,
-             s->spec.table, s->nfiles, s->spec.epochs, s->spec.consumers);
+    size_t cached = apply_index_cache(m, s);
+    DPP_INFO("session_submitted session=%s table=%s files=%zu files_indexed=%zu state=%s "
+             "epochs=%u consumers=%u",
+             s->id, s->spec.table, s->nfiles, cached, dpp_session_state_name(s->state),
+             s->spec.epochs, s->spec.consumers);
     Dpp__SubmitReply reply = DPP__SUBMIT_REPLY__INIT;
     reply.session_id = s->id;
     dpp_conn_send(&p->conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
@@ -238,7 +341,37 @@ reject:
     dpp_table_files_free(files, nfiles);
 }
 
-static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st)
+static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)
+{
+    dpp__rejects__init(out);
+    out->corrupt = r->corrupt;
+    out->truncated = r->truncated;
+    out->too_big = r->too_big;
+    out->example = r->example;
+    out->missing = r->missing;
+    out->type = r->type;
+}
+
+static uint64_t rejects_total(const dpp_rejects_t *r)
+{
+    return r->corrupt + r->truncated + r->too_big + r->example + r->missing + r->type;
+}
+
+static void add_rejects(dpp_rejects_t *r, const Dpp__Rejects *in)
+{
+    if (in == NULL)
+        return;
+    r->corrupt += in->corrupt;
+    r->truncated += in->truncated;
+    r->too_big += in->too_big;
+    r->example += in->example;
+    r->missing += in->missing;
+    r->type += in->type;
+}
+
+/* st points into s and rej; both must outlive the send. */
+static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st,
+                        Dpp__Rejects *rej)
 {
     dpp__session_status__init(st);
     st->session_id = (char *)s->id;
@@ -247,13 +380,18 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->epochs = s->spec.epochs;
     st->current_epoch = s->epoch;
     st->consumers = s->spec.consumers;
-    st->splits_per_epoch = (uint32_t)s->nfiles;
+    st->splits_per_epoch = (uint32_t)s->nsplits;
     st->splits_pending = (uint32_t)s->counts[SPLIT_PENDING];
     st->splits_leased = (uint32_t)s->counts[SPLIT_LEASED];
     st->splits_produced = (uint32_t)s->counts[SPLIT_PRODUCED];
-    st->splits_consumed = (uint32_t)(s->counts[SPLIT_CONSUMED] + (size_t)s->epoch * s->nfiles);
+    st->splits_consumed = (uint32_t)(s->counts[SPLIT_CONSUMED] + (size_t)s->epoch * s->nsplits);
     st->rows_produced = s->rows_produced;
-    st->records_rejected = s->records_rejected;
+    st->rows_filtered = s->rows_filtered;
+    st->records_rejected = rejects_total(&s->rejects);
+    fill_rejects(&s->rejects, rej);
+    st->rejects = rej;
+    st->files = (uint32_t)s->nfiles;
+    st->files_indexed = (uint32_t)s->files_indexed;
     st->workers = live_workers(m);
     st->error = s->error ? s->error : (char *)"";
 }
@@ -263,11 +401,12 @@ static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
     dpp_master_t *m = p->m;
     size_t n = 0;
     Dpp__SessionStatus *sts = dpp_xcalloc(m->nsessions + 1, sizeof *sts);
+    Dpp__Rejects *rejs = dpp_xcalloc(m->nsessions + 1, sizeof *rejs);
     Dpp__SessionStatus **ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *ptrs);
     for (size_t i = 0; i < m->nsessions; i++) {
         if (req->session_id[0] && strcmp(req->session_id, m->sessions[i]->id) != 0)
             continue;
-        fill_status(m, m->sessions[i], &sts[n]);
+        fill_status(m, m->sessions[i], &sts[n], &rejs[n]);
         ptrs[n] = &sts[n];
         n++;
     }
@@ -280,6 +419,7 @@ static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
         dpp_conn_send(&p->conn, DPP_MSG_STATUS_REPLY, &reply.base);
     }
     free(ptrs);
+    free(rejs);
     free(sts);
 }
 
@@ -304,13 +444,13 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
-/* Finds the split a lease id names, if that lease is still current. */
-static dpp_session_t *find_lease(dpp_master_t *m, uint64_t lease_id, size_t *split)
+/* The split a lease id names, if that lease is still current. */
+static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split)
 {
     for (size_t si = 0; si < m->nsessions; si++) {
         dpp_session_t *s = m->sessions[si];
-        for (size_t i = 0; i < s->nfiles; i++) {
-            if (s->splits[i].lease_id == lease_id) {
+        for (size_t i = 0; i < s->nsplits; i++) {
+            if (s->splits[i].lease.lease_id == lease_id) {
                 *split = i;
                 return s;
             }
@@ -319,21 +459,40 @@ static dpp_session_t *find_lease(dpp_master_t *m, uint64_t lease_id, size_t *spl
     return NULL;
 }
 
+/* The file whose index task a lease id names, if still current. */
+static dpp_session_t *find_index_lease(dpp_master_t *m, uint64_t lease_id, size_t *file)
+{
+    for (size_t si = 0; si < m->nsessions; si++) {
+        dpp_session_t *s = m->sessions[si];
+        for (size_t i = 0; i < s->nfiles; i++) {
+            if (s->files[i].index_lease.lease_id == lease_id) {
+                *file = i;
+                return s;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void fail_session(dpp_session_t *s, const char *what, const char *message)
+{
+    char q[1100];
+    DPP_ERROR("session_failed session=%s %s error=%s", s->id, what,
+              dpp_log_quote(message, q, sizeof q));
+    dpp_session_fail(s, message);
+}
+
 static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
 {
     size_t i;
-    dpp_session_t *s = find_lease(p->m, msg->lease_id, &i);
-    if (s == NULL || s->splits[i].worker_id != p->worker_id ||
-        s->splits[i].state != SPLIT_LEASED)
+    dpp_session_t *s = find_split_lease(p->m, msg->lease_id, &i);
+    if (s == NULL || s->splits[i].lease.worker_id != p->worker_id ||
+        s->splits[i].state != SPLIT_LEASED || s->state != SESSION_RUNNING)
         return; /* a stale lease: the split was re-leased or consumed meanwhile */
-    s->records_rejected += msg->records_rejected;
+    add_rejects(&s->rejects, msg->rejects);
+    s->rows_filtered += msg->rows_filtered;
     if (msg->error_code != 0) {
-        char q[1100];
-        DPP_ERROR("split_failed session=%s epoch=%u split=%zu error=%s", s->id, s->epoch, i,
-                  dpp_log_quote(msg->error_message, q, sizeof q));
-        s->state = SESSION_FAILED;
-        free(s->error);
-        s->error = dpp_xstrdup(msg->error_message);
+        fail_session(s, "cause=split", msg->error_message);
         return;
     }
     s->splits[i].rows = msg->rows;
@@ -341,6 +500,54 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
     dpp_session_set(s, i, SPLIT_PRODUCED);
     DPP_DEBUG("split_produced session=%s epoch=%u split=%zu rows=%" PRIu64 " blocks=%u", s->id,
               s->epoch, i, msg->rows, msg->blocks);
+}
+
+static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
+{
+    dpp_master_t *m = p->m;
+    size_t i;
+    dpp_session_t *s = find_index_lease(m, msg->lease_id, &i);
+    if (s == NULL || s->files[i].index_lease.worker_id != p->worker_id ||
+        s->state != SESSION_INDEXING)
+        return;
+    dpp_file_t *f = &s->files[i];
+    if (msg->error_code != 0) {
+        fail_session(s, "cause=index", msg->error_message);
+        return;
+    }
+    if (msg->n_boundaries == 0 || msg->n_boundaries - 1 > msg->records ||
+        (msg->records > 0 &&
+         msg->n_boundaries - 1 != (msg->records + s->spec.split_rows - 1) / s->spec.split_rows)) {
+        char text[512];
+        snprintf(text, sizeof text, "file %s: worker sent an inconsistent index", f->rel_path);
+        fail_session(s, "cause=index", text);
+        return;
+    }
+    add_rejects(&s->rejects, msg->rejects);
+    if (msg->reject_detail[0]) {
+        char q[600];
+        DPP_WARN("file_tail_rejected session=%s file=%s detail=%s", s->id, f->rel_path,
+                 dpp_log_quote(msg->reject_detail, q, sizeof q));
+        if (s->spec.on_corrupt_fail) {
+            char text[1100];
+            snprintf(text, sizeof text, "%s (on_corrupt: fail)", msg->reject_detail);
+            fail_session(s, "cause=corrupt", text);
+            return;
+        }
+    }
+    /* The worker saw the file as it is now; trust its size and mtime for the
+     * cache only if they match what the session listed. */
+    int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries,
+                                           msg->n_boundaries);
+    if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
+        cache_put(m, f, s->spec.split_rows);
+    DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
+              f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);
+    if (s->state != SESSION_INDEXING)
+        DPP_INFO("session_planned session=%s files=%zu splits=%zu state=%s", s->id, s->nfiles,
+                 s->nsplits, dpp_session_state_name(s->state));
+    if (planned)
+        grant_leases(m);
 }
 
 static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
@@ -362,7 +569,8 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.consumers = s->spec.consumers;
     r.epochs = s->spec.epochs;
     r.batch_size = s->spec.batch_size;
-    r.rank_splits_per_epoch = (uint32_t)dpp_session_rank_splits(s, req->rank);
+    r.rank_splits_per_epoch =
+        s->state == SESSION_INDEXING ? 0 : (uint32_t)dpp_session_rank_splits(s, req->rank);
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;
     r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));
     r.dense_dims = dpp_xcalloc(s->spec.ndense + 1, sizeof(uint32_t));
@@ -370,10 +578,13 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
         r.dense_names[i] = s->spec.dense[i].name;
         r.dense_dims[i] = s->spec.dense[i].dim;
     }
-    r.n_sparse_names = s->spec.nsparse;
+    r.n_sparse_names = r.n_sparse_weighted = s->spec.nsparse;
     r.sparse_names = dpp_xcalloc(s->spec.nsparse + 1, sizeof(char *));
-    for (unsigned k = 0; k < s->spec.nsparse; k++)
+    r.sparse_weighted = dpp_xcalloc(s->spec.nsparse + 1, sizeof(protobuf_c_boolean));
+    for (unsigned k = 0; k < s->spec.nsparse; k++) {
         r.sparse_names[k] = s->spec.sparse[k].name;
+        r.sparse_weighted[k] = s->spec.sparse[k].weights != NULL;
+    }
     r.label_name = s->spec.label;
     r.workers = dpp_xcalloc(live_workers(m) + 1, sizeof(char *));
     for (peer_t *w = m->peers; w; w = w->next)
@@ -385,6 +596,7 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     free(r.dense_names);
     free(r.dense_dims);
     free(r.sparse_names);
+    free(r.sparse_weighted);
     free(r.workers);
 }
 
@@ -392,14 +604,15 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
 {
     dpp_master_t *m = p->m;
     dpp_session_t *s = find_session(m, msg->session_id);
-    if (s == NULL || msg->epoch != s->epoch || msg->split_id >= s->nfiles ||
+    if (s == NULL || s->state != SESSION_RUNNING || msg->epoch != s->epoch ||
+        msg->split_id >= s->nsplits ||
         dpp_session_rank_of(s, msg->split_id) != msg->rank)
         return; /* late or foreign acknowledgement: nothing to change */
     unsigned epoch = s->epoch;
     int more = dpp_session_consumed(s, msg->split_id);
     if (s->state == SESSION_DONE)
         DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id,
-                 s->rows_produced, s->records_rejected);
+                 s->rows_produced, rejects_total(&s->rejects));
     else if (more)
         DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
     if (more)
@@ -488,6 +701,10 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
     case DPP_MSG_SPLIT_DONE:
         if (expect_role(p, f->type, ROLE_WORKER))
             handle_split_done(p, (Dpp__SplitDone *)msg);
+        break;
+    case DPP_MSG_INDEX_DONE:
+        if (expect_role(p, f->type, ROLE_WORKER))
+            handle_index_done(p, (Dpp__IndexDone *)msg);
         break;
     case DPP_MSG_ATTACH:
         if (expect_role(p, f->type, ROLE_CLIENT))
@@ -633,6 +850,13 @@ void dpp_master_free(dpp_master_t *m)
     for (size_t i = 0; i < m->nsessions; i++)
         dpp_session_free(m->sessions[i]);
     free(m->sessions);
+    while (m->index_cache) {
+        index_entry_t *e = m->index_cache;
+        m->index_cache = e->next;
+        free(e->path);
+        free(e->bounds);
+        free(e);
+    }
     for (size_t i = 0; i < m->nroots; i++)
         free(m->roots[i]);
     free(m->roots);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-session split bookkeeping at the master (see session.h).
+// Per-session file indexes, split planning and split states (see session.h).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/alloc.h"
 #include "session.h"
@@ -18,10 +19,24 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     if (s->spec_json == NULL)
         dpp_oom();
     s->table_path = table_path;
-    s->files = files;
+    s->files = dpp_xcalloc(nfiles ? nfiles : 1, sizeof *s->files);
     s->nfiles = nfiles;
-    s->splits = dpp_xcalloc(nfiles, sizeof *s->splits);
-    s->counts[SPLIT_PENDING] = nfiles;
+    size_t root_len = strlen(table_path);
+    for (size_t i = 0; i < nfiles; i++) {
+        dpp_file_t *f = &s->files[i];
+        f->path = files[i];
+        const char *rel = f->path;
+        if (strncmp(rel, table_path, root_len) == 0 && rel[root_len] == '/')
+            rel += root_len + 1;
+        f->rel_path = dpp_xstrdup(rel);
+        struct stat st;
+        if (stat(f->path, &st) == 0) {
+            f->size = (uint64_t)st.st_size;
+            f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        }
+    }
+    free(files);
+    s->state = SESSION_INDEXING;
     return s;
 }
 
@@ -32,12 +47,59 @@ void dpp_session_free(dpp_session_t *s)
     dpp_spec_close(&s->spec);
     free(s->spec_json);
     free(s->table_path);
-    for (size_t i = 0; i < s->nfiles; i++)
-        free(s->files[i]);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        free(s->files[i].path);
+        free(s->files[i].rel_path);
+        free(s->files[i].bounds);
+    }
     free(s->files);
     free(s->splits);
     free(s->error);
     free(s);
+}
+
+/* Lays out every file's record ranges as splits, in file order. */
+static void plan_splits(dpp_session_t *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        n += s->files[i].nbounds ? s->files[i].nbounds - 1 : 0;
+    s->splits = dpp_xcalloc(n ? n : 1, sizeof *s->splits);
+    s->nsplits = n;
+    size_t k = 0;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const dpp_file_t *f = &s->files[i];
+        for (size_t b = 0; b + 1 < f->nbounds; b++, k++) {
+            dpp_split_t *sp = &s->splits[k];
+            sp->file = (uint32_t)i;
+            sp->record_start = (uint64_t)b * s->spec.split_rows;
+            uint64_t end = sp->record_start + s->spec.split_rows;
+            sp->record_count = (end < f->records ? end : f->records) - sp->record_start;
+            sp->byte_start = f->bounds[b];
+            sp->byte_end = f->bounds[b + 1];
+        }
+    }
+    memset(s->counts, 0, sizeof s->counts);
+    s->counts[SPLIT_PENDING] = n;
+    s->state = n ? SESSION_RUNNING : SESSION_DONE;
+}
+
+int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records,
+                             const uint64_t *bounds, size_t n)
+{
+    dpp_file_t *f = &s->files[i];
+    if (f->indexed || s->state != SESSION_INDEXING)
+        return 0;
+    f->indexed = 1;
+    f->records = records;
+    f->bounds = dpp_xcalloc(n ? n : 1, sizeof *f->bounds);
+    memcpy(f->bounds, bounds, n * sizeof *bounds);
+    f->nbounds = n;
+    f->index_lease.lease_id = f->index_lease.worker_id = 0;
+    if (++s->files_indexed < s->nfiles)
+        return 0;
+    plan_splits(s);
+    return s->state == SESSION_RUNNING;
 }
 
 void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
@@ -45,16 +107,14 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
     s->counts[s->splits[i].state]--;
     s->counts[st]++;
     s->splits[i].state = st;
-    if (st == SPLIT_PENDING) {
-        s->splits[i].lease_id = 0;
-        s->splits[i].worker_id = 0;
-    }
+    if (st == SPLIT_PENDING)
+        s->splits[i].lease.lease_id = s->splits[i].lease.worker_id = 0;
 }
 
 size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank)
 {
-    size_t n = s->nfiles / s->spec.consumers;
-    return n + (rank < s->nfiles % s->spec.consumers ? 1 : 0);
+    size_t n = s->nsplits / s->spec.consumers;
+    return n + (rank < s->nsplits % s->spec.consumers ? 1 : 0);
 }
 
 int dpp_session_consumed(dpp_session_t *s, size_t i)
@@ -62,14 +122,14 @@ int dpp_session_consumed(dpp_session_t *s, size_t i)
     if (s->splits[i].state == SPLIT_CONSUMED)
         return 0;
     dpp_session_set(s, i, SPLIT_CONSUMED);
-    if (s->counts[SPLIT_CONSUMED] < s->nfiles)
+    if (s->counts[SPLIT_CONSUMED] < s->nsplits)
         return 0;
     if (s->epoch + 1 >= s->spec.epochs) {
         s->state = SESSION_DONE;
         return 0;
     }
     s->epoch++;
-    for (size_t j = 0; j < s->nfiles; j++) {
+    for (size_t j = 0; j < s->nsplits; j++) {
         dpp_session_set(s, j, SPLIT_PENDING);
         s->splits[j].rows = 0;
     }
@@ -80,8 +140,15 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++) {
+        dpp_lease_ref_t *l = &s->files[i].index_lease;
+        if (!s->files[i].indexed && l->lease_id && l->worker_id == worker_id) {
+            l->lease_id = l->worker_id = 0;
+            n++;
+        }
+    }
+    for (size_t i = 0; i < s->nsplits; i++) {
         dpp_split_t *sp = &s->splits[i];
-        if (sp->worker_id == worker_id &&
+        if (sp->lease.worker_id == worker_id &&
             (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
             if (sp->state == SPLIT_PRODUCED)
                 s->rows_produced -= sp->rows; /* counted again when re-produced */
@@ -92,9 +159,18 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
     return n;
 }
 
+void dpp_session_fail(dpp_session_t *s, const char *message)
+{
+    s->state = SESSION_FAILED;
+    free(s->error);
+    s->error = dpp_xstrdup(message);
+}
+
 const char *dpp_session_state_name(session_state_t st)
 {
     switch (st) {
+    case SESSION_INDEXING:
+        return "indexing";
     case SESSION_RUNNING:
         return "running";
     case SESSION_DONE:

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A session at the master: its spec, its files (one split per file) and the
- * state of every split of the current epoch. Epoch e+1 is leased only once
- * every split of epoch e is consumed, so only one epoch's state is kept. */
+/* A session at the master: its spec, its files with their record counts, and
+ * the state of every split of the current epoch. A file whose record count
+ * is not known yet gets an index task first; splits (record ranges of about
+ * split_rows records) are planned once every file is indexed. Epoch e+1 is
+ * leased only after every split of epoch e is consumed, so one epoch's state
+ * is kept. */
 #ifndef DPP_MASTER_SESSION_H
 #define DPP_MASTER_SESSION_H
 
@@ -18,39 +21,73 @@ typedef enum split_state {
 } split_state_t;
 
 typedef enum session_state {
-    SESSION_RUNNING = 0,
-    SESSION_DONE = 1,
-    SESSION_FAILED = 2,
+    SESSION_INDEXING = 0, /* record counts of some files are not known yet */
+    SESSION_RUNNING = 1,
+    SESSION_DONE = 2,
+    SESSION_FAILED = 3,
 } session_state_t;
+
+/* A task's lease: who holds it. Splits and index tasks share it. */
+typedef struct dpp_lease_ref {
+    uint64_t lease_id; /* 0 when not leased */
+    uint64_t worker_id;
+} dpp_lease_ref_t;
+
+typedef struct dpp_file {
+    char *path;     /* absolute */
+    char *rel_path; /* relative to the table */
+    uint64_t size;
+    int64_t mtime_ns;
+    int indexed;
+    uint64_t records;
+    uint64_t *bounds; /* byte offsets of its splits' starts, plus the end */
+    size_t nbounds;
+    dpp_lease_ref_t index_lease;
+} dpp_file_t;
 
 typedef struct dpp_split {
     split_state_t state;
-    uint64_t lease_id; /* of the current lease, 0 when pending */
-    uint64_t worker_id;
-    uint64_t rows;
+    dpp_lease_ref_t lease;
+    uint64_t rows; /* as produced */
+    uint32_t file;
+    uint64_t record_start, record_count;
+    uint64_t byte_start, byte_end;
 } dpp_split_t;
+
+typedef struct dpp_rejects {
+    uint64_t corrupt, truncated, too_big, example, missing, type;
+} dpp_rejects_t;
 
 typedef struct dpp_session {
     char id[24];
     dpp_spec_t spec;
     char *spec_json; /* normalised, sent with every lease */
     char *table_path;
-    char **files;
-    size_t nfiles;
-    dpp_split_t *splits; /* [nfiles], current epoch */
-    unsigned epoch;      /* current epoch */
+    dpp_file_t *files;
+    size_t nfiles, files_indexed;
+    dpp_split_t *splits; /* [nsplits], current epoch; planned once indexed */
+    size_t nsplits;
+    unsigned epoch;
     session_state_t state;
     char *error;
     size_t counts[4]; /* splits of the current epoch per split_state_t */
-    uint64_t rows_produced, records_rejected;
+    uint64_t rows_produced, rows_filtered;
+    dpp_rejects_t rejects;
 } dpp_session_t;
 
-/* Makes a running session at epoch 0 with every split pending. Takes
- * ownership of spec's contents (the caller's spec is zeroed), table_path and
- * files. Aborts on out-of-memory (master only). */
+/* Makes a session at epoch 0 from the listed files (absolute paths under
+ * table_path, taken over with the table path and the spec's contents; the
+ * caller's spec is zeroed). Files are stat'ed here; index state starts
+ * unknown. Aborts on out-of-memory (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
                                size_t nfiles);
 void dpp_session_free(dpp_session_t *s);
+
+/* Records file i's index: `records` records, split boundaries bounds[0..n)
+ * (copied). When that was the last file missing, plans the splits and the
+ * session starts running. Returns 1 when splits became pending. */
+int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records,
+                             const uint64_t *bounds, size_t n);
 
 /* Moves split i to state st, keeping counts. */
 void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st);
@@ -61,7 +98,7 @@ static inline unsigned dpp_session_rank_of(const dpp_session_t *s, size_t i)
     return (unsigned)(i % s->spec.consumers);
 }
 
-/* Splits of one epoch that go to `rank`. */
+/* Splits of one epoch that go to `rank` (0 while indexing). */
 size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank);
 
 /* Marks split i consumed. When that completes the epoch, starts the next one
@@ -69,9 +106,12 @@ size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank);
  * became pending, else 0. */
 int dpp_session_consumed(dpp_session_t *s, size_t i);
 
-/* Returns every split leased to or produced by worker_id and not yet consumed
- * to pending. Returns how many went back. */
+/* Returns every task leased to worker_id (index tasks, and splits leased or
+ * produced but not yet consumed) to pending. Returns how many went back. */
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id);
+
+/* Marks the session failed with a message (copied). */
+void dpp_session_fail(dpp_session_t *s, const char *message);
 
 const char *dpp_session_state_name(session_state_t st);
 

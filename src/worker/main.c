@@ -24,10 +24,11 @@ static const char usage[] =
     "                        port 0 picks a free port)\n"
     "  --advertise HOST:PORT address handed to clients (default: the bound one)\n"
     "  --threads N           pipeline threads (default 0: one per core)\n"
-    "  --max-buffer-mb N     bytes of finished blocks held for clients before\n"
-    "                        the pipeline stops reading (default 256)\n"
-    "  --zstd-level N        block compression level, 0 = off (default 1)\n"
-    "  --max-file-mb N       largest split file accepted (default 4096)\n"
+    "  --max-buffer-mb N     memory for read buffers and finished blocks not yet\n"
+    "                        sent; when full, the pipeline stops reading\n"
+    "                        (default 256)\n"
+    "  --max-record-mb N     largest TFRecord record accepted (default 16); each\n"
+    "                        pipeline thread's reader may hold one such record\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  -h, --help            show this help\n"
@@ -58,8 +59,7 @@ int main(int argc, char **argv)
         {"advertise", required_argument, NULL, 'a'},
         {"threads", required_argument, NULL, 't'},
         {"max-buffer-mb", required_argument, NULL, 'b'},
-        {"zstd-level", required_argument, NULL, 'z'},
-        {"max-file-mb", required_argument, NULL, 'f'},
+        {"max-record-mb", required_argument, NULL, 'r'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
@@ -70,9 +70,7 @@ int main(int argc, char **argv)
         .listen = "127.0.0.1:0",
         .threads = ncpu > 0 ? (unsigned)ncpu : 1,
         .max_buffer_bytes = 256ul << 20,
-        .zstd_level = 1,
-        .max_file_bytes = 4096ull << 20,
-        .max_record_bytes = 64ull << 20,
+        .max_record_bytes = 16ull << 20,
     };
     unsigned long v;
     int c, idx = 0;
@@ -97,15 +95,10 @@ int main(int argc, char **argv)
                 goto bad_value;
             cfg.max_buffer_bytes = v << 20;
             break;
-        case 'z':
-            if (parse_uint(optarg, 19, &v))
+        case 'r':
+            if (parse_uint(optarg, 1ul << 20, &v) || v == 0)
                 goto bad_value;
-            cfg.zstd_level = (int)v;
-            break;
-        case 'f':
-            if (parse_uint(optarg, 1ul << 30, &v) || v == 0)
-                goto bad_value;
-            cfg.max_file_bytes = (uint64_t)v << 20;
+            cfg.max_record_bytes = (uint64_t)v << 20;
             break;
         case 'p':
             cfg.port_file = optarg;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pipeline threads and the per-split read/decode/transform/encode path.
+// Pipeline threads and the per-split path: read -> decode -> filter ->
+// transform -> build block -> compress; and index tasks.
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <zstd.h>
 
@@ -12,13 +15,14 @@
 #include "common/example_decode.h"
 #include "common/log.h"
 #include "common/spec.h"
-#include "common/tfrecord.h"
+#include "common/tfindex.h"
 #include "common/transform.h"
+#include "common/util.h"
 #include "dpp/error.h"
 #include "pipeline.h"
 #include "reader.h"
 
-/* Corrupt records logged per split; the rest are only counted. */
+/* Rejected records logged per split; the rest are only counted. */
 #define MAX_LOGGED_REJECTS 5
 
 void dpp_task_free(dpp_task_t *t)
@@ -26,6 +30,7 @@ void dpp_task_free(dpp_task_t *t)
     if (t == NULL)
         return;
     free(t->path);
+    free(t->rel_path);
     free(t->spec_json);
     free(t);
 }
@@ -38,33 +43,118 @@ void dpp_out_block_free(dpp_out_block_t *b)
     free(b);
 }
 
-/* State of one split being turned into blocks. */
+/* ---- a spec turned into what the per-record loop needs -------------------- */
+
+/* Every feature name a split decodes appears once in the projection; these
+ * map the spec's roles to projection slots (-1: none). */
+typedef struct plan {
+    dpp_spec_t spec;
+    dpp_projection_t *proj;
+    size_t nslots;
+    int label_slot;
+    int *dense_slot, *sparse_slot, *weights_slot, *filter_slot;
+    unsigned *dims;
+    uint8_t *weighted;
+    dpp_block_shape_t shape;
+} plan_t;
+
+static void plan_close(plan_t *p)
+{
+    dpp_projection_free(p->proj);
+    free(p->dense_slot);
+    free(p->sparse_slot);
+    free(p->weights_slot);
+    free(p->filter_slot);
+    free(p->dims);
+    free(p->weighted);
+    dpp_spec_close(&p->spec);
+    memset(p, 0, sizeof *p);
+}
+
+/* Slot of name in names[0..*n), appending it when new. */
+static int slot_of(const char **names, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(names[i], name) == 0)
+            return (int)i;
+    names[*n] = name;
+    return (int)(*n)++;
+}
+
+static int plan_init(plan_t *p, const char *spec_json, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    int rc = dpp_spec_parse(spec_json, strlen(spec_json), &p->spec, err, errlen);
+    if (rc)
+        return rc;
+    const dpp_spec_t *s = &p->spec;
+    size_t max = 1 + 2 * (size_t)s->nsparse + s->ndense + s->nfilters;
+    const char **names = calloc(max, sizeof *names);
+    p->dense_slot = calloc(s->ndense + 1, sizeof *p->dense_slot);
+    p->sparse_slot = calloc(s->nsparse + 1, sizeof *p->sparse_slot);
+    p->weights_slot = calloc(s->nsparse + 1, sizeof *p->weights_slot);
+    p->filter_slot = calloc(s->nfilters + 1, sizeof *p->filter_slot);
+    p->dims = calloc(s->ndense + 1, sizeof *p->dims);
+    p->weighted = calloc(s->nsparse + 1, sizeof *p->weighted);
+    rc = -ENOMEM;
+    if (!names || !p->dense_slot || !p->sparse_slot || !p->weights_slot || !p->filter_slot ||
+        !p->dims || !p->weighted)
+        goto out;
+    size_t n = 0;
+    p->label_slot = slot_of(names, &n, s->label);
+    for (unsigned i = 0; i < s->ndense; i++) {
+        p->dense_slot[i] = slot_of(names, &n, s->dense[i].name);
+        p->dims[i] = s->dense[i].dim;
+    }
+    for (unsigned k = 0; k < s->nsparse; k++) {
+        p->sparse_slot[k] = slot_of(names, &n, s->sparse[k].name);
+        p->weights_slot[k] = s->sparse[k].weights ? slot_of(names, &n, s->sparse[k].weights) : -1;
+        p->weighted[k] = s->sparse[k].weights != NULL;
+    }
+    for (unsigned f = 0; f < s->nfilters; f++)
+        p->filter_slot[f] =
+            s->filters[f].kind == DPP_FILTER_REQUIRE ? slot_of(names, &n, s->filters[f].feature)
+                                                     : -1;
+    p->nslots = n;
+    p->shape.ndense = s->ndense;
+    p->shape.nsparse = s->nsparse;
+    p->shape.dims = p->dims;
+    p->shape.weighted = p->weighted;
+    rc = dpp_projection_new(&p->proj, names, n);
+out:
+    free(names);
+    if (rc)
+        plan_close(p);
+    return rc;
+}
+
+/* ---- one split ------------------------------------------------------------ */
+
 typedef struct split_ctx {
     const dpp_pipeline_config_t *cfg;
     const dpp_task_t *task;
+    const plan_t *plan;
     ZSTD_CCtx *zctx;
+    int compress;
     dpp_emit_cb emit;
     void *emit_arg;
     dpp_block_builder_t builder;
-    dpp_out_block_t *held; /* finished, not emitted: it may be the last */
     uint32_t next_index;
+    /* per-row scratch */
+    dpp_feat_ref_t *refs;
+    float *dense;
+    int64_t *iscratch; /* int64 dense values on their way to float */
+    int64_t **ids;
+    float **weights;
+    size_t *lens, *caps;
+    dpp_stage_times_t *times;
 } split_ctx_t;
 
-/* Finishes the builder's rows as a block (compressed when it pays) and emits
- * the block held before it, so the final one can still be marked last. */
-static int cut_block(split_ctx_t *x)
+static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, size_t raw_len)
 {
-    uint8_t *raw;
-    size_t raw_len;
-    uint32_t rows = (uint32_t)x->builder.rows;
-    int rc = dpp_block_builder_finish(&x->builder, &raw, &raw_len);
-    if (rc)
-        return rc;
     dpp_out_block_t *b = calloc(1, sizeof *b);
-    if (b == NULL) {
-        free(raw);
-        return -ENOMEM;
-    }
+    if (b == NULL)
+        return NULL;
     memcpy(b->session, x->task->session, sizeof b->session);
     b->rank = x->task->rank;
     b->epoch = x->task->epoch;
@@ -74,107 +164,181 @@ static int cut_block(split_ctx_t *x)
     b->raw_size = raw_len;
     b->data = raw;
     b->len = raw_len;
-    if (x->cfg->zstd_level > 0 && x->zctx) {
-        size_t bound = ZSTD_compressBound(raw_len);
-        uint8_t *z = malloc(bound);
-        if (z) {
-            size_t zn = ZSTD_compressCCtx(x->zctx, z, bound, raw, raw_len, x->cfg->zstd_level);
-            if (!ZSTD_isError(zn) && zn < raw_len) {
-                free(raw);
-                b->data = z;
-                b->len = zn;
-                b->codec = 1;
-            } else {
-                free(z);
-            }
-        }
-    }
-    dpp_out_block_t *prev = x->held;
-    x->held = b;
-    return prev ? x->emit(x->emit_arg, prev) : 0;
+    return b;
 }
 
-typedef struct row_scratch {
-    float *dense;
-    int64_t **ids;
-    size_t *lens, *caps;
-} row_scratch_t;
-
-/* Decodes and transforms one record into the builder. Returns 0, or the
- * per-record error that rejects it (DPP_EEXAMPLE, DPP_EMISSING, DPP_ETYPE)
- * or -ENOMEM. */
-static int add_record(split_ctx_t *x, const dpp_spec_t *spec, const dpp_projection_t *proj,
-                      dpp_feat_ref_t *refs, row_scratch_t *s, const uint8_t *rec, size_t len)
+/* Replaces b's bytes by their zstd frame when that is smaller. */
+static void compress_block(split_ctx_t *x, dpp_out_block_t *b)
 {
-    int rc = dpp_example_decode(proj, rec, len, refs);
+    size_t bound = ZSTD_compressBound(b->len);
+    uint8_t *z = malloc(bound);
+    if (z == NULL)
+        return; /* sent raw: compression is an optimisation */
+    size_t zn = ZSTD_compressCCtx(x->zctx, z, bound, b->data, b->len,
+                                  x->plan->spec.compression_level);
+    if (ZSTD_isError(zn) || zn >= b->len) {
+        free(z);
+        return;
+    }
+    free(b->data);
+    b->data = z;
+    b->len = zn;
+    b->codec = 1;
+}
+
+/* Finishes the builder's rows as a block and emits it. */
+static int cut_block(split_ctx_t *x)
+{
+    uint64_t t0 = x->times ? dpp_now_ns() : 0;
+    uint8_t *raw;
+    size_t raw_len;
+    uint32_t rows = (uint32_t)x->builder.rows;
+    int rc = dpp_block_builder_finish(&x->builder, &raw, &raw_len);
     if (rc)
         return rc;
-    /* refs: [0] label, [1..ndense] dense, then sparse, in spec order. */
-    float label;
-    size_t n;
-    if (refs[0].kind == DPP_FEAT_ABSENT)
-        return DPP_EMISSING;
-    if (refs[0].kind == DPP_FEAT_INT64) {
-        int64_t v;
-        if ((rc = dpp_feat_count(&refs[0], DPP_FEAT_INT64, &n)) != 0 || n != 1)
-            return rc ? rc : DPP_ETYPE;
-        if ((rc = dpp_feat_int64s(&refs[0], &v, 1, &n)) != 0)
-            return rc;
-        label = (float)v;
-    } else {
-        if ((rc = dpp_feat_count(&refs[0], DPP_FEAT_FLOAT, &n)) != 0 || n != 1)
-            return rc ? rc : DPP_ETYPE;
-        if ((rc = dpp_feat_floats(&refs[0], &label, 1, &n)) != 0)
-            return rc;
+    dpp_out_block_t *b = new_block(x, rows, raw, raw_len);
+    if (b == NULL) {
+        free(raw);
+        return -ENOMEM;
     }
-    float *out = s->dense;
+    uint64_t t1 = x->times ? dpp_now_ns() : 0;
+    if (x->compress && x->zctx)
+        compress_block(x, b);
+    if (x->times) {
+        uint64_t t2 = dpp_now_ns();
+        x->times->encode_ns += t1 - t0;
+        x->times->compress_ns += t2 - t1;
+    }
+    return x->emit(x->emit_arg, b);
+}
+
+/* Copies a feature's values into dst[0..want) as floats (float lists, or
+ * int64 lists converted through scratch, which holds want values). Returns
+ * 0, DPP_ETYPE (another kind or length) or DPP_EEXAMPLE. */
+static int read_floats(const dpp_feat_ref_t *r, float *dst, size_t want, int64_t *scratch)
+{
+    size_t n;
+    int rc;
+    if (r->kind == DPP_FEAT_FLOAT) {
+        if ((rc = dpp_feat_count(r, DPP_FEAT_FLOAT, &n)) != 0)
+            return rc;
+        if (n != want)
+            return DPP_ETYPE;
+        return dpp_feat_floats(r, dst, want, &n);
+    }
+    if (r->kind != DPP_FEAT_INT64)
+        return DPP_ETYPE;
+    if ((rc = dpp_feat_count(r, DPP_FEAT_INT64, &n)) != 0)
+        return rc;
+    if (n != want)
+        return DPP_ETYPE;
+    if ((rc = dpp_feat_int64s(r, scratch, want, &n)) != 0)
+        return rc;
+    for (size_t j = 0; j < want; j++)
+        dst[j] = (float)scratch[j];
+    return 0;
+}
+
+static int grow_scratch(split_ctx_t *x, unsigned k, size_t n)
+{
+    size_t cap = x->caps[k] ? x->caps[k] : 16;
+    while (cap < n)
+        cap *= 2;
+    int64_t *ids = realloc(x->ids[k], cap * sizeof *ids);
+    if (ids == NULL)
+        return -ENOMEM;
+    x->ids[k] = ids;
+    float *w = realloc(x->weights[k], cap * sizeof *w);
+    if (w == NULL)
+        return -ENOMEM;
+    x->weights[k] = w;
+    x->caps[k] = cap;
+    return 0;
+}
+
+/* Decodes, filters and transforms one record into the builder. Returns 0
+ * (added), 1 (filtered out), a per-record error (DPP_EEXAMPLE, DPP_EMISSING,
+ * DPP_ETYPE) or -ENOMEM / an emit error. */
+static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t record_index,
+                      uint64_t path_hash)
+{
+    const plan_t *p = x->plan;
+    const dpp_spec_t *spec = &p->spec;
+    dpp_feat_ref_t *refs = x->refs;
+    uint64_t t0 = x->times ? dpp_now_ns() : 0;
+    int rc = dpp_example_decode(p->proj, rec, len, refs);
+    if (rc)
+        return rc;
+    if (x->cfg->stop_after == DPP_STAGE_DECODE)
+        return 1;
+    float label;
+    const dpp_feat_ref_t *lr = &refs[p->label_slot];
+    if (lr->kind == DPP_FEAT_ABSENT)
+        return DPP_EMISSING;
+    if ((rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
+        return rc;
+    uint64_t t1 = x->times ? dpp_now_ns() : 0;
+    for (unsigned f = 0; f < spec->nfilters; f++) {
+        const dpp_filter_t *flt = &spec->filters[f];
+        if (flt->kind == DPP_FILTER_REQUIRE) {
+            if (refs[p->filter_slot[f]].kind == DPP_FEAT_ABSENT)
+                return 1;
+        } else if (!dpp_filter_sample_keep(flt, dpp_row_key(path_hash, record_index), label)) {
+            return 1;
+        }
+    }
+    float *out = x->dense;
     for (unsigned i = 0; i < spec->ndense; i++) {
         const dpp_feature_spec_t *f = &spec->dense[i];
-        const dpp_feat_ref_t *r = &refs[1 + i];
-        float v = 0;
+        const dpp_feat_ref_t *r = &refs[p->dense_slot[i]];
         int present = r->kind != DPP_FEAT_ABSENT;
-        if (present) {
-            dpp_feat_kind_t kind = r->kind == DPP_FEAT_INT64 ? DPP_FEAT_INT64 : DPP_FEAT_FLOAT;
-            if ((rc = dpp_feat_count(r, kind, &n)) != 0)
-                return rc;
-            if (n != f->dim)
-                return DPP_ETYPE;
-            if (kind == DPP_FEAT_INT64) {
-                int64_t iv;
-                if ((rc = dpp_feat_int64s(r, &iv, 1, &n)) != 0)
-                    return rc;
-                v = (float)iv;
-            } else if ((rc = dpp_feat_floats(r, &v, 1, &n)) != 0) {
-                return rc;
-            }
-        }
-        if ((rc = dpp_transform_dense(f->ops, f->nops, present, v, out++)) != 0)
+        if (present && (rc = read_floats(r, out, f->dim, x->iscratch)) != 0)
             return rc;
+        if ((rc = dpp_transform_dense(f->ops, f->nops, f->dim, present, out, out)) != 0)
+            return rc;
+        out += f->dim;
     }
     for (unsigned k = 0; k < spec->nsparse; k++) {
         const dpp_feature_spec_t *f = &spec->sparse[k];
-        const dpp_feat_ref_t *r = &refs[1 + spec->ndense + k];
-        s->lens[k] = 0;
-        if (r->kind == DPP_FEAT_ABSENT)
-            continue;
-        if ((rc = dpp_feat_count(r, DPP_FEAT_INT64, &n)) != 0)
-            return rc;
-        if (n > s->caps[k]) {
-            size_t cap = s->caps[k] ? s->caps[k] : 16;
-            while (cap < n)
-                cap *= 2;
-            int64_t *ids = realloc(s->ids[k], cap * sizeof *ids);
-            if (ids == NULL)
-                return -ENOMEM;
-            s->ids[k] = ids;
-            s->caps[k] = cap;
+        const dpp_feat_ref_t *r = &refs[p->sparse_slot[k]];
+        size_t n = 0;
+        x->lens[k] = 0;
+        if (r->kind != DPP_FEAT_ABSENT) {
+            if ((rc = dpp_feat_count(r, DPP_FEAT_INT64, &n)) != 0)
+                return rc;
+            if (n > x->caps[k] && (rc = grow_scratch(x, k, n)) != 0)
+                return rc;
+            if ((rc = dpp_feat_int64s(r, x->ids[k], n, &n)) != 0)
+                return rc;
         }
-        if ((rc = dpp_feat_int64s(r, s->ids[k], n, &n)) != 0)
-            return rc;
-        s->lens[k] = dpp_transform_sparse(f->ops, f->nops, s->ids[k], n);
+        float *w = NULL;
+        if (p->weighted[k]) {
+            const dpp_feat_ref_t *wr = &refs[p->weights_slot[k]];
+            size_t wn = 0;
+            if (wr->kind != DPP_FEAT_ABSENT &&
+                ((rc = dpp_feat_count(wr, DPP_FEAT_FLOAT, &wn)) != 0))
+                return rc;
+            if (wn != n)
+                return DPP_ETYPE; /* weights must pair with ids one to one */
+            if (n > x->caps[k] && (rc = grow_scratch(x, k, n)) != 0)
+                return rc;
+            if (n && (rc = dpp_feat_floats(wr, x->weights[k], n, &wn)) != 0)
+                return rc;
+            w = x->weights[k];
+        }
+        x->lens[k] = dpp_transform_sparse(f->ops, f->nops, x->ids[k], w, n);
     }
-    rc = dpp_block_builder_append(&x->builder, label, s->dense, (const int64_t *const *)s->ids,
-                                  s->lens);
+    uint64_t t2 = x->times ? dpp_now_ns() : 0;
+    if (x->times) {
+        x->times->decode_ns += t1 - t0;
+        x->times->transform_ns += t2 - t1;
+    }
+    if (x->cfg->stop_after == DPP_STAGE_TRANSFORM)
+        return 1;
+    rc = dpp_block_builder_append(&x->builder, label, x->dense, (const int64_t *const *)x->ids,
+                                  (const float *const *)x->weights, x->lens);
+    if (x->times)
+        x->times->encode_ns += dpp_now_ns() - t2;
     if (rc)
         return rc;
     if (x->builder.rows >= spec->batch_size)
@@ -182,131 +346,271 @@ static int add_record(split_ctx_t *x, const dpp_spec_t *spec, const dpp_projecti
     return 0;
 }
 
-static void fail(dpp_split_result_t *res, int err, const char *fmt, const char *a, const char *b)
+static void count_reject(dpp_reject_counts_t *r, int err)
 {
-    res->error = err;
-    snprintf(res->message, sizeof res->message, fmt, a, b);
+    switch (err) {
+    case DPP_ECORRUPT:
+        r->corrupt++;
+        break;
+    case DPP_ETRUNCATED:
+        r->truncated++;
+        break;
+    case DPP_ETOOBIG:
+        r->too_big++;
+        break;
+    case DPP_EEXAMPLE:
+        r->example++;
+        break;
+    case DPP_EMISSING:
+        r->missing++;
+        break;
+    default:
+        r->type++;
+        break;
+    }
 }
 
-int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void *zctx,
-                           const dpp_task_t *t, dpp_emit_cb emit, void *arg,
-                           dpp_split_result_t *res)
+static int is_record_error(int rc)
 {
-    split_ctx_t x = {.cfg = cfg, .task = t, .zctx = zctx, .emit = emit, .emit_arg = arg};
-    dpp_spec_t spec;
-    char err[DPP_SPEC_ERRLEN];
-    dpp_projection_t *proj = NULL;
-    dpp_feat_ref_t *refs = NULL;
-    const char **names = NULL;
-    unsigned *dims = NULL;
-    uint8_t *file = NULL;
-    size_t file_len = 0;
-    row_scratch_t s = {0};
-    int builder_ready = 0;
-    memset(res, 0, sizeof *res);
-    res->lease_id = t->lease_id;
+    return rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG ||
+           rc == DPP_EEXAMPLE || rc == DPP_EMISSING || rc == DPP_ETYPE;
+}
 
-    int rc = dpp_spec_parse(t->spec_json, strlen(t->spec_json), &spec, err, sizeof err);
+/* The words TensorFlow users know for framing errors (record_reader.cc). */
+static const char *reject_words(int err)
+{
+    switch (err) {
+    case DPP_ECORRUPT:
+        return "corrupted record";
+    case DPP_ETRUNCATED:
+        return "truncated record";
+    case DPP_ETOOBIG:
+        return "record longer than the worker's limit";
+    default:
+        return dpp_strerror(err);
+    }
+}
+
+static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->message, sizeof res->message, fmt, ap);
+    va_end(ap);
+    res->error = err;
+}
+
+static int ctx_init(split_ctx_t *x, const plan_t *p)
+{
+    size_t width = 0, max_dim = 1;
+    for (unsigned i = 0; i < p->spec.ndense; i++) {
+        width += p->dims[i];
+        max_dim = p->dims[i] > max_dim ? p->dims[i] : max_dim;
+    }
+    unsigned ns = p->spec.nsparse;
+    x->refs = calloc(p->nslots + 1, sizeof *x->refs);
+    x->dense = calloc(width + 1, sizeof *x->dense);
+    x->iscratch = calloc(max_dim, sizeof *x->iscratch);
+    x->ids = calloc(ns + 1, sizeof *x->ids);
+    x->weights = calloc(ns + 1, sizeof *x->weights);
+    x->lens = calloc(ns + 1, sizeof *x->lens);
+    x->caps = calloc(ns + 1, sizeof *x->caps);
+    if (!x->refs || !x->dense || !x->iscratch || !x->ids || !x->weights || !x->lens || !x->caps)
+        return -ENOMEM;
+    for (unsigned k = 0; k < ns; k++)
+        if (grow_scratch(x, k, 16) != 0)
+            return -ENOMEM;
+    return dpp_block_builder_init(&x->builder, &p->shape);
+}
+
+static void ctx_close(split_ctx_t *x)
+{
+    if (x->ids)
+        for (unsigned k = 0; k < x->plan->spec.nsparse; k++)
+            free(x->ids[k]);
+    if (x->weights)
+        for (unsigned k = 0; k < x->plan->spec.nsparse; k++)
+            free(x->weights[k]);
+    free(x->ids);
+    free(x->weights);
+    free(x->lens);
+    free(x->caps);
+    free(x->dense);
+    free(x->iscratch);
+    free(x->refs);
+    dpp_block_builder_close(&x->builder);
+}
+
+int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, void *zctx,
+                           int client_loopback, const dpp_task_t *t, dpp_emit_cb emit, void *arg,
+                           dpp_split_result_t *res, dpp_stage_times_t *times)
+{
+    dpp_reader_t *reader = reader_ptr;
+    plan_t plan;
+    char err[DPP_SPEC_ERRLEN];
+    memset(res, 0, sizeof *res);
+    res->kind = DPP_TASK_SPLIT;
+    res->lease_id = t->lease_id;
+    int rc = plan_init(&plan, t->spec_json, err, sizeof err);
     if (rc) {
-        fail(res, rc, "spec: %s%s", err, "");
+        set_error(res, rc, "spec: %s", rc == -ENOMEM ? "out of memory" : err);
         return rc;
     }
-    size_t nfeat = 1 + (size_t)spec.ndense + spec.nsparse;
-    rc = -ENOMEM;
-    names = calloc(nfeat, sizeof *names);
-    dims = calloc(spec.ndense + 1, sizeof *dims);
-    refs = calloc(nfeat, sizeof *refs);
-    s.ids = calloc(spec.nsparse + 1, sizeof *s.ids);
-    s.lens = calloc(spec.nsparse + 1, sizeof *s.lens);
-    s.caps = calloc(spec.nsparse + 1, sizeof *s.caps);
-    if (!names || !dims || !refs || !s.ids || !s.lens || !s.caps)
+    split_ctx_t x = {.cfg = cfg, .task = t, .plan = &plan, .zctx = zctx, .emit = emit,
+                     .emit_arg = arg, .times = times};
+    /* auto: compress unless the client is known to be on loopback */
+    x.compress = plan.spec.compression == DPP_COMPRESSION_ZSTD ||
+                 (plan.spec.compression == DPP_COMPRESSION_AUTO && client_loopback != 1);
+    if ((rc = ctx_init(&x, &plan)) != 0) {
+        set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
-    names[0] = spec.label;
-    for (unsigned i = 0; i < spec.ndense; i++) {
-        names[1 + i] = spec.dense[i].name;
-        dims[i] = spec.dense[i].dim;
     }
-    for (unsigned k = 0; k < spec.nsparse; k++)
-        names[1 + spec.ndense + k] = spec.sparse[k].name;
-    if ((rc = dpp_projection_new(&proj, names, nfeat)) != 0)
-        goto out;
-    if ((rc = dpp_block_builder_init(&x.builder, spec.ndense, dims, spec.nsparse)) != 0)
-        goto out;
-    builder_ready = 1;
-    rc = -ENOMEM;
-    if ((s.dense = calloc(x.builder.dense_width + 1, sizeof(float))) == NULL)
-        goto out;
-
-    rc = dpp_reader_read_file(reader, t->path, cfg->max_file_bytes, &file, &file_len);
+    rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
     if (rc) {
-        fail(res, rc, "file %s: %s", t->path, dpp_strerror(rc));
+        set_error(res, rc, "file %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
-    dpp_tfrecord_iter_t it;
-    dpp_tfrecord_iter_init(&it, file, file_len, 0, cfg->max_record_bytes);
-    for (;;) {
+    uint64_t path_hash = dpp_path_hash(t->rel_path);
+    uint64_t record_index = t->record_start;
+    for (;; record_index++) {
         const uint8_t *rec;
-        size_t rec_len;
-        uint64_t err_off = 0;
-        rc = dpp_tfrecord_next(&it, &rec, &rec_len, &err_off);
+        size_t len;
+        uint64_t off = 0;
+        uint64_t t0 = times ? dpp_now_ns() : 0;
+        rc = dpp_reader_next(reader, &rec, &len, &off);
+        if (times)
+            times->read_ns += dpp_now_ns() - t0;
         if (rc == 0)
             break;
         if (rc == 1) {
-            err_off = it.base + (uint64_t)(rec - file) - 12;
-            rc = add_record(&x, &spec, proj, refs, &s, rec, rec_len);
-            if (rc == -ENOMEM || (rc && rc != DPP_EEXAMPLE && rc != DPP_EMISSING &&
-                                  rc != DPP_ETYPE)) {
-                if (rc == DPP_ECLOSED)
-                    fail(res, rc, "split %s: %s", t->path, "worker stopping");
-                else
-                    fail(res, rc, "split %s: %s", t->path, dpp_strerror(rc));
-                goto out;
+            if (cfg->stop_after == DPP_STAGE_READ) {
+                res->filtered++;
+                continue;
             }
+            rc = add_record(&x, rec, len, record_index, path_hash);
             if (rc == 0) {
                 res->rows++;
                 continue;
             }
+            if (rc == 1) {
+                res->filtered++;
+                continue;
+            }
         }
-        /* A rejected record: counted, logged a few times, skipped. */
-        if (res->rejected++ < MAX_LOGGED_REJECTS)
-            DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->path, err_off,
-                     dpp_strerror(rc));
-        if (it.stuck)
+        if (!is_record_error(rc)) {
+            set_error(res, rc, "split %s: %s", t->rel_path,
+                      rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+            goto out;
+        }
+        count_reject(&res->rejects, rc);
+        if (plan.spec.on_corrupt_fail) {
+            set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)",
+                      t->rel_path, reject_words(rc), off);
+            goto out;
+        }
+        uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated +
+                             res->rejects.too_big + res->rejects.example + res->rejects.missing +
+                             res->rejects.type;
+        if (nrejected <= MAX_LOGGED_REJECTS)
+            DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
+                     reject_words(rc));
+        if (dpp_reader_stuck(reader))
             break; /* no record boundary after this point can be trusted */
     }
     rc = 0;
-    if (x.builder.rows > 0 || x.held == NULL)
-        rc = cut_block(&x); /* a split without rows still sends one empty last block */
+    if (x.builder.rows > 0)
+        rc = cut_block(&x);
+    /* An empty block marks the end, so the client can count the split done
+     * without the worker holding a block back to learn it was the last. */
     if (rc == 0) {
-        x.held->last = 1;
-        res->blocks = x.next_index;
-        rc = emit(arg, x.held);
-        x.held = NULL;
+        dpp_out_block_t *last = new_block(&x, 0, NULL, 0);
+        uint8_t *raw;
+        size_t raw_len;
+        rc = last ? dpp_block_builder_finish(&x.builder, &raw, &raw_len) : -ENOMEM;
+        if (rc == 0) {
+            last->data = raw;
+            last->len = last->raw_size = raw_len;
+            last->last = 1;
+            res->blocks = x.next_index;
+            rc = emit(arg, last);
+        } else {
+            free(last);
+        }
     }
     if (rc)
-        fail(res, rc, "split %s: %s", t->path, dpp_strerror(rc));
-
+        set_error(res, rc, "split %s: %s", t->rel_path,
+                  rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
 out:
-    if (rc == -ENOMEM && res->error == 0)
-        fail(res, rc, "split %s: %s", t->path, "out of memory");
-    dpp_out_block_free(x.held);
-    if (builder_ready)
-        dpp_block_builder_close(&x.builder);
-    free(file);
-    dpp_projection_free(proj);
-    if (s.ids)
-        for (unsigned k = 0; k < spec.nsparse; k++)
-            free(s.ids[k]);
-    free(s.ids);
-    free(s.lens);
-    free(s.caps);
-    free(s.dense);
-    free(refs);
-    free(dims);
-    free(names);
-    dpp_spec_close(&spec);
+    dpp_reader_close(reader);
+    ctx_close(&x);
+    plan_close(&plan);
     return res->error;
 }
+
+/* ---- index tasks ---------------------------------------------------------- */
+
+int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                           dpp_split_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    res->kind = DPP_TASK_INDEX;
+    res->lease_id = t->lease_id;
+    if (t->split_rows == 0) {
+        set_error(res, DPP_EINVAL, "index %s: split_rows is 0", t->rel_path);
+        return res->error;
+    }
+    struct stat st;
+    if (stat(t->path, &st) != 0) {
+        set_error(res, -errno, "file %s: %s", t->rel_path, strerror(errno));
+        return res->error;
+    }
+    res->file_size = (uint64_t)st.st_size;
+    res->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+
+    dpp_tfindex_t idx;
+    char err[256];
+    char idx_path[4200];
+    snprintf(idx_path, sizeof idx_path, "%s.idx", t->path);
+    int rc = dpp_tfindex_load(idx_path, res->file_size, &idx, err, sizeof err);
+    if (rc == 0) {
+        res->from_sidecar = 1;
+    } else {
+        if (rc != -ENOENT)
+            DPP_WARN("index_sidecar_ignored file=%s.idx reason=\"%s\"", t->rel_path, err);
+        dpp_tfindex_scan_result_t scan;
+        rc = dpp_tfindex_scan(t->path, cfg->max_record_bytes, &idx, &scan, err, sizeof err);
+        if (rc) {
+            set_error(res, rc, "file %s: %s", t->rel_path, err);
+            return rc;
+        }
+        if (scan.error) {
+            /* A broken tail: the records before it are served, the tail is
+             * counted (and fails the session under on_corrupt: fail). */
+            count_reject(&res->rejects, scan.error);
+            snprintf(res->reject_detail, sizeof res->reject_detail,
+                     "file %s: %s at offset %" PRIu64, t->rel_path, reject_words(scan.error),
+                     scan.error_offset);
+        }
+    }
+    size_t nsplits = (idx.n + t->split_rows - 1) / t->split_rows;
+    res->bounds = malloc((nsplits + 1) * sizeof *res->bounds);
+    if (res->bounds == NULL) {
+        dpp_tfindex_close(&idx);
+        set_error(res, -ENOMEM, "index %s: out of memory", t->rel_path);
+        return res->error;
+    }
+    for (size_t k = 0; k < nsplits; k++)
+        res->bounds[k] = idx.offsets[k * t->split_rows];
+    res->bounds[nsplits] = idx.n ? idx.offsets[idx.n - 1] + idx.sizes[idx.n - 1] : 0;
+    res->nbounds = nsplits + 1;
+    res->records = idx.n;
+    dpp_tfindex_close(&idx);
+    return 0;
+}
+
+/* ---- threads -------------------------------------------------------------- */
 
 /* emit callback of the threads: waits for budget, then queues the block. */
 static int emit_block(void *arg, dpp_out_block_t *b)
@@ -324,17 +628,37 @@ static int emit_block(void *arg, dpp_out_block_t *b)
     *p->blocks_tail = b;
     p->blocks_tail = &b->next;
     p->buffered += b->len;
+    if (p->buffered > p->buffered_peak)
+        p->buffered_peak = p->buffered;
     pthread_mutex_unlock(&p->mu);
     uv_async_send(p->notify);
     return 0;
 }
 
+/* 1 when the client subscribed to (session, rank) is on loopback, 0 when it
+ * is remote, -1 when none has subscribed yet. */
+static int client_loopback(dpp_pipeline_t *p, const dpp_task_t *t)
+{
+    int loopback = -1;
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->nlocal; i++)
+        if (p->local[i].rank == t->rank && strcmp(p->local[i].session, t->session) == 0)
+            loopback = p->local[i].loopback;
+    pthread_mutex_unlock(&p->mu);
+    return loopback;
+}
+
 static void *thread_main(void *arg)
 {
     dpp_pipeline_t *p = arg;
-    dpp_reader_t reader;
-    dpp_reader_init(&reader, 4, 1u << 20);
+    dpp_reader_t *reader = NULL;
+    dpp_reader_config_t rcfg = {.max_record = p->cfg.max_record_bytes};
+    int rc = dpp_reader_new(&reader, &rcfg);
     ZSTD_CCtx *zctx = ZSTD_createCCtx();
+    if (rc || zctx == NULL) {
+        DPP_ERROR("out_of_memory where=pipeline_thread");
+        abort(); /* a daemon: abort with a location, as alloc.h does */
+    }
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (p->tasks == NULL && !p->stopping)
@@ -352,9 +676,14 @@ static void *thread_main(void *arg)
         dpp_split_result_t *res = calloc(1, sizeof *res);
         if (res == NULL) {
             DPP_ERROR("out_of_memory where=split_result");
-            abort(); /* the worker is a daemon: abort with a location, as alloc.h does */
+            abort();
         }
-        dpp_pipeline_run_split(&p->cfg, &reader, zctx, t, emit_block, p, res);
+        if (t->kind == DPP_TASK_INDEX) {
+            dpp_pipeline_run_index(&p->cfg, t, res);
+        } else {
+            dpp_pipeline_run_split(&p->cfg, reader, zctx, client_loopback(p, t), t, emit_block,
+                                   p, res, NULL);
+        }
         dpp_task_free(t);
         pthread_mutex_lock(&p->mu);
         *p->results_tail = res;
@@ -363,7 +692,7 @@ static void *thread_main(void *arg)
         uv_async_send(p->notify);
     }
     ZSTD_freeCCtx(zctx);
-    dpp_reader_close(&reader);
+    dpp_reader_free(reader);
     return NULL;
 }
 
@@ -422,6 +751,35 @@ void dpp_pipeline_release(dpp_pipeline_t *p, size_t bytes)
     pthread_mutex_unlock(&p->mu);
 }
 
+void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t i = 0;
+    while (i < p->nlocal &&
+           !(p->local[i].rank == rank && strcmp(p->local[i].session, session) == 0))
+        i++;
+    if (i == p->nlocal) {
+        if (p->nlocal == DPP_PIPELINE_MAX_CLIENTS) {
+            /* forget the oldest: at worst its blocks are compressed again */
+            memmove(p->local, p->local + 1, (p->nlocal - 1) * sizeof *p->local);
+            i = --p->nlocal;
+        }
+        p->nlocal++;
+    }
+    snprintf(p->local[i].session, sizeof p->local[i].session, "%s", session);
+    p->local[i].rank = rank;
+    p->local[i].loopback = loopback;
+    pthread_mutex_unlock(&p->mu);
+}
+
+size_t dpp_pipeline_buffered_peak(dpp_pipeline_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t peak = p->buffered_peak;
+    pthread_mutex_unlock(&p->mu);
+    return peak;
+}
+
 void dpp_pipeline_stop(dpp_pipeline_t *p)
 {
     pthread_mutex_lock(&p->mu);
@@ -447,6 +805,7 @@ void dpp_pipeline_stop(dpp_pipeline_t *p)
     while (p->results) {
         dpp_split_result_t *r = p->results;
         p->results = r->next;
+        free(r->bounds);
         free(r);
     }
     pthread_mutex_destroy(&p->mu);

@@ -13,13 +13,23 @@
 
 #include <uv.h>
 
+typedef enum dpp_task_kind {
+    DPP_TASK_SPLIT = 0, /* produce the blocks of a record range */
+    DPP_TASK_INDEX = 1, /* count a file's records, find its split boundaries */
+} dpp_task_kind_t;
+
 typedef struct dpp_task {
     struct dpp_task *next;
+    dpp_task_kind_t kind;
     uint64_t lease_id;
     char session[24];
     uint32_t epoch, split, rank;
-    char *path;
+    char *path;     /* absolute */
+    char *rel_path; /* relative to the table; part of each row's identity */
     char *spec_json;
+    uint64_t byte_start, byte_end;       /* SPLIT */
+    uint64_t record_start, record_count; /* SPLIT */
+    uint32_t split_rows;                 /* INDEX */
 } dpp_task_t;
 
 typedef struct dpp_out_block {
@@ -35,22 +45,58 @@ typedef struct dpp_out_block {
     void *owner; /* the loop thread's, once taken */
 } dpp_out_block_t;
 
+/* Records turned away, by reason (the Rejects message). */
+typedef struct dpp_reject_counts {
+    uint64_t corrupt, truncated, too_big, example, missing, type;
+} dpp_reject_counts_t;
+
 typedef struct dpp_split_result {
     struct dpp_split_result *next;
+    dpp_task_kind_t kind;
     uint64_t lease_id;
     uint32_t blocks;
-    uint64_t rows, rejected;
+    uint64_t rows, filtered, bytes_read;
+    dpp_reject_counts_t rejects;
     int error;
     char message[1024];
+    /* INDEX results */
+    uint64_t records;
+    uint64_t *bounds; /* malloc'd */
+    size_t nbounds;
+    int from_sidecar;
+    uint64_t file_size;
+    int64_t file_mtime_ns;
+    char reject_detail[512];
 } dpp_split_result_t;
+
+/* Where a benchmark stops the per-record path (production: DPP_STAGE_ALL). */
+typedef enum dpp_stage {
+    DPP_STAGE_ALL = 0,
+    DPP_STAGE_READ,      /* read and verify CRCs only */
+    DPP_STAGE_DECODE,    /* ... and decode the Example */
+    DPP_STAGE_TRANSFORM, /* ... and filter and transform */
+} dpp_stage_t;
+
+/* Time per stage of one split, for benchmarks (clock reads per record). */
+typedef struct dpp_stage_times {
+    uint64_t read_ns, decode_ns, transform_ns, encode_ns, compress_ns;
+} dpp_stage_times_t;
 
 typedef struct dpp_pipeline_config {
     unsigned threads;
-    size_t budget_bytes;  /* blocks produced but not yet written */
-    int zstd_level;       /* 0 disables compression */
-    uint64_t max_file_bytes;
+    size_t budget_bytes; /* blocks produced and not yet written to a client */
     uint64_t max_record_bytes;
+    dpp_stage_t stop_after;
 } dpp_pipeline_config_t;
+
+#define DPP_PIPELINE_MAX_CLIENTS 256
+
+/* A subscribed client's place, for compression "auto". */
+typedef struct dpp_client_place {
+    char session[24];
+    uint32_t rank;
+    int loopback;
+} dpp_client_place_t;
 
 typedef struct dpp_pipeline {
     dpp_pipeline_config_t cfg;
@@ -59,7 +105,9 @@ typedef struct dpp_pipeline {
     dpp_task_t *tasks, **tasks_tail;
     dpp_out_block_t *blocks, **blocks_tail;
     dpp_split_result_t *results, **results_tail;
-    size_t buffered;
+    size_t buffered, buffered_peak;
+    dpp_client_place_t local[DPP_PIPELINE_MAX_CLIENTS];
+    size_t nlocal;
     int stopping;
     uv_async_t *notify; /* woken when blocks or results are ready */
     pthread_t *tids;
@@ -86,11 +134,26 @@ void dpp_pipeline_stop(dpp_pipeline_t *p);
 void dpp_task_free(dpp_task_t *t);
 void dpp_out_block_free(dpp_out_block_t *b);
 
-/* Produces every block of one task (used by the threads; public for unit
- * tests). emit is called per block in order; the last one has last = 1. */
+/* Loop thread: the client of (session, rank) subscribed from loopback (1)
+ * or from elsewhere (0); decides compression "auto" for later splits. */
+void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback);
+
+/* Most bytes of blocks ever buffered at once (for tests and logs). */
+size_t dpp_pipeline_buffered_peak(dpp_pipeline_t *p);
+
+/* Produces every block of one split task with reader (a dpp_reader_t *) and
+ * zctx (a ZSTD_CCtx *). emit(arg, block) takes each block in order; the
+ * last is an empty block marked last. client_loopback: 1, 0 or -1 (unknown),
+ * for compression "auto". times, when not NULL, accumulates time per stage.
+ * Fills res; returns res->error. Public for the benchmarks and tests. */
 typedef int (*dpp_emit_cb)(void *arg, dpp_out_block_t *b);
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void *zctx,
-                           const dpp_task_t *t, dpp_emit_cb emit, void *arg,
+                           int client_loopback, const dpp_task_t *t, dpp_emit_cb emit, void *arg,
+                           dpp_split_result_t *res, dpp_stage_times_t *times);
+
+/* Runs an index task: loads the file's .idx sidecar, or scans its framing,
+ * and fills res with the record count and the split boundaries. */
+int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
                            dpp_split_result_t *res);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker's loop thread: master link, leases, and block streams to clients.
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "pipeline.h"
+#include "reader.h"
 #include "worker.h"
 
 #define BACKOFF_MIN_MS 100
@@ -173,6 +176,25 @@ static void on_client_closed(dpp_conn_t *conn)
     free(c);
 }
 
+/* Whether the peer is this host's loopback (127.0.0.0/8, ::1 or a v4-mapped
+ * 127.x): compression "auto" is off for it. */
+static int is_loopback(dpp_conn_t *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return 0;
+}
+
 static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
 {
     client_t *c = dpp_container_of(conn, client_t, conn);
@@ -210,8 +232,10 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         c->credits = sub->credits;
         c->sub_next = s->subs;
         s->subs = c;
-        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u", conn->peer,
-                  s->session, s->rank, sub->credits);
+        int loopback = is_loopback(&c->conn);
+        dpp_pipeline_set_client(&c->w->pipe, s->session, s->rank, loopback);
+        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d",
+                  conn->peer, s->session, s->rank, sub->credits, loopback);
         flush_stream(c->w, s);
         break;
     }
@@ -266,15 +290,23 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
     for (size_t i = 0; i < r->n_leases; i++) {
         const Dpp__Lease *l = r->leases[i];
         dpp_task_t *t = dpp_xcalloc(1, sizeof *t);
+        t->kind = l->kind == DPP__LEASE__KIND__INDEX ? DPP_TASK_INDEX : DPP_TASK_SPLIT;
         t->lease_id = l->lease_id;
         snprintf(t->session, sizeof t->session, "%s", l->session_id);
         t->epoch = l->epoch;
         t->split = l->split_id;
         t->rank = l->rank;
         t->path = dpp_xstrdup(l->path);
+        t->rel_path = dpp_xstrdup(l->rel_path);
         t->spec_json = dpp_xstrdup(l->spec_json);
-        DPP_DEBUG("lease_taken session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",
-                  t->session, t->epoch, t->split, t->lease_id, t->path);
+        t->byte_start = l->byte_start;
+        t->byte_end = l->byte_end;
+        t->record_start = l->record_start;
+        t->record_count = l->record_count;
+        t->split_rows = l->split_rows;
+        DPP_DEBUG("lease_taken kind=%s session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",
+                  t->kind == DPP_TASK_INDEX ? "index" : "split", t->session, t->epoch, t->split,
+                  t->lease_id, t->path);
         w->outstanding++;
         dpp_pipeline_submit(&w->pipe, t);
     }
@@ -381,6 +413,46 @@ static void connect_master(dpp_worker_t *w)
 
 /* ---- pipeline hand-off and timers --------------------------------------- */
 
+/* Tells the master how a task ended. */
+static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
+{
+    Dpp__Rejects rej = DPP__REJECTS__INIT;
+    rej.corrupt = r->rejects.corrupt;
+    rej.truncated = r->rejects.truncated;
+    rej.too_big = r->rejects.too_big;
+    rej.example = r->rejects.example;
+    rej.missing = r->rejects.missing;
+    rej.type = r->rejects.type;
+    if (r->kind == DPP_TASK_INDEX) {
+        Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
+        d.lease_id = r->lease_id;
+        d.records = r->records;
+        d.boundaries = r->bounds;
+        d.n_boundaries = r->nbounds;
+        d.error_code = r->error;
+        d.error_message = (char *)r->message;
+        d.from_sidecar = r->from_sidecar;
+        d.file_size = r->file_size;
+        d.file_mtime_ns = r->file_mtime_ns;
+        d.rejects = &rej;
+        d.reject_detail = (char *)r->reject_detail;
+        dpp_conn_send(&w->mlink->conn, DPP_MSG_INDEX_DONE, &d.base);
+        return;
+    }
+    Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
+    d.lease_id = r->lease_id;
+    d.blocks = r->blocks;
+    d.rows = r->rows;
+    d.records_rejected = rej.corrupt + rej.truncated + rej.too_big + rej.example + rej.missing +
+                         rej.type;
+    d.rejects = &rej;
+    d.rows_filtered = r->filtered;
+    d.bytes_read = r->bytes_read;
+    d.error_code = r->error;
+    d.error_message = (char *)r->message;
+    dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
+}
+
 static void on_pipeline_ready(uv_async_t *a)
 {
     dpp_worker_t *w = dpp_container_of(a, dpp_worker_t, async);
@@ -402,23 +474,16 @@ static void on_pipeline_ready(uv_async_t *a)
         dpp_split_result_t *r = results;
         results = r->next;
         w->outstanding--;
-        if (w->mstate == MLINK_REGISTERED) {
-            Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
-            d.lease_id = r->lease_id;
-            d.blocks = r->blocks;
-            d.rows = r->rows;
-            d.records_rejected = r->rejected;
-            d.error_code = r->error;
-            d.error_message = r->message;
-            dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
-        }
+        if (w->mstate == MLINK_REGISTERED)
+            report_result(w, r);
         char q[1100];
         if (r->error)
-            DPP_ERROR("split_failed lease=%" PRIu64 " error=%s", r->lease_id,
+            DPP_ERROR("task_failed lease=%" PRIu64 " error=%s", r->lease_id,
                       dpp_log_quote(r->message, q, sizeof q));
-        else
-            DPP_DEBUG("split_done lease=%" PRIu64 " rows=%" PRIu64 " blocks=%u rejected=%" PRIu64,
-                      r->lease_id, r->rows, r->blocks, r->rejected);
+        else if (r->kind == DPP_TASK_SPLIT)
+            DPP_DEBUG("split_done lease=%" PRIu64 " rows=%" PRIu64 " blocks=%u filtered=%" PRIu64,
+                      r->lease_id, r->rows, r->blocks, r->filtered);
+        free(r->bounds);
         free(r);
     }
     request_leases(w);
@@ -477,11 +542,22 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     dpp_addr_format((struct sockaddr *)&ss, w->data_addr, sizeof w->data_addr);
     if (cfg->advertise)
         snprintf(w->data_addr, sizeof w->data_addr, "%s", cfg->advertise);
+    /* The budget covers the readers' buffers too: what is left of it is for
+     * finished blocks. */
+    dpp_reader_config_t rcfg = {.max_record = cfg->max_record_bytes};
+    size_t readers = (size_t)cfg->threads * dpp_reader_memory_bound(&rcfg);
+    if (readers + (4u << 20) > cfg->max_buffer_bytes) {
+        DPP_ERROR("buffer_too_small max_buffer_bytes=%zu readers_bytes=%zu threads=%u "
+                  "hint=\"raise --max-buffer-mb or lower --threads or --max-record-mb\"",
+                  cfg->max_buffer_bytes, readers, cfg->threads);
+        dpp_worker_stop(w);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_worker_free(w);
+        return DPP_EINVAL;
+    }
     dpp_pipeline_config_t pc = {
         .threads = cfg->threads,
-        .budget_bytes = cfg->max_buffer_bytes,
-        .zstd_level = cfg->zstd_level,
-        .max_file_bytes = cfg->max_file_bytes,
+        .budget_bytes = cfg->max_buffer_bytes - readers,
         .max_record_bytes = cfg->max_record_bytes,
     };
     rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);
@@ -509,6 +585,8 @@ void dpp_worker_stop(dpp_worker_t *w)
         return;
     w->stopping = 1;
     if (w->pipe_started) {
+        DPP_INFO("worker_stopped buffered_peak_bytes=%zu blocks_budget_bytes=%zu",
+                 dpp_pipeline_buffered_peak(&w->pipe), w->pipe.cfg.budget_bytes);
         dpp_pipeline_stop(&w->pipe);
         w->pipe_started = 0;
     }

@@ -16,9 +16,7 @@ typedef struct dpp_worker_config {
     const char *advertise; /* address given to clients; default: the bound one */
     const char *port_file; /* optional: bound address written here */
     unsigned threads;      /* pipeline threads; 0 = one per core */
-    size_t max_buffer_bytes;
-    int zstd_level;
-    uint64_t max_file_bytes;
+    size_t max_buffer_bytes; /* blocks waiting for clients + readers' buffers */
     uint64_t max_record_bytes;
 } dpp_worker_config_t;
 

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dpp-refsum: the independent reference the integration tests check dppctl
  * against. It shares no reader, decoder, spec or transform code with dpp:
- * its own spec parsing, directory listing, TFRecord walk, bitwise CRC32C and
- * transform math; only protobuf-c's generic unpack of tf.Example. */
+ * its own spec parsing, directory listing, TFRecord walk, bitwise CRC32C,
+ * transform and filter math (written again from docs/spec.md, in a different
+ * form where dpp's is clever: counting instead of binary search, % instead of
+ * a reciprocal, frexp/rint instead of bit tricks); only protobuf-c's generic
+ * unpack of tf.Example. */
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -21,30 +26,66 @@
 
 #define MAX_RECORD (64u << 20) /* refuse absurd lengths before allocating */
 
-enum op_kind { OP_FILL_MISSING, OP_CLAMP, OP_LOG1P, OP_MODULO, OP_TRUNCATE };
+enum op_kind {
+    OP_FILL_MISSING,
+    OP_CLAMP,
+    OP_LOG1P,
+    OP_STANDARDIZE,
+    OP_BUCKETIZE,
+    OP_CAST,
+    OP_MODULO,
+    OP_HASH,
+    OP_TRUNCATE,
+};
+
+enum cast_to { CAST_INT, CAST_BFLOAT16, CAST_FLOAT16 };
 
 typedef struct op {
     enum op_kind kind;
-    double value;    /* fill_missing */
-    double min, max; /* clamp; -inf / +inf when not given */
-    int64_t n;       /* modulo */
-    int64_t max_len; /* truncate */
+    double value;       /* fill_missing */
+    double min, max;    /* clamp; -inf / +inf when not given */
+    double mean, std;   /* standardize */
+    double *boundaries; /* bucketize */
+    size_t nboundaries;
+    enum cast_to to; /* cast */
+    int64_t n;       /* modulo, hash */
+    int64_t salt;    /* hash */
+    int64_t max_len; /* truncate, first_x */
+    int keep_last;   /* truncate */
 } op_t;
 
 typedef struct feature {
-    const char *name; /* points into the spec's JSON, which lives until exit */
+    const char *name;    /* points into the spec's JSON, which lives until exit */
+    const char *weights; /* sparse: the per-id weights feature, or NULL */
+    int64_t dim;         /* dense: values per record */
     op_t *ops;
     size_t nops;
 } feature_t;
+
+enum filter_kind { FILTER_REQUIRE, FILTER_SAMPLE };
+
+typedef struct filter {
+    enum filter_kind kind;
+    const char *feature; /* require */
+    double p;            /* sample */
+    int64_t seed;
+    int has_label;
+    double label;
+} filter_t;
 
 typedef struct ref_spec {
     const char *table;
     const char **partitions;
     size_t npartitions; /* 0: every key=value folder */
-    int64_t batch_size, epochs, consumers;
+    int64_t batch_size, epochs, consumers, split_rows;
+    int on_corrupt; /* -1 not given (--skip-corrupt decides), 0 fail, 1 skip */
     feature_t *dense, *sparse;
     size_t ndense, nsparse;
+    size_t dense_width; /* sum of the dense dims */
+    int weighted;       /* some sparse feature has weights */
     const char *label;
+    filter_t *filters;
+    size_t nfilters;
 } ref_spec_t;
 
 /* Expected numbers of one epoch of one rank; every epoch is the same. */
@@ -53,7 +94,9 @@ typedef struct totals {
     double label_sum, dense_sum;
     int64_t sparse_lengths_sum;
     uint64_t sparse_ids_sum, sparse_ids_wsum; /* int64 wrapping, as dpp sums them */
-    int64_t skipped;                          /* records lacking a dense feature or the label */
+    double sparse_weights_sum;                /* every delivered weight, after the chains */
+    int64_t skipped;                          /* records with a per-record error */
+    int64_t filtered;                         /* rows dropped by a filter */
 } totals_t;
 
 static void die(const char *fmt, ...)
@@ -133,9 +176,102 @@ static int64_t int_field(json_t *obj, const char *key, const char *path, int req
     return (int64_t)json_integer_value(v);
 }
 
+static const char *str_field(json_t *obj, const char *key, const char *path, int required)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required)
+            die("spec: %s.%s: missing", path, key);
+        return NULL;
+    }
+    if (!json_is_string(v))
+        die("spec: %s.%s: not a string", path, key);
+    return json_string_value(v);
+}
+
+static void parse_op(json_t *o, const char *path, int dense, op_t *op)
+{
+    const char *opname = json_string_value(json_object_get(o, "op"));
+    if (!opname)
+        die("spec: %s.op: missing", path);
+    op->min = -INFINITY;
+    op->max = INFINITY;
+    if (dense && strcmp(opname, "fill_missing") == 0) {
+        op->kind = OP_FILL_MISSING;
+        op->value = num_field(o, "value", path, 1, 0);
+    } else if (dense && strcmp(opname, "clamp") == 0) {
+        op->kind = OP_CLAMP;
+        op->min = num_field(o, "min", path, 0, -INFINITY);
+        op->max = num_field(o, "max", path, 0, INFINITY);
+    } else if (dense && strcmp(opname, "log1p") == 0) {
+        op->kind = OP_LOG1P;
+    } else if (dense && strcmp(opname, "standardize") == 0) {
+        op->kind = OP_STANDARDIZE;
+        op->mean = num_field(o, "mean", path, 1, 0);
+        op->std = num_field(o, "std", path, 1, 0);
+        if (!(op->std > 0))
+            die("spec: %s.std: must be > 0", path);
+    } else if (dense && strcmp(opname, "bucketize") == 0) {
+        op->kind = OP_BUCKETIZE;
+        json_t *b = json_object_get(o, "boundaries");
+        if (!json_is_array(b) || json_array_size(b) == 0)
+            die("spec: %s.boundaries: missing, empty or not an array", path);
+        op->nboundaries = json_array_size(b);
+        op->boundaries = xcalloc(op->nboundaries, sizeof(double));
+        for (size_t k = 0; k < op->nboundaries; k++) {
+            json_t *v = json_array_get(b, k);
+            if (!json_is_number(v))
+                die("spec: %s.boundaries[%zu]: not a number", path, k);
+            op->boundaries[k] = json_number_value(v);
+            if (k > 0 && !(op->boundaries[k] > op->boundaries[k - 1]))
+                die("spec: %s.boundaries: not strictly increasing", path);
+        }
+    } else if (dense && strcmp(opname, "cast") == 0) {
+        op->kind = OP_CAST;
+        const char *to = str_field(o, "to", path, 1);
+        if (strcmp(to, "int") == 0)
+            op->to = CAST_INT;
+        else if (strcmp(to, "bfloat16") == 0)
+            op->to = CAST_BFLOAT16;
+        else if (strcmp(to, "float16") == 0)
+            op->to = CAST_FLOAT16;
+        else
+            die("spec: %s.to: unknown type \"%s\"", path, to);
+    } else if (!dense && strcmp(opname, "modulo") == 0) {
+        op->kind = OP_MODULO;
+        op->n = int_field(o, "n", path, 1, 0);
+        if (op->n <= 0)
+            die("spec: %s.n: must be > 0", path);
+    } else if (!dense && strcmp(opname, "hash") == 0) {
+        op->kind = OP_HASH;
+        op->n = int_field(o, "n", path, 1, 0);
+        op->salt = int_field(o, "salt", path, 0, 0);
+        if (op->n <= 0)
+            die("spec: %s.n: must be > 0", path);
+    } else if (!dense && strcmp(opname, "truncate") == 0) {
+        op->kind = OP_TRUNCATE;
+        op->max_len = int_field(o, "max_len", path, 1, 0);
+        if (op->max_len < 0)
+            die("spec: %s.max_len: must be >= 0", path);
+        const char *keep = str_field(o, "keep", path, 0);
+        if (keep && strcmp(keep, "last") == 0)
+            op->keep_last = 1;
+        else if (keep && strcmp(keep, "first") != 0)
+            die("spec: %s.keep: unknown value \"%s\"", path, keep);
+    } else if (!dense && strcmp(opname, "first_x") == 0) {
+        op->kind = OP_TRUNCATE;
+        op->max_len = int_field(o, "x", path, 1, 0);
+        if (op->max_len < 0)
+            die("spec: %s.x: must be >= 0", path);
+    } else {
+        die("spec: %s.op: unknown op \"%s\"", path, opname);
+    }
+}
+
 static void parse_features(json_t *arr, const char *kind, feature_t **out, size_t *n)
 {
     char path[128];
+    int dense = strcmp(kind, "dense") == 0;
     if (!arr) {
         *out = NULL;
         *n = 0;
@@ -148,47 +284,60 @@ static void parse_features(json_t *arr, const char *kind, feature_t **out, size_
     for (size_t i = 0; i < *n; i++) {
         json_t *f = json_array_get(arr, i);
         feature_t *feat = &(*out)[i];
+        snprintf(path, sizeof(path), "features.%s[%zu]", kind, i);
         json_t *name = json_object_get(f, "name");
         if (!json_is_string(name))
-            die("spec: features.%s[%zu].name: missing or not a string", kind, i);
+            die("spec: %s.name: missing or not a string", path);
         feat->name = json_string_value(name);
+        if (dense) {
+            feat->dim = int_field(f, "dim", path, 0, 1);
+            if (feat->dim < 1 || feat->dim > 65536)
+                die("spec: %s.dim: out of range", path);
+        } else {
+            feat->weights = str_field(f, "weights", path, 0);
+        }
         json_t *ops = json_object_get(f, "transforms");
         if (!ops)
             continue;
         if (!json_is_array(ops))
-            die("spec: features.%s[%zu].transforms: not an array", kind, i);
+            die("spec: %s.transforms: not an array", path);
         feat->nops = json_array_size(ops);
         feat->ops = xcalloc(feat->nops, sizeof(op_t));
         for (size_t j = 0; j < feat->nops; j++) {
-            json_t *o = json_array_get(ops, j);
-            op_t *op = &feat->ops[j];
-            snprintf(path, sizeof(path), "features.%s[%zu].transforms[%zu]", kind, i, j);
-            const char *opname = json_string_value(json_object_get(o, "op"));
-            if (!opname)
-                die("spec: %s.op: missing", path);
-            int dense = strcmp(kind, "dense") == 0;
-            if (dense && strcmp(opname, "fill_missing") == 0) {
-                op->kind = OP_FILL_MISSING;
-                op->value = num_field(o, "value", path, 1, 0);
-            } else if (dense && strcmp(opname, "clamp") == 0) {
-                op->kind = OP_CLAMP;
-                op->min = num_field(o, "min", path, 0, -INFINITY);
-                op->max = num_field(o, "max", path, 0, INFINITY);
-            } else if (dense && strcmp(opname, "log1p") == 0) {
-                op->kind = OP_LOG1P;
-            } else if (!dense && strcmp(opname, "modulo") == 0) {
-                op->kind = OP_MODULO;
-                op->n = int_field(o, "n", path, 1, 0);
-                if (op->n <= 0)
-                    die("spec: %s.n: must be > 0", path);
-            } else if (!dense && strcmp(opname, "truncate") == 0) {
-                op->kind = OP_TRUNCATE;
-                op->max_len = int_field(o, "max_len", path, 1, 0);
-                if (op->max_len < 0)
-                    die("spec: %s.max_len: must be >= 0", path);
-            } else {
-                die("spec: %s.op: unknown op \"%s\"", path, opname);
-            }
+            char op_path[192];
+            snprintf(op_path, sizeof(op_path), "%s.transforms[%zu]", path, j);
+            parse_op(json_array_get(ops, j), op_path, dense, &feat->ops[j]);
+        }
+    }
+}
+
+static void parse_filters(json_t *arr, ref_spec_t *s)
+{
+    char path[64];
+    if (!arr)
+        return;
+    if (!json_is_array(arr))
+        die("spec: filters: not an array");
+    s->nfilters = json_array_size(arr);
+    s->filters = xcalloc(s->nfilters, sizeof(filter_t));
+    for (size_t i = 0; i < s->nfilters; i++) {
+        json_t *o = json_array_get(arr, i);
+        filter_t *f = &s->filters[i];
+        snprintf(path, sizeof(path), "filters[%zu]", i);
+        const char *op = str_field(o, "op", path, 1);
+        if (strcmp(op, "require") == 0) {
+            f->kind = FILTER_REQUIRE;
+            f->feature = str_field(o, "feature", path, 1);
+        } else if (strcmp(op, "sample") == 0) {
+            f->kind = FILTER_SAMPLE;
+            f->p = num_field(o, "p", path, 1, 0);
+            if (!(f->p >= 0 && f->p <= 1))
+                die("spec: %s.p: not between 0 and 1", path);
+            f->seed = int_field(o, "seed", path, 0, 0);
+            f->has_label = json_object_get(o, "label") != NULL;
+            f->label = num_field(o, "label", path, 0, 0);
+        } else {
+            die("spec: %s.op: unknown filter \"%s\"", path, op);
         }
     }
 }
@@ -221,14 +370,28 @@ static void load_spec(const char *file, ref_spec_t *s, json_t **root)
     s->batch_size = int_field(j, "batch_size", "spec", 1, 0);
     s->epochs = int_field(j, "epochs", "spec", 0, 1);
     s->consumers = int_field(j, "consumers", "spec", 0, 1);
-    if (s->batch_size <= 0 || s->epochs <= 0 || s->consumers <= 0)
-        die("spec: batch_size, epochs and consumers must be > 0");
+    s->split_rows = int_field(j, "split_rows", "spec", 0, 65536);
+    if (s->batch_size <= 0 || s->epochs <= 0 || s->consumers <= 0 || s->split_rows <= 0)
+        die("spec: batch_size, epochs, consumers and split_rows must be > 0");
+    s->on_corrupt = -1;
+    const char *on_corrupt = str_field(j, "on_corrupt", "spec", 0);
+    if (on_corrupt && strcmp(on_corrupt, "skip") == 0)
+        s->on_corrupt = 1;
+    else if (on_corrupt && strcmp(on_corrupt, "fail") == 0)
+        s->on_corrupt = 0;
+    else if (on_corrupt)
+        die("spec: on_corrupt: unknown value \"%s\"", on_corrupt);
     json_t *feats = json_object_get(j, "features");
     parse_features(json_object_get(feats, "dense"), "dense", &s->dense, &s->ndense);
     parse_features(json_object_get(feats, "sparse"), "sparse", &s->sparse, &s->nsparse);
+    for (size_t i = 0; i < s->ndense; i++)
+        s->dense_width += (size_t)s->dense[i].dim;
+    for (size_t i = 0; i < s->nsparse; i++)
+        s->weighted |= s->sparse[i].weights != NULL;
     s->label = json_string_value(json_object_get(json_object_get(j, "label"), "name"));
     if (!s->label)
         die("spec: label.name: missing or not a string");
+    parse_filters(json_object_get(j, "filters"), s);
     *root = j;
 }
 
@@ -347,32 +510,84 @@ static const Tfex__Feature *find_feature(const Tfex__Example *ex, const char *na
     return found;
 }
 
-static float apply_dense(const feature_t *f, float x)
+/* x rounded to a binary format with `bits` significant bits, normal
+ * exponents down to emin (below it, multiples of 2^(emin - bits + 1)) and
+ * largest finite value max_finite; ties to even. Written from the definition
+ * of rounding (scale to an integer multiple, rint in the default
+ * round-to-nearest-even mode), not from bit patterns. */
+static float round_to_format(float x, int bits, int emin, double max_finite)
 {
-    for (size_t i = 0; i < f->nops; i++) {
-        const op_t *op = &f->ops[i];
-        switch (op->kind) {
-        case OP_FILL_MISSING:
-            break; /* only matters for an absent value, handled by the caller */
-        case OP_CLAMP:
-            /* NaN compares false both ways and so passes unchanged. */
-            if ((double)x < op->min)
-                x = (float)op->min;
-            else if ((double)x > op->max)
-                x = (float)op->max;
-            break;
-        case OP_LOG1P:
-            x = (float)log1p((double)x);
-            break;
-        default:
-            die("internal: sparse op on a dense feature");
-        }
+    if (isnan(x))
+        return copysignf(NAN, x);
+    if (isinf(x) || x == 0)
+        return x;
+    double a = fabs((double)x);
+    int e;
+    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1): a's exponent is e - 1 */
+    int exp = e - 1 < emin ? emin : e - 1;
+    double quantum = ldexp(1.0, exp - (bits - 1));
+    double r = rint(a / quantum) * quantum;
+    if (r > max_finite)
+        r = INFINITY;
+    return (float)copysign(r, (double)x);
+}
+
+static float apply_dense_op(const op_t *op, float x)
+{
+    switch (op->kind) {
+    case OP_FILL_MISSING:
+        return x; /* only matters for an absent value, handled by the caller */
+    case OP_CLAMP:
+        /* NaN compares false both ways and so passes unchanged. */
+        if ((double)x < op->min)
+            return (float)op->min;
+        if ((double)x > op->max)
+            return (float)op->max;
+        return x;
+    case OP_LOG1P:
+        return (float)log1p((double)x);
+    case OP_STANDARDIZE:
+        return (float)(((double)x - op->mean) / op->std);
+    case OP_BUCKETIZE: {
+        if (isnan(x))
+            return x;
+        size_t count = 0;
+        for (size_t k = 0; k < op->nboundaries; k++)
+            if (op->boundaries[k] <= (double)x)
+                count++;
+        return (float)count;
     }
+    case OP_CAST:
+        switch (op->to) {
+        case CAST_INT:
+            if (isnan(x))
+                return 0.0f;
+            if (fabsf(x) >= 9223372036854775808.0f)
+                return copysignf(9223372036854775808.0f, x);
+            return truncf(x) + 0.0f; /* -0.0 + 0.0 = +0.0: an integer has no -0 */
+        case CAST_BFLOAT16:
+            return round_to_format(x, 8, -126, ldexp(255.0, 120));
+        case CAST_FLOAT16:
+            return round_to_format(x, 11, -14, 65504.0);
+        }
+        break;
+    default:
+        break;
+    }
+    die("internal: sparse op on a dense feature");
     return x;
 }
 
-/* Returns the new length; ids are rewritten in place. */
-static size_t apply_sparse(const feature_t *f, int64_t *ids, size_t len)
+static uint64_t splitmix_finalize(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Returns the new length; ids (and weights, when not NULL) are rewritten in
+ * place. */
+static size_t apply_sparse(const feature_t *f, int64_t *ids, float *weights, size_t len)
 {
     for (size_t i = 0; i < f->nops; i++) {
         const op_t *op = &f->ops[i];
@@ -385,9 +600,22 @@ static size_t apply_sparse(const feature_t *f, int64_t *ids, size_t len)
                 ids[k] = r;
             }
             break;
+        case OP_HASH:
+            for (size_t k = 0; k < len; k++) {
+                uint64_t z = (uint64_t)ids[k] ^ ((uint64_t)op->salt * UINT64_C(0x9E3779B97F4A7C15));
+                ids[k] = (int64_t)(splitmix_finalize(z) % (uint64_t)op->n);
+            }
+            break;
         case OP_TRUNCATE:
-            if ((int64_t)len > op->max_len)
-                len = (size_t)op->max_len;
+            if ((int64_t)len > op->max_len) {
+                size_t keep = (size_t)op->max_len, first = op->keep_last ? len - keep : 0;
+                for (size_t k = 0; k < keep; k++) {
+                    ids[k] = ids[first + k];
+                    if (weights)
+                        weights[k] = weights[first + k];
+                }
+                len = keep;
+            }
             break;
         default:
             die("internal: dense op on a sparse feature");
@@ -396,31 +624,38 @@ static size_t apply_sparse(const feature_t *f, int64_t *ids, size_t len)
     return len;
 }
 
-/* Dense value of one record after its chain; returns 0 when the record is to
- * be skipped (absent with no fill_missing). fill_missing supplies the value
- * of an absent feature; later ops then run on it. */
+/* Dense values of one record after its chain, into out[0..dim); returns 0
+ * when the record is to be skipped (absent with no fill_missing, or the
+ * wrong number of values). fill_missing supplies the values of an absent
+ * feature; later ops then run on them. */
 static int dense_value(const feature_t *f, const Tfex__Feature *feat, const char *where, float *out)
 {
-    float x;
-    size_t first = 0;
+    size_t first = 0, dim = (size_t)f->dim;
     if (!feat) {
         size_t k;
         for (k = 0; k < f->nops && f->ops[k].kind != OP_FILL_MISSING; k++)
             ;
         if (k == f->nops)
             return 0;
-        x = (float)f->ops[k].value;
+        for (size_t d = 0; d < dim; d++)
+            out[d] = (float)f->ops[k].value;
         first = k + 1;
+    } else if (feat->kind_case == TFEX__FEATURE__KIND_FLOAT_LIST) {
+        if (feat->float_list->n_value != dim)
+            return 0;
+        for (size_t d = 0; d < dim; d++)
+            out[d] = feat->float_list->value[d];
+    } else if (feat->kind_case == TFEX__FEATURE__KIND_INT64_LIST) {
+        if (feat->int64_list->n_value != dim)
+            return 0;
+        for (size_t d = 0; d < dim; d++)
+            out[d] = (float)feat->int64_list->value[d];
     } else {
-        if (feat->kind_case != TFEX__FEATURE__KIND_FLOAT_LIST)
-            die("%s: dense feature \"%s\" is not a float list", where, f->name);
-        if (feat->float_list->n_value != 1)
-            die("%s: dense feature \"%s\" has %zu values, expected 1", where, f->name,
-                feat->float_list->n_value);
-        x = feat->float_list->value[0];
+        die("%s: dense feature \"%s\" is neither a float nor an int64 list", where, f->name);
     }
-    feature_t rest = {f->name, f->ops + first, f->nops - first};
-    *out = apply_dense(&rest, x);
+    for (size_t k = first; k < f->nops; k++)
+        for (size_t d = 0; d < dim; d++)
+            out[d] = apply_dense_op(&f->ops[k], out[d]);
     return 1;
 }
 
@@ -449,68 +684,195 @@ static int label_value(const Tfex__Feature *feat, const char *name, const char *
     return 0;
 }
 
-/* Adds one record's delivered values to t, or counts it as skipped. */
-static void add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *where, totals_t *t,
-                       float *dense_buf, int64_t **id_buf, size_t *id_cap)
+/* 64-bit FNV-1a over the path's bytes. */
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* The sample filter's rule of docs/spec.md: kept iff
+ * draw < p * 2^64 as real numbers. p * 2^53 is exact in double (a power-of-two
+ * scaling); with draw = hi * 2^11 + lo (hi < 2^53, lo < 2^11) the test is
+ * hi + lo / 2^11 < p * 2^53, decided on the integer parts first and on the
+ * exact fractions when they are equal. */
+static int sample_keeps(const filter_t *f, uint64_t path_hash, uint64_t record_index, float label)
+{
+    if (f->has_label && label != (float)f->label)
+        return 1;
+    if (f->p >= 1)
+        return 1;
+    uint64_t row_key = splitmix_finalize(path_hash + record_index);
+    uint64_t draw = splitmix_finalize(row_key ^ splitmix_finalize((uint64_t)f->seed));
+    double scaled = f->p * 0x1p53, whole = floor(scaled);
+    uint64_t hi = draw >> 11, whole_int = (uint64_t)whole;
+    if (hi != whole_int)
+        return hi < whole_int;
+    return (double)(draw & 2047) / 2048.0 < scaled - whole;
+}
+
+/* The per-record scratch: the dense row, and one id list (and weight list)
+ * per sparse feature, kept until the record is known to be delivered. */
+typedef struct scratch {
+    float *dense;
+    int64_t **ids;
+    float **weights;
+    size_t *lens, *caps;
+} scratch_t;
+
+static void scratch_init(scratch_t *x, const ref_spec_t *s)
+{
+    x->dense = xcalloc(s->dense_width, sizeof(float));
+    x->ids = xcalloc(s->nsparse, sizeof(int64_t *));
+    x->weights = xcalloc(s->nsparse, sizeof(float *));
+    x->lens = xcalloc(s->nsparse, sizeof(size_t));
+    x->caps = xcalloc(s->nsparse, sizeof(size_t));
+}
+
+static void scratch_free(scratch_t *x, const ref_spec_t *s)
+{
+    for (size_t i = 0; i < s->nsparse; i++) {
+        free(x->ids[i]);
+        free(x->weights[i]);
+    }
+    free(x->dense);
+    free(x->ids);
+    free(x->weights);
+    free(x->lens);
+    free(x->caps);
+}
+
+static void scratch_reserve(scratch_t *x, size_t i, size_t n)
+{
+    if (n <= x->caps[i])
+        return;
+    x->caps[i] = n * 2;
+    free(x->ids[i]);
+    free(x->weights[i]);
+    x->ids[i] = xcalloc(x->caps[i], sizeof(int64_t));
+    x->weights[i] = xcalloc(x->caps[i], sizeof(float));
+}
+
+/* Adds one record's delivered values to t, or counts it as skipped or
+ * filtered. Returns 1 when the record is delivered. The order is dpp's: the
+ * label (a row without one is an error whatever the filters say), then the
+ * filters, then the dense and sparse chains. */
+static int add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *where,
+                      const char *rel_path, uint64_t record_index, totals_t *t, scratch_t *x)
 {
     float label;
     if (!label_value(find_feature(ex, s->label), s->label, where, &label)) {
         t->skipped++;
-        return;
+        return 0;
     }
-    for (size_t i = 0; i < s->ndense; i++) {
-        if (!dense_value(&s->dense[i], find_feature(ex, s->dense[i].name), where, &dense_buf[i])) {
-            t->skipped++;
-            return;
+    uint64_t path_hash = fnv1a64(rel_path);
+    for (size_t i = 0; i < s->nfilters; i++) {
+        const filter_t *f = &s->filters[i];
+        int keep = f->kind == FILTER_REQUIRE ? find_feature(ex, f->feature) != NULL
+                                             : sample_keeps(f, path_hash, record_index, label);
+        if (!keep) {
+            t->filtered++;
+            return 0;
         }
     }
-    /* The record is delivered: only now may it touch the totals. */
-    t->rows++;
-    t->label_sum += (double)label;
-    for (size_t i = 0; i < s->ndense; i++)
-        t->dense_sum += (double)dense_buf[i];
+    float *dense = x->dense;
+    for (size_t i = 0; i < s->ndense; i++) {
+        if (!dense_value(&s->dense[i], find_feature(ex, s->dense[i].name), where, dense)) {
+            t->skipped++;
+            return 0;
+        }
+        dense += s->dense[i].dim;
+    }
     for (size_t i = 0; i < s->nsparse; i++) {
-        const Tfex__Feature *feat = find_feature(ex, s->sparse[i].name);
+        const feature_t *sf = &s->sparse[i];
+        const Tfex__Feature *feat = find_feature(ex, sf->name);
         size_t len = 0;
         if (feat) { /* absent: an empty list */
             if (feat->kind_case != TFEX__FEATURE__KIND_INT64_LIST)
-                die("%s: sparse feature \"%s\" is not an int64 list", where, s->sparse[i].name);
+                die("%s: sparse feature \"%s\" is not an int64 list", where, sf->name);
             len = feat->int64_list->n_value;
-            if (len > *id_cap) {
-                *id_cap = len * 2;
-                free(*id_buf);
-                *id_buf = xcalloc(*id_cap, sizeof(int64_t));
-            }
-            memcpy(*id_buf, feat->int64_list->value, len * sizeof(int64_t));
+            scratch_reserve(x, i, len);
+            if (len) /* an empty list may have no array at all */
+                memcpy(x->ids[i], feat->int64_list->value, len * sizeof(int64_t));
         }
-        len = apply_sparse(&s->sparse[i], *id_buf, len);
+        float *w = NULL;
+        if (sf->weights) {
+            const Tfex__Feature *wf = find_feature(ex, sf->weights);
+            size_t wlen = 0;
+            if (wf) {
+                if (wf->kind_case != TFEX__FEATURE__KIND_FLOAT_LIST)
+                    die("%s: weights \"%s\" are not a float list", where, sf->weights);
+                wlen = wf->float_list->n_value;
+            }
+            if (wlen != len) { /* weights pair with ids one to one */
+                t->skipped++;
+                return 0;
+            }
+            w = x->weights[i];
+            if (len)
+                memcpy(w, wf->float_list->value, len * sizeof(float));
+        }
+        x->lens[i] = apply_sparse(sf, x->ids[i], w, len);
+    }
+
+    /* The record is delivered: only now may it touch the totals. */
+    t->rows++;
+    t->label_sum += (double)label;
+    for (size_t k = 0; k < s->dense_width; k++)
+        t->dense_sum += (double)x->dense[k];
+    for (size_t i = 0; i < s->nsparse; i++) {
         uint64_t sum = 0;
-        for (size_t k = 0; k < len; k++)
-            sum += (uint64_t)(*id_buf)[k];
-        t->sparse_lengths_sum += (int64_t)len;
+        for (size_t k = 0; k < x->lens[i]; k++)
+            sum += (uint64_t)x->ids[i][k];
+        t->sparse_lengths_sum += (int64_t)x->lens[i];
         t->sparse_ids_sum += sum;
         t->sparse_ids_wsum += (uint64_t)(i + 1) * sum;
+        if (s->sparse[i].weights)
+            for (size_t k = 0; k < x->lens[i]; k++)
+                t->sparse_weights_sum += (double)x->weights[i][k];
     }
+    return 1;
 }
 
-/* Walks one file's framing, verifying both CRCs; returns the rows it
- * delivers. skip_corrupt: a payload CRC mismatch skips the record instead of
- * failing. */
-static int64_t scan_file(const char *path, const ref_spec_t *s, totals_t *t, int skip_corrupt)
+/* Where the splits stand while files are walked in order: split k (counted
+ * over every file) belongs to rank k % consumers, and the rows it delivers
+ * become ceil(rows / batch_size) batches. */
+typedef struct split_walk {
+    int64_t rank;
+    int64_t next_split;   /* global index of the current file's first split */
+    int64_t current;      /* global index of the split being filled, -1 none */
+    int64_t current_rows; /* rows it delivered so far */
+} split_walk_t;
+
+static void split_flush(const ref_spec_t *s, split_walk_t *w, totals_t *t)
+{
+    if (w->current >= 0)
+        t->batches += (w->current_rows + s->batch_size - 1) / s->batch_size;
+    w->current = -1;
+    w->current_rows = 0;
+}
+
+/* Walks one file's framing, verifying both CRCs, and adds the records of the
+ * splits of this rank. A file of N records has ceil(N / split_rows) splits;
+ * split b holds records [b * split_rows, (b + 1) * split_rows).
+ * skip_corrupt: a payload CRC mismatch skips the record instead of failing;
+ * it still counts as a record of its file. */
+static void scan_file(const char *path, const char *rel_path, const ref_spec_t *s, totals_t *t,
+                      int skip_corrupt, split_walk_t *w, scratch_t *x)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         die("%s: %s", path, strerror(errno));
-    int64_t rows_before = t->rows;
     uint8_t hdr[12], crcbuf[4];
     uint8_t *payload = NULL;
     size_t cap = 0;
-    float *dense_buf = xcalloc(s->ndense, sizeof(float));
-    int64_t *id_buf = NULL;
-    size_t id_cap = 0;
     char where[4200];
-    uint64_t off = 0;
-    for (;;) {
+    uint64_t off = 0, record_index = 0;
+    for (;; record_index++) {
         size_t got = fread(hdr, 1, sizeof(hdr), f);
         if (got == 0 && feof(f))
             break;
@@ -530,25 +892,33 @@ static int64_t scan_file(const char *path, const ref_spec_t *s, totals_t *t, int
         if (fread(payload, 1, (size_t)len, f) != len || fread(crcbuf, 1, 4, f) != 4)
             die("%s: truncated record", where);
         off += 16 + len;
+        int64_t split = w->next_split + (int64_t)(record_index / (uint64_t)s->split_rows);
+        if (split % s->consumers != w->rank)
+            continue; /* another rank's split: only counted */
+        if (split != w->current) {
+            split_flush(s, w, t);
+            w->current = split;
+        }
         if (crc_mask(crc32c_bitwise(payload, (size_t)len)) != le32(crcbuf)) {
             if (!skip_corrupt)
                 die("%s: corrupted record (payload CRC)", where);
             fprintf(stderr, "refsum: %s: corrupted record skipped\n", where);
+            t->skipped++;
             continue;
         }
         Tfex__Example *ex = tfex__example__unpack(NULL, (size_t)len, payload);
         if (!ex)
             die("%s: not a tf.Example", where);
-        add_record(s, ex, where, t, dense_buf, &id_buf, &id_cap);
+        w->current_rows += add_record(s, ex, where, rel_path, record_index, t, x);
         tfex__example__free_unpacked(ex, NULL);
     }
     if (ferror(f))
         die("%s: read error", path);
     fclose(f);
     free(payload);
-    free(dense_buf);
-    free(id_buf);
-    return t->rows - rows_before;
+    split_flush(s, w, t);
+    w->next_split +=
+        (int64_t)((record_index + (uint64_t)s->split_rows - 1) / (uint64_t)s->split_rows);
 }
 
 static void print_num(FILE *out, double x)
@@ -559,7 +929,9 @@ static void print_num(FILE *out, double x)
         fputs("null", out); /* JSON has no NaN or infinity */
 }
 
-static void print_expected(FILE *out, int64_t epoch, const totals_t *t)
+/* weighted: the spec has a sparse feature with weights, and so the line has
+ * sparse_weights_sum (the sum of every delivered weight, after the chains). */
+static void print_expected(FILE *out, int64_t epoch, const totals_t *t, int weighted)
 {
     fprintf(out,
             "{\"epoch\":%" PRId64 ",\"rows\":%" PRId64 ",\"batches\":%" PRId64 ",\"label_sum\":",
@@ -569,8 +941,13 @@ static void print_expected(FILE *out, int64_t epoch, const totals_t *t)
     print_num(out, t->dense_sum);
     fprintf(out,
             ",\"sparse_lengths_sum\":%" PRId64 ",\"sparse_ids_sum\":%" PRId64
-            ",\"sparse_ids_wsum\":%" PRId64 "}\n",
+            ",\"sparse_ids_wsum\":%" PRId64,
             t->sparse_lengths_sum, (int64_t)t->sparse_ids_sum, (int64_t)t->sparse_ids_wsum);
+    if (weighted) {
+        fputs(",\"sparse_weights_sum\":", out);
+        print_num(out, t->sparse_weights_sum);
+    }
+    fputs("}\n", out);
 }
 
 static int get_int(json_t *o, const char *key, int64_t *v)
@@ -606,7 +983,8 @@ static int close_enough(double actual, double expected, double rel)
 }
 
 /* Compares one epoch line of dppctl with the expectation; returns mismatches. */
-static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, const totals_t *t)
+static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, const totals_t *t,
+                       int weighted)
 {
     int bad = 0;
     struct {
@@ -639,8 +1017,10 @@ static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, con
     } reals[] = {
         {"label_sum", t->label_sum, 0.0}, /* sums of 0/1 floats: exact in double */
         {"dense_sum", t->dense_sum, 1e-9},
+        {"sparse_weights_sum", t->sparse_weights_sum, 1e-9}, /* only when weighted */
     };
-    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+    size_t nreals = sizeof(reals) / sizeof(reals[0]) - (weighted ? 0 : 1);
+    for (size_t i = 0; i < nreals; i++) {
         double got;
         if (get_real(o, reals[i].key, &got) < 0) {
             printf("MISMATCH %s:%d epoch %" PRId64 ": %s missing or not a number\n", file, line,
@@ -658,7 +1038,7 @@ static int check_epoch(const char *file, int line, json_t *o, int64_t epoch, con
 }
 
 /* Reads dppctl's JSON lines (lines not starting with '{' are ignored). */
-static int check_file(const char *file, int64_t epochs, const totals_t *t)
+static int check_file(const char *file, int64_t epochs, const totals_t *t, int weighted)
 {
     FILE *f = fopen(file, "r");
     if (!f)
@@ -700,7 +1080,7 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t)
         } else {
             have[epoch] = 1;
             seen++;
-            bad += check_epoch(file, line, o, epoch, t);
+            bad += check_epoch(file, line, o, epoch, t, weighted);
         }
         json_decref(o);
     }
@@ -716,7 +1096,7 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t)
     free(have);
     if (bad) {
         printf("refsum: %d mismatch%s; expected per epoch: ", bad, bad == 1 ? "" : "es");
-        print_expected(stdout, 0, t);
+        print_expected(stdout, 0, t, weighted);
         return 1;
     }
     printf("refsum: %" PRId64 " epochs match\n", epochs);
@@ -729,7 +1109,10 @@ static void usage(FILE *out)
           "                  [--skip-corrupt]\n"
           "Computes the per-epoch totals dppctl read --output json should report for one\n"
           "rank, from the table's files alone. With --check, compares them with a file of\n"
-          "dppctl's output lines: exit 0 when they match, 1 on a mismatch, 2 on an error.\n",
+          "dppctl's output lines: exit 0 when they match, 1 on a mismatch, 2 on an error.\n"
+          "--skip-corrupt skips records whose payload CRC fails instead of stopping; a spec\n"
+          "that sets \"on_corrupt\" decides this itself. When a sparse feature has weights,\n"
+          "the lines also carry sparse_weights_sum.\n",
           out);
 }
 
@@ -790,32 +1173,52 @@ int main(int argc, char **argv)
 
     strvec_t files = {0};
     list_table(table_dir, &spec, &files);
+    /* relative paths as the master makes them: real paths below the table's */
+    char *table_real = realpath(table_dir, NULL);
+    if (!table_real)
+        die("%s: %s", table_dir, strerror(errno));
+    size_t table_len = strlen(table_real);
+    if (spec.on_corrupt >= 0)
+        skip_corrupt = spec.on_corrupt;
     totals_t t = {0};
+    scratch_t scratch;
+    scratch_init(&scratch, &spec);
+    split_walk_t walk = {.rank = rank, .next_split = 0, .current = -1};
     for (size_t i = 0; i < files.n; i++) {
-        if ((int64_t)(i % (size_t)spec.consumers) == rank) {
-            int64_t rows = scan_file(files.v[i], &spec, &t, skip_corrupt);
-            t.batches += (rows + spec.batch_size - 1) / spec.batch_size;
-        }
+        char *real = realpath(files.v[i], NULL);
+        if (!real)
+            die("%s: %s", files.v[i], strerror(errno));
+        if (strncmp(real, table_real, table_len) != 0 || real[table_len] != '/')
+            die("%s: outside the table %s", real, table_real);
+        scan_file(files.v[i], real + table_len + 1, &spec, &t, skip_corrupt, &walk, &scratch);
+        free(real);
         free(files.v[i]);
     }
     free(files.v);
+    free(table_real);
+    scratch_free(&scratch, &spec);
     if (t.skipped)
-        fprintf(stderr, "refsum: %" PRId64 " records skipped (dense feature or label absent)\n",
-                t.skipped);
+        fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n", t.skipped);
+    if (t.filtered)
+        fprintf(stderr, "refsum: %" PRId64 " rows filtered out\n", t.filtered);
 
     int rc = 0;
     if (check) {
-        rc = check_file(check, spec.epochs, &t);
+        rc = check_file(check, spec.epochs, &t, spec.weighted);
     } else {
         for (int64_t e = 0; e < spec.epochs; e++)
-            print_expected(stdout, e, &t);
+            print_expected(stdout, e, &t, spec.weighted);
     }
-    for (size_t i = 0; i < spec.ndense; i++)
+    for (size_t i = 0; i < spec.ndense; i++) {
+        for (size_t k = 0; k < spec.dense[i].nops; k++)
+            free(spec.dense[i].ops[k].boundaries);
         free(spec.dense[i].ops);
+    }
     for (size_t i = 0; i < spec.nsparse; i++)
         free(spec.sparse[i].ops);
     free(spec.dense);
     free(spec.sparse);
+    free(spec.filters);
     free(spec.partitions);
     json_decref(root);
     return rc;

@@ -15,22 +15,28 @@
 
 #define ROWS 300
 static const unsigned dims[2] = {1, 3};
+static const uint8_t weighted[2] = {0, 1}; /* sparse feature 1 carries weights */
+static const dpp_block_shape_t shape = {.ndense = 2, .nsparse = 2, .dims = dims,
+                                        .weighted = weighted};
 
 typedef struct rows {
     float label[ROWS];
     float dense[ROWS][4]; /* feature 0: [0]; feature 1: [1..3] */
     int64_t ids[2][ROWS][8];
+    float weights[ROWS][8]; /* of sparse feature 1 */
     size_t lens[2][ROWS];
 } rows_t;
 
 static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
 {
     dpp_block_builder_t b;
-    assert_int_equal(dpp_block_builder_init(&b, 2, dims, 2), 0);
+    assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
     for (size_t r = 0; r < nrows; r++) {
         const int64_t *ids[2] = {in->ids[0][r], in->ids[1][r]};
+        const float *w[2] = {NULL, in->weights[r]};
         size_t lens[2] = {in->lens[0][r], in->lens[1][r]};
-        assert_int_equal(dpp_block_builder_append(&b, in->label[r], in->dense[r], ids, lens), 0);
+        assert_int_equal(dpp_block_builder_append(&b, in->label[r], in->dense[r], ids, w, lens),
+                         0);
     }
     size_t want = dpp_block_builder_size(&b);
     uint8_t *buf;
@@ -50,8 +56,10 @@ static void fill(rows_t *in)
             in->dense[r][j] = (float)r + 0.25f * (float)j;
         for (int k = 0; k < 2; k++) {
             in->lens[k][r] = (size_t)(rand() % 9); /* 0..8, empty lists included */
-            for (size_t j = 0; j < in->lens[k][r]; j++)
+            for (size_t j = 0; j < in->lens[k][r]; j++) {
                 in->ids[k][r][j] = (int64_t)(r * 1000 + j) * (k ? -1 : 1);
+                in->weights[r][j] = 0.5f * (float)j - (float)r;
+            }
         }
     }
 }
@@ -64,9 +72,9 @@ static void test_roundtrip(void **state)
     size_t len;
     uint8_t *buf = build(&in, ROWS, &len);
     dpp_block_info_t info;
-    assert_int_equal(dpp_block_parse(buf, len, 2, dims, 2, &info), 0);
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
     assert_int_equal(info.rows, ROWS);
-    assert_int_equal(info.ncols, 1 + 2 + 4);
+    assert_int_equal(info.ncols, 1 + 2 + 4 + 1);
     const float *labels = dpp_block_labels(buf);
     const float *d0 = dpp_block_dense(buf, 0);
     const float *d1 = dpp_block_dense(buf, 1);
@@ -77,14 +85,19 @@ static void test_roundtrip(void **state)
             assert_true(d1[r * 3 + j] == in.dense[r][1 + j]);
     }
     for (unsigned k = 0; k < 2; k++) {
-        const int32_t *lengths = dpp_block_lengths(buf, 2, k);
+        const int32_t *lengths = dpp_block_lengths(buf, &shape, k);
         size_t n;
-        const int64_t *values = dpp_block_values(buf, 2, k, &n);
+        const int64_t *values = dpp_block_values(buf, &shape, k, &n);
+        const float *w = dpp_block_weights(buf, &shape, k);
+        assert_true((w != NULL) == (k == 1));
         size_t pos = 0;
         for (size_t r = 0; r < ROWS; r++) {
             assert_int_equal(lengths[r], in.lens[k][r]);
-            for (size_t j = 0; j < in.lens[k][r]; j++)
+            for (size_t j = 0; j < in.lens[k][r]; j++) {
+                if (w)
+                    assert_true(w[pos] == in.weights[r][j]);
                 assert_true(values[pos++] == in.ids[k][r][j]);
+            }
         }
         assert_int_equal(pos, n);
     }
@@ -103,7 +116,7 @@ static void test_empty_block(void **state)
     size_t len;
     uint8_t *buf = build(&in, 0, &len);
     dpp_block_info_t info;
-    assert_int_equal(dpp_block_parse(buf, len, 2, dims, 2, &info), 0);
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
     assert_int_equal(info.rows, 0);
     free(buf);
 }
@@ -117,11 +130,21 @@ static void test_shape_mismatch(void **state)
     uint8_t *buf = build(&in, 10, &len);
     dpp_block_info_t info;
     const unsigned other_dims[2] = {1, 2};
-    assert_int_equal(dpp_block_parse(buf, len, 2, other_dims, 2, &info), DPP_EBLOCK);
-    assert_int_equal(dpp_block_parse(buf, len, 1, dims, 2, &info), DPP_EBLOCK);
-    assert_int_equal(dpp_block_parse(buf, len, 2, dims, 3, &info), DPP_EBLOCK);
-    assert_int_equal(dpp_block_parse(buf, len - 8, 2, dims, 2, &info), DPP_EBLOCK);
-    assert_int_equal(dpp_block_parse(buf, 10, 2, dims, 2, &info), DPP_EBLOCK);
+    const uint8_t unweighted[2] = {0, 0};
+    dpp_block_shape_t other = shape;
+    other.dims = other_dims;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.weighted = unweighted;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.ndense = 1;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.nsparse = 1;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    assert_int_equal(dpp_block_parse(buf, len - 8, &shape, &info), DPP_EBLOCK);
+    assert_int_equal(dpp_block_parse(buf, 10, &shape, &info), DPP_EBLOCK);
     free(buf);
 }
 
@@ -134,7 +157,7 @@ static void test_corruptions(void **state)
     fill(&in);
     size_t len;
     uint8_t *good = build(&in, 50, &len);
-    size_t table_end = DPP_BLOCK_HEADER_SIZE + 7 * DPP_BLOCK_COL_ENTRY_SIZE;
+    size_t table_end = DPP_BLOCK_HEADER_SIZE + 8 * DPP_BLOCK_COL_ENTRY_SIZE;
     uint8_t *buf = malloc(len);
     srand(3);
     for (int iter = 0; iter < 20000; iter++) {
@@ -142,7 +165,7 @@ static void test_corruptions(void **state)
         size_t pos = iter < (int)table_end * 8 ? (size_t)iter / 8 : (size_t)rand() % len;
         buf[pos] ^= (uint8_t)(1u << (iter % 8));
         dpp_block_info_t info;
-        if (dpp_block_parse(buf, len, 2, dims, 2, &info) != 0)
+        if (dpp_block_parse(buf, len, &shape, &info) != 0)
             continue;
         /* accepted: every column must be readable without leaving buf */
         volatile float sink = 0;
@@ -151,18 +174,19 @@ static void test_corruptions(void **state)
             sink += l[r];
         for (unsigned k = 0; k < 2; k++) {
             size_t n;
-            const int64_t *v = dpp_block_values(buf, 2, k, &n);
+            const int64_t *v = dpp_block_values(buf, &shape, k, &n);
+            const float *w = dpp_block_weights(buf, &shape, k);
             for (size_t j = 0; j < n; j++)
-                sink += (float)v[j];
+                sink += (float)v[j] + (w ? w[j] : 0);
         }
         (void)sink;
     }
     /* a negative length is refused */
     memcpy(buf, good, len);
-    int32_t *lengths = (int32_t *)dpp_block_lengths(buf, 2, 0);
+    int32_t *lengths = (int32_t *)dpp_block_lengths(buf, &shape, 0);
     lengths[0] = -1;
     dpp_block_info_t info;
-    assert_int_equal(dpp_block_parse(buf, len, 2, dims, 2, &info), DPP_EBLOCK);
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
     free(buf);
     free(good);
 }
@@ -172,7 +196,8 @@ static void test_builder_rejects_zero_dim(void **state)
     (void)state;
     dpp_block_builder_t b;
     const unsigned bad[1] = {0};
-    assert_int_equal(dpp_block_builder_init(&b, 1, bad, 0), DPP_EINVAL);
+    const dpp_block_shape_t zero_dim = {.ndense = 1, .dims = bad};
+    assert_int_equal(dpp_block_builder_init(&b, &zero_dim), DPP_EINVAL);
 }
 
 int main(void)

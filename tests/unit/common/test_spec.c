@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/spec.h"
+#include "common/transform.h"
 #include "dpp/error.h"
 
 /* A valid spec around which the invalid cases vary one part. */
@@ -23,22 +24,47 @@
 #define WITH_FEATURES(f) "{" BASE_OK ",\"features\":" f "," LABEL_OK "}"
 #define WITH_DENSE_OPS(ops) WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"transforms\":" ops "}]}")
 #define WITH_SPARSE_OPS(ops) WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"transforms\":" ops "}]}")
+#define WITH_TOP(kv) "{" BASE_OK "," kv "," FEATURES_OK "," LABEL_OK "}"
+#define WITH_FILTERS(f) "{" BASE_OK "," FEATURES_OK "," LABEL_OK ",\"filters\":" f "}"
+/* The top-level defaults as the normalised form writes them. */
+#define IO_DEFAULTS                                                                                \
+    "\"split_rows\":65536,\"on_corrupt\":\"skip\",\"compression\":\"auto\",\"compression_level\":" \
+    "1,"
 
 static int parse(const char *json, dpp_spec_t *spec, char *err)
 {
     return dpp_spec_parse(json, strlen(json), spec, err, DPP_SPEC_ERRLEN);
 }
 
+static int same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
 static int transforms_equal(const dpp_transform_t *a, const dpp_transform_t *b)
 {
-    return a->op == b->op && a->value == b->value && a->min == b->min && a->max == b->max &&
-           a->n == b->n && a->max_len == b->max_len;
+    if (!(a->op == b->op && same_bits(a->value, b->value) && same_bits(a->min, b->min) &&
+          same_bits(a->max, b->max) && same_bits(a->mean, b->mean) && same_bits(a->std, b->std) &&
+          a->nboundaries == b->nboundaries && a->cast_to == b->cast_to && a->n == b->n &&
+          a->n_recip == b->n_recip && a->salt == b->salt && a->max_len == b->max_len &&
+          a->keep_last == b->keep_last))
+        return 0;
+    for (uint32_t i = 0; i < a->nboundaries; i++)
+        if (!same_bits(a->boundaries[i], b->boundaries[i]))
+            return 0;
+    return 1;
+}
+
+static int names_equal(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 static int features_equal(const dpp_feature_spec_t *a, const dpp_feature_spec_t *b, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        if (strcmp(a[i].name, b[i].name) != 0 || a[i].dim != b[i].dim || a[i].nops != b[i].nops)
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].dim != b[i].dim ||
+            !names_equal(a[i].weights, b[i].weights) || a[i].nops != b[i].nops)
             return 0;
         for (unsigned j = 0; j < a[i].nops; j++)
             if (!transforms_equal(&a[i].ops[j], &b[i].ops[j]))
@@ -47,11 +73,25 @@ static int features_equal(const dpp_feature_spec_t *a, const dpp_feature_spec_t 
     return 1;
 }
 
+static int filters_equal(const dpp_filter_t *a, const dpp_filter_t *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a[i].kind != b[i].kind || !names_equal(a[i].feature, b[i].feature) ||
+            !same_bits(a[i].p, b[i].p) || a[i].seed != b[i].seed ||
+            a[i].has_label != b[i].has_label || !same_bits(a[i].label, b[i].label) ||
+            a[i].threshold != b[i].threshold || a[i].seed_mix != b[i].seed_mix)
+            return 0;
+    return 1;
+}
+
 static int specs_equal(const dpp_spec_t *a, const dpp_spec_t *b)
 {
     if (strcmp(a->table, b->table) != 0 || a->npartitions != b->npartitions ||
         a->batch_size != b->batch_size || a->epochs != b->epochs || a->consumers != b->consumers ||
-        a->ndense != b->ndense || a->nsparse != b->nsparse || strcmp(a->label, b->label) != 0)
+        a->split_rows != b->split_rows || a->on_corrupt_fail != b->on_corrupt_fail ||
+        a->compression != b->compression || a->compression_level != b->compression_level ||
+        a->ndense != b->ndense || a->nsparse != b->nsparse || strcmp(a->label, b->label) != 0 ||
+        a->nfilters != b->nfilters || !filters_equal(a->filters, b->filters, a->nfilters))
         return 0;
     for (unsigned i = 0; i < a->npartitions; i++)
         if (strcmp(a->partitions[i], b->partitions[i]) != 0)
@@ -97,19 +137,27 @@ static void test_minimal(void **state)
     assert_int_equal(s.batch_size, 8);
     assert_int_equal(s.epochs, 1);
     assert_int_equal(s.consumers, 1);
+    assert_int_equal(s.split_rows, 65536);
+    assert_int_equal(s.on_corrupt_fail, 0);
+    assert_int_equal(s.compression, DPP_COMPRESSION_AUTO);
+    assert_int_equal(s.compression_level, 1);
     assert_int_equal(s.ndense, 1);
     assert_string_equal(s.dense[0].name, "a");
     assert_int_equal(s.dense[0].dim, 1);
+    assert_null(s.dense[0].weights);
     assert_int_equal(s.dense[0].nops, 0);
     assert_int_equal(s.nsparse, 0);
     assert_string_equal(s.label, "y");
+    assert_int_equal(s.nfilters, 0);
+    assert_null(s.filters);
     dpp_spec_close(&s);
     assert_null(s.table);
     dpp_spec_close(&s); /* zeroed: safe again */
 
-    check_round_trip(json, "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,"
-                           "\"features\":{\"dense\":[{\"name\":\"a\",\"transforms\":[]}]},"
-                           "\"label\":{\"name\":\"y\"}}");
+    check_round_trip(json,
+                     "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1," IO_DEFAULTS
+                     "\"features\":{\"dense\":[{\"name\":\"a\",\"dim\":1,\"transforms\":[]}]},"
+                     "\"label\":{\"name\":\"y\"},\"filters\":[]}");
 }
 
 static const char full_spec[] = "{\n"
@@ -191,13 +239,15 @@ static void test_full(void **state)
     check_round_trip(
         full_spec,
         "{\"table\":\"logs/criteo\",\"partitions\":[\"ds=2026-01-01\",\"ds=2026-01-02\"],"
-        "\"batch_size\":4096,\"epochs\":3,\"consumers\":4,\"features\":{\"dense\":["
-        "{\"name\":\"i1\",\"transforms\":[{\"op\":\"fill_missing\",\"value\":0.0},"
+        "\"batch_size\":4096,\"epochs\":3,\"consumers\":4," IO_DEFAULTS "\"features\":{\"dense\":["
+        "{\"name\":\"i1\",\"dim\":1,\"transforms\":[{\"op\":\"fill_missing\",\"value\":0.0},"
         "{\"op\":\"clamp\",\"min\":0.0},{\"op\":\"log1p\"},{\"op\":\"clamp\",\"max\":20.5},"
-        "{\"op\":\"clamp\",\"min\":-1.0,\"max\":25.0}]},{\"name\":\"i2\",\"transforms\":[]}],"
+        "{\"op\":\"clamp\",\"min\":-1.0,\"max\":25.0}]},{\"name\":\"i2\",\"dim\":1,\"transforms\":["
+        "]}],"
         "\"sparse\":[{\"name\":\"c1\",\"transforms\":[{\"op\":\"modulo\",\"n\":100000},"
-        "{\"op\":\"truncate\",\"max_len\":5}]},{\"name\":\"c2\",\"transforms\":[]}]},"
-        "\"label\":{\"name\":\"click\"}}");
+        "{\"op\":\"truncate\",\"max_len\":5,\"keep\":\"first\"}]},{\"name\":\"c2\",\"transforms\":["
+        "]}]},"
+        "\"label\":{\"name\":\"click\"},\"filters\":[]}");
 }
 
 static void test_sparse_only_and_limits(void **state)
@@ -209,10 +259,11 @@ static void test_sparse_only_and_limits(void **state)
                      "{\"op\":\"truncate\",\"max_len\":2147483647},{\"op\":\"modulo\",\"n\":1}]}]},"
                      "\"label\":{\"name\":\"y\"}}",
                      "{\"table\":\"t\",\"batch_size\":1048576,\"epochs\":1000000,"
-                     "\"consumers\":65536,\"features\":{\"sparse\":[{\"name\":\"s\","
+                     "\"consumers\":65536," IO_DEFAULTS "\"features\":{\"sparse\":[{\"name\":\"s\","
                      "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
-                     "{\"op\":\"truncate\",\"max_len\":2147483647},{\"op\":\"modulo\",\"n\":1}]}]},"
-                     "\"label\":{\"name\":\"y\"}}");
+                     "{\"op\":\"truncate\",\"max_len\":2147483647,\"keep\":\"first\"},"
+                     "{\"op\":\"modulo\",\"n\":1}]}]},"
+                     "\"label\":{\"name\":\"y\"},\"filters\":[]}");
 }
 
 static void test_numbers_round_trip_exactly(void **state)
@@ -239,9 +290,199 @@ static void test_numbers_round_trip_exactly(void **state)
     check_round_trip(
         "{\"table\":\"./a//b/..c/\",\"batch_size\":1,\"features\":{\"dense\":"
         "[{\"name\":\"\\u00e9t\\u00e9\"}]},\"label\":{\"name\":\"a b\"}}",
-        "{\"table\":\"./a//b/..c/\",\"batch_size\":1,\"epochs\":1,\"consumers\":1,"
-        "\"features\":{\"dense\":[{\"name\":\"\xc3\xa9t\xc3\xa9\",\"transforms\":[]}]},"
-        "\"label\":{\"name\":\"a b\"}}");
+        "{\"table\":\"./a//b/..c/\",\"batch_size\":1,\"epochs\":1,\"consumers\":1," IO_DEFAULTS
+        "\"features\":{\"dense\":[{\"name\":\"\xc3\xa9t\xc3\xa9\",\"dim\":1,\"transforms\":[]}]},"
+        "\"label\":{\"name\":\"a b\"},\"filters\":[]}");
+}
+
+/* Every key and op added for the worker data path, with non-default values. */
+static const char new_spec[] =
+    "{\"table\":\"t\",\"batch_size\":8,\"split_rows\":1000,\"on_corrupt\":\"fail\","
+    "\"compression\":\"zstd\",\"compression_level\":19,\"features\":{\"dense\":["
+    "{\"name\":\"emb\",\"dim\":16,\"transforms\":[{\"op\":\"fill_missing\",\"value\":0},"
+    "{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25},"
+    "{\"op\":\"bucketize\",\"boundaries\":[-1,0,0.1e1,2.5]},{\"op\":\"cast\",\"to\":\"bfloat16\"}]}"
+    ","
+    "{\"name\":\"x\",\"dim\":65536,\"transforms\":[{\"op\":\"cast\",\"to\":\"float16\"},"
+    "{\"op\":\"cast\",\"to\":\"int\"}]}],"
+    "\"sparse\":[{\"weights\":\"ids_w\",\"name\":\"ids\",\"transforms\":[{\"op\":\"hash\",\"n\":"
+    "1000,"
+    "\"salt\":-5},{\"op\":\"truncate\",\"keep\":\"last\",\"max_len\":3},{\"op\":\"first_x\",\"x\":"
+    "2},"
+    "{\"op\":\"truncate\",\"max_len\":9,\"keep\":\"first\"}]},"
+    "{\"name\":\"s2\",\"transforms\":[{\"op\":\"hash\",\"n\":9223372036854775807}]}]},"
+    "\"filters\":[{\"feature\":\"ids_w\",\"op\":\"require\"},"
+    "{\"op\":\"sample\",\"p\":0.25,\"seed\":-3,\"label\":0},{\"op\":\"sample\",\"p\":1},"
+    "{\"op\":\"require\",\"feature\":\"y\"},{\"op\":\"sample\",\"p\":0}],"
+    "\"label\":{\"name\":\"y\"}}";
+
+static void test_new_keys(void **state)
+{
+    (void)state;
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+
+    int rc = parse(new_spec, &s, err);
+    if (rc)
+        print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s.split_rows, 1000);
+    assert_int_equal(s.on_corrupt_fail, 1);
+    assert_int_equal(s.compression, DPP_COMPRESSION_ZSTD);
+    assert_int_equal(s.compression_level, 19);
+
+    const dpp_feature_spec_t *emb = &s.dense[0];
+    assert_int_equal(emb->dim, 16);
+    assert_null(emb->weights);
+    assert_int_equal(emb->nops, 4);
+    assert_int_equal(emb->ops[1].op, DPP_OP_STANDARDIZE);
+    assert_true(emb->ops[1].mean == 1.5 && emb->ops[1].std == 0.25);
+    assert_int_equal(emb->ops[2].op, DPP_OP_BUCKETIZE);
+    assert_int_equal(emb->ops[2].nboundaries, 4);
+    assert_true(emb->ops[2].boundaries[0] == -1.0 && emb->ops[2].boundaries[1] == 0.0 &&
+                emb->ops[2].boundaries[2] == 1.0 && emb->ops[2].boundaries[3] == 2.5);
+    assert_int_equal(emb->ops[3].op, DPP_OP_CAST);
+    assert_int_equal(emb->ops[3].cast_to, DPP_CAST_BFLOAT16);
+    assert_int_equal(s.dense[1].dim, 65536);
+    assert_int_equal(s.dense[1].ops[0].cast_to, DPP_CAST_FLOAT16);
+    assert_int_equal(s.dense[1].ops[1].cast_to, DPP_CAST_INT);
+
+    const dpp_feature_spec_t *ids = &s.sparse[0];
+    assert_int_equal(ids->dim, 0);
+    assert_string_equal(ids->weights, "ids_w");
+    assert_int_equal(ids->nops, 4);
+    assert_int_equal(ids->ops[0].op, DPP_OP_HASH);
+    assert_int_equal(ids->ops[0].n, 1000);
+    assert_int_equal(ids->ops[0].salt, -5);
+    assert_true(ids->ops[0].n_recip == UINT64_MAX / 1000);
+    assert_int_equal(ids->ops[1].op, DPP_OP_TRUNCATE);
+    assert_int_equal(ids->ops[1].max_len, 3);
+    assert_int_equal(ids->ops[1].keep_last, 1);
+    /* first_x is truncate keeping the first */
+    assert_int_equal(ids->ops[2].op, DPP_OP_TRUNCATE);
+    assert_int_equal(ids->ops[2].max_len, 2);
+    assert_int_equal(ids->ops[2].keep_last, 0);
+    assert_int_equal(ids->ops[3].keep_last, 0);
+    assert_null(s.sparse[1].weights);
+    assert_int_equal(s.sparse[1].ops[0].salt, 0);
+    assert_true(s.sparse[1].ops[0].n_recip == 2); /* (2^64 - 1) / (2^63 - 1) */
+
+    assert_int_equal(s.nfilters, 5);
+    assert_int_equal(s.filters[0].kind, DPP_FILTER_REQUIRE);
+    assert_string_equal(s.filters[0].feature, "ids_w");
+    assert_int_equal(s.filters[1].kind, DPP_FILTER_SAMPLE);
+    assert_null(s.filters[1].feature);
+    assert_true(s.filters[1].p == 0.25);
+    assert_int_equal(s.filters[1].seed, -3);
+    assert_int_equal(s.filters[1].has_label, 1);
+    assert_true(s.filters[1].label == 0.0);
+    assert_true(s.filters[1].threshold == 1ull << 62);
+    assert_true(s.filters[1].seed_mix == dpp_mix64((uint64_t)-3));
+    assert_true(s.filters[2].p == 1.0 && s.filters[2].seed == 0 && !s.filters[2].has_label);
+    assert_string_equal(s.filters[3].feature, "y");
+    assert_true(s.filters[4].p == 0.0 && s.filters[4].threshold == 0);
+    dpp_spec_close(&s);
+
+    /* first_x and an unordered truncate come back as truncate with "keep";
+     * boundaries, the sample's p and label as reals; weights after the name */
+    check_round_trip(
+        new_spec,
+        "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,\"split_rows\":1000,"
+        "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,"
+        "\"features\":{\"dense\":[{\"name\":\"emb\",\"dim\":16,\"transforms\":["
+        "{\"op\":\"fill_missing\",\"value\":0.0},{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25}"
+        ","
+        "{\"op\":\"bucketize\",\"boundaries\":[-1.0,0.0,1.0,2.5]},{\"op\":\"cast\",\"to\":"
+        "\"bfloat16\"}]},"
+        "{\"name\":\"x\",\"dim\":65536,\"transforms\":[{\"op\":\"cast\",\"to\":\"float16\"},"
+        "{\"op\":\"cast\",\"to\":\"int\"}]}],\"sparse\":[{\"name\":\"ids\",\"weights\":\"ids_w\","
+        "\"transforms\":[{\"op\":\"hash\",\"n\":1000,\"salt\":-5},"
+        "{\"op\":\"truncate\",\"max_len\":3,\"keep\":\"last\"},"
+        "{\"op\":\"truncate\",\"max_len\":2,\"keep\":\"first\"},"
+        "{\"op\":\"truncate\",\"max_len\":9,\"keep\":\"first\"}]},"
+        "{\"name\":\"s2\",\"transforms\":[{\"op\":\"hash\",\"n\":9223372036854775807,\"salt\":0}]}]"
+        "},"
+        "\"label\":{\"name\":\"y\"},\"filters\":[{\"op\":\"require\",\"feature\":\"ids_w\"},"
+        "{\"op\":\"sample\",\"p\":0.25,\"seed\":-3,\"label\":0.0},"
+        "{\"op\":\"sample\",\"p\":1.0,\"seed\":0},{\"op\":\"require\",\"feature\":\"y\"},"
+        "{\"op\":\"sample\",\"p\":0.0,\"seed\":0}]}");
+}
+
+static void test_new_keys_limits(void **state)
+{
+    (void)state;
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+
+    /* the other choices and the ranges' edges */
+    check_round_trip(WITH_TOP("\"split_rows\":1,\"compression\":\"off\",\"on_corrupt\":\"skip\","
+                              "\"compression_level\":1"),
+                     NULL);
+    check_round_trip(WITH_TOP("\"split_rows\":2147483647"), NULL);
+    check_round_trip(WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":-3.4028234663852886e38,"
+                                    "\"std\":1e-45},{\"op\":\"bucketize\",\"boundaries\":"
+                                    "[-3.4028234663852886e38,-0.0,1e-45,3.4028234663852886e38]}]"),
+                     NULL);
+    check_round_trip(WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":1,\"salt\":-9223372036854775808},"
+                                     "{\"op\":\"hash\",\"n\":3,\"salt\":9223372036854775807},"
+                                     "{\"op\":\"first_x\",\"x\":2147483647}]"),
+                     NULL);
+    check_round_trip(WITH_FILTERS("[{\"op\":\"sample\",\"p\":1e-300,\"seed\":-9223372036854775808,"
+                                  "\"label\":-3.4028234663852886e38}]"),
+                     NULL);
+
+    /* 65,536 boundaries and 64 filters are accepted, one more is not */
+    size_t cap = 20 * (DPP_SPEC_MAX_BOUNDARIES + 1) + 1024;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    for (int extra = 0; extra <= 1; extra++) {
+        size_t pos = (size_t)snprintf(json, cap,
+                                      "{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\","
+                                      "\"transforms\":[{\"op\":\"bucketize\",\"boundaries\":[");
+        for (int i = 0; i < DPP_SPEC_MAX_BOUNDARIES + extra; i++)
+            pos += (size_t)snprintf(json + pos, cap - pos, "%s%d", i ? "," : "", i);
+        snprintf(json + pos, cap - pos, "]}]}]}," LABEL_OK "}");
+        int rc = parse(json, &s, err);
+        if (!extra) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(s.dense[0].ops[0].nboundaries, DPP_SPEC_MAX_BOUNDARIES);
+            dpp_spec_close(&s);
+        } else {
+            assert_int_equal(rc, DPP_ESPEC);
+            assert_string_equal(err, "features.dense[0].transforms[0].boundaries: must have at "
+                                     "most 65536 entries");
+        }
+
+        pos =
+            (size_t)snprintf(json, cap, "{" BASE_OK "," FEATURES_OK "," LABEL_OK ",\"filters\":[");
+        for (int i = 0; i < DPP_SPEC_MAX_FILTERS + extra; i++)
+            pos += (size_t)snprintf(json + pos, cap - pos,
+                                    "%s{\"op\":\"require\",\"feature\":\"a\"}", i ? "," : "");
+        snprintf(json + pos, cap - pos, "]}");
+        rc = parse(json, &s, err);
+        if (!extra) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(s.nfilters, DPP_SPEC_MAX_FILTERS);
+            dpp_spec_close(&s);
+        } else {
+            assert_int_equal(rc, DPP_ESPEC);
+            assert_string_equal(err, "filters: must have at most 64 entries");
+        }
+    }
+    free(json);
+
+    /* an empty filter list is the default */
+    assert_int_equal(parse(WITH_FILTERS("[]"), &s, err), 0);
+    assert_int_equal(s.nfilters, 0);
+    dpp_spec_close(&s);
+
+    /* a require filter may name a weights feature or the label */
+    assert_int_equal(parse("{" BASE_OK ",\"features\":{\"sparse\":[{\"name\":\"s\",\"weights\":"
+                           "\"w\"}]}," LABEL_OK ",\"filters\":[{\"op\":\"require\",\"feature\":"
+                           "\"w\"},{\"op\":\"require\",\"feature\":\"y\"}]}",
+                           &s, err),
+                     0);
+    dpp_spec_close(&s);
 }
 
 typedef struct bad_case {
@@ -417,6 +658,199 @@ static const bad_case_t bad_cases[] = {
          "[{\"op\":\"fill_missing\",\"value\":0},{\"op\":\"fill_missing\",\"value\":1}]"),
      "features.dense[0].transforms[1].op: fill_missing must be the first op"},
 
+    /* top-level keys of the data path */
+    {WITH_TOP("\"split_rows\":0"), "split_rows: must be > 0"},
+    {WITH_TOP("\"split_rows\":-1"), "split_rows: must be > 0"},
+    {WITH_TOP("\"split_rows\":2147483648"), "split_rows: must be <= 2147483647"},
+    {WITH_TOP("\"split_rows\":1.5"), "split_rows: expected an integer"},
+    {WITH_TOP("\"on_corrupt\":1"), "on_corrupt: expected a string"},
+    {WITH_TOP("\"on_corrupt\":\"ignore\""),
+     "on_corrupt: unknown value \"ignore\" (expected \"skip\" or \"fail\")"},
+    {WITH_TOP("\"on_corrupt\":\"\""),
+     "on_corrupt: unknown value \"\" (expected \"skip\" or \"fail\")"},
+    {WITH_TOP("\"on_corrupt\":\"Skip\""),
+     "on_corrupt: unknown value \"Skip\" (expected \"skip\" or \"fail\")"},
+    {WITH_TOP("\"compression\":null"), "compression: expected a string"},
+    {WITH_TOP("\"compression\":\"lz4\""),
+     "compression: unknown value \"lz4\" (expected \"auto\", \"off\" or \"zstd\")"},
+    {WITH_TOP("\"compression_level\":0"), "compression_level: must be > 0"},
+    {WITH_TOP("\"compression_level\":20"), "compression_level: must be <= 19"},
+    {WITH_TOP("\"compression_level\":\"1\""), "compression_level: expected an integer"},
+    {WITH_TOP("\"split_rows\":0,\"compression\":\"lz4\""), "split_rows: must be > 0"},
+    {WITH_TOP("\"compression_level\":0,\"on_corrupt\":\"x\""),
+     "on_corrupt: unknown value \"x\" (expected \"skip\" or \"fail\")"},
+
+    /* dense dim */
+    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":0}]}"),
+     "features.dense[0].dim: must be > 0"},
+    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":65537}]}"),
+     "features.dense[0].dim: must be <= 65536"},
+    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":\"2\"}]}"),
+     "features.dense[0].dim: expected an integer"},
+    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":2.0}]}"),
+     "features.dense[0].dim: expected an integer"},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"dim\":1}]}"),
+     "features.sparse[0].dim: unknown key"},
+
+    /* sparse weights */
+    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"weights\":\"w\"}]}"),
+     "features.dense[0].weights: unknown key"},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":1}]}"),
+     "features.sparse[0].weights: expected a string"},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":null}]}"),
+     "features.sparse[0].weights: expected a string"},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":\"\"}]}"),
+     "features.sparse[0].weights: must not be empty"},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":\"s\"}]}"),
+     "features.sparse[0].weights: duplicate feature name \"s\""},
+    {WITH_FEATURES(
+         "{\"dense\":[{\"name\":\"a\"}],\"sparse\":[{\"name\":\"s\",\"weights\":\"a\"}]}"),
+     "features.sparse[0].weights: duplicate feature name \"a\""},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":\"w\"},{\"name\":\"w\"}]}"),
+     "features.sparse[1].name: duplicate feature name \"w\""},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":\"w\"},{\"name\":\"t\",\"weights\":"
+                   "\"w\"}]}"),
+     "features.sparse[1].weights: duplicate feature name \"w\""},
+    {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":\"y\"}]}"),
+     "label.name: duplicate feature name \"y\""},
+
+    /* standardize */
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"std\":1}]"),
+     "features.dense[0].transforms[0].mean: required"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":1}]"),
+     "features.dense[0].transforms[0].std: required"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":1,\"std\":0}]"),
+     "features.dense[0].transforms[0].std: must be > 0"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":1,\"std\":-0.0}]"),
+     "features.dense[0].transforms[0].std: must be > 0"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":1,\"std\":-2}]"),
+     "features.dense[0].transforms[0].std: must be > 0"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":\"0\",\"std\":1}]"),
+     "features.dense[0].transforms[0].mean: expected a number"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":1e39,\"std\":1}]"),
+     "features.dense[0].transforms[0].mean: out of the float range"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":0,\"std\":1e39}]"),
+     "features.dense[0].transforms[0].std: out of the float range"},
+    {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":0,\"std\":1,\"scale\":2}]"),
+     "features.dense[0].transforms[0].scale: unknown key"},
+
+    /* bucketize */
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\"}]"),
+     "features.dense[0].transforms[0].boundaries: required"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[]}]"),
+     "features.dense[0].transforms[0].boundaries: must not be empty"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":{}}]"),
+     "features.dense[0].transforms[0].boundaries: expected an array"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":1}]"),
+     "features.dense[0].transforms[0].boundaries: expected an array"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[1,\"2\"]}]"),
+     "features.dense[0].transforms[0].boundaries[1]: expected a number"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[1,null]}]"),
+     "features.dense[0].transforms[0].boundaries[1]: expected a number"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0,1,1]}]"),
+     "features.dense[0].transforms[0].boundaries[2]: must be greater than boundaries[1]"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[2,1]}]"),
+     "features.dense[0].transforms[0].boundaries[1]: must be greater than boundaries[0]"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[-0.0,0.0]}]"),
+     "features.dense[0].transforms[0].boundaries[1]: must be greater than boundaries[0]"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0,1e39]}]"),
+     "features.dense[0].transforms[0].boundaries[1]: out of the float range"},
+    {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0],\"right\":true}]"),
+     "features.dense[0].transforms[0].right: unknown key"},
+
+    /* cast */
+    {WITH_DENSE_OPS("[{\"op\":\"cast\"}]"), "features.dense[0].transforms[0].to: required"},
+    {WITH_DENSE_OPS("[{\"op\":\"cast\",\"to\":16}]"),
+     "features.dense[0].transforms[0].to: expected a string"},
+    {WITH_DENSE_OPS("[{\"op\":\"cast\",\"to\":\"double\"}]"),
+     "features.dense[0].transforms[0].to: unknown value \"double\" (expected \"int\", "
+     "\"bfloat16\" or \"float16\")"},
+    {WITH_DENSE_OPS("[{\"op\":\"cast\",\"to\":\"int\",\"mode\":\"round\"}]"),
+     "features.dense[0].transforms[0].mode: unknown key"},
+
+    /* hash */
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\"}]"), "features.sparse[0].transforms[0].n: required"},
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"salt\":1}]"),
+     "features.sparse[0].transforms[0].n: required"},
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":0}]"),
+     "features.sparse[0].transforms[0].n: must be > 0"},
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":1.0}]"),
+     "features.sparse[0].transforms[0].n: expected an integer"},
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":10,\"salt\":1.5}]"),
+     "features.sparse[0].transforms[0].salt: expected an integer"},
+    {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":10,\"seed\":1}]"),
+     "features.sparse[0].transforms[0].seed: unknown key"},
+
+    /* truncate keep and first_x */
+    {WITH_SPARSE_OPS("[{\"op\":\"truncate\",\"max_len\":3,\"keep\":\"middle\"}]"),
+     "features.sparse[0].transforms[0].keep: unknown value \"middle\" (expected \"first\" or "
+     "\"last\")"},
+    {WITH_SPARSE_OPS("[{\"op\":\"truncate\",\"max_len\":3,\"keep\":1}]"),
+     "features.sparse[0].transforms[0].keep: expected a string"},
+    {WITH_SPARSE_OPS("[{\"op\":\"truncate\",\"keep\":\"last\"}]"),
+     "features.sparse[0].transforms[0].max_len: required"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\"}]"), "features.sparse[0].transforms[0].x: required"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":0}]"),
+     "features.sparse[0].transforms[0].x: must be > 0"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":2147483648}]"),
+     "features.sparse[0].transforms[0].x: must be <= 2147483647"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":\"3\"}]"),
+     "features.sparse[0].transforms[0].x: expected an integer"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":3,\"keep\":\"last\"}]"),
+     "features.sparse[0].transforms[0].keep: unknown key"},
+    {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"max_len\":3}]"),
+     "features.sparse[0].transforms[0].max_len: unknown key"},
+
+    /* new ops on the wrong kind of feature */
+    {WITH_DENSE_OPS("[{\"op\":\"hash\",\"n\":3}]"),
+     "features.dense[0].transforms[0].op: op \"hash\" applies to sparse features, not dense"},
+    {WITH_DENSE_OPS("[{\"op\":\"first_x\",\"x\":3}]"),
+     "features.dense[0].transforms[0].op: op \"first_x\" applies to sparse features, not dense"},
+    {WITH_SPARSE_OPS("[{\"op\":\"standardize\",\"mean\":0,\"std\":1}]"),
+     "features.sparse[0].transforms[0].op: op \"standardize\" applies to dense features, not "
+     "sparse"},
+    {WITH_SPARSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0]}]"),
+     "features.sparse[0].transforms[0].op: op \"bucketize\" applies to dense features, not sparse"},
+    {WITH_SPARSE_OPS("[{\"op\":\"cast\",\"to\":\"int\"}]"),
+     "features.sparse[0].transforms[0].op: op \"cast\" applies to dense features, not sparse"},
+    {WITH_DENSE_OPS("[{\"op\":\"cast\",\"to\":\"int\"},{\"op\":\"fill_missing\",\"value\":0}]"),
+     "features.dense[0].transforms[1].op: fill_missing must be the first op"},
+
+    /* filters */
+    {WITH_FILTERS("{}"), "filters: expected an array"},
+    {WITH_FILTERS("null"), "filters: expected an array"},
+    {WITH_FILTERS("[1]"), "filters[0]: expected an object"},
+    {WITH_FILTERS("[{}]"), "filters[0].op: required"},
+    {WITH_FILTERS("[{\"op\":7}]"), "filters[0].op: expected a string"},
+    {WITH_FILTERS("[{\"op\":\"\"}]"), "filters[0].op: must not be empty"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\"},{\"op\":\"drop\"}]"),
+     "filters[1].op: unknown filter \"drop\""},
+    {WITH_FILTERS("[{\"op\":\"require\"}]"), "filters[0].feature: required"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":3}]"), "filters[0].feature: expected a string"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"\"}]"),
+     "filters[0].feature: must not be empty"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"zz\"}]"),
+     "filters[0].feature: no feature \"zz\" in the spec"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\",\"p\":1}]"), "filters[0].p: unknown key"},
+    {WITH_FILTERS("[{\"op\":\"sample\"}]"), "filters[0].p: required"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":\"0.5\"}]"), "filters[0].p: expected a number"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":-0.1}]"), "filters[0].p: must be between 0 and 1"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":1.0000001}]"),
+     "filters[0].p: must be between 0 and 1"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":2}]"), "filters[0].p: must be between 0 and 1"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":1e39}]"), "filters[0].p: out of the float range"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"seed\":1.5}]"),
+     "filters[0].seed: expected an integer"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"label\":\"0\"}]"),
+     "filters[0].label: expected a number"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"label\":-1e39}]"),
+     "filters[0].label: out of the float range"},
+    {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"feature\":\"a\"}]"),
+     "filters[0].feature: unknown key"},
+    /* filters are checked after the label, whatever the key order */
+    {"{\"filters\":[{\"op\":\"drop\"}]," BASE_OK "," FEATURES_OK ",\"label\":{}}",
+     "label.name: required"},
+
     /* only the first error is reported */
     {"{\"table\":\"/abs\",\"batch_size\":0,\"features\":{}}",
      "table: must be a relative path inside a data root"},
@@ -519,6 +953,28 @@ static void test_out_of_memory(void **state)
     assert_non_null(strstr(text, "\"label\":{\"name\":\"click\"}"));
     free(text);
     dpp_spec_close(&s);
+
+    /* the same for the new keys, ops and filters */
+    json_set_alloc_funcs(budget_malloc, free);
+    for (long budget = 0;; budget++) {
+        alloc_budget = budget;
+        rc = parse(new_spec, &s, err);
+        if (rc == 0)
+            break;
+        if (rc == DPP_ESPEC && strncmp(err, "line ", 5) == 0)
+            continue;
+        assert_int_equal(rc, -ENOMEM);
+    }
+    text = NULL;
+    for (long budget = 0; !text; budget++) {
+        alloc_budget = budget;
+        text = dpp_spec_to_json(&s);
+    }
+    alloc_budget = -1;
+    json_set_alloc_funcs(malloc, free);
+    assert_non_null(strstr(text, "\"filters\":[{\"op\":\"require\""));
+    free(text);
+    dpp_spec_close(&s);
 }
 
 int main(void)
@@ -528,6 +984,8 @@ int main(void)
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_sparse_only_and_limits),
         cmocka_unit_test(test_numbers_round_trip_exactly),
+        cmocka_unit_test(test_new_keys),
+        cmocka_unit_test(test_new_keys_limits),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),

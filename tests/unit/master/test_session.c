@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Split bookkeeping at the master: counts, ranks, epoch turnover, and what a
-// lost worker gives back.
+// Split bookkeeping at the master: planning from file indexes, ranks, epoch
+// turnover, and what a lost worker gives back.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,25 +14,40 @@
 #include "common/alloc.h"
 #include "master/session.h"
 
-static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers)
+static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
+                           unsigned split_rows)
 {
     dpp_spec_t spec;
     char err[DPP_SPEC_ERRLEN];
     char json[512];
     snprintf(json, sizeof json,
              "{\"table\":\"t\",\"batch_size\":4,\"epochs\":%u,\"consumers\":%u,"
+             "\"split_rows\":%u,"
              "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"label\":{\"name\":\"label\"}}",
-             epochs, consumers);
+             epochs, consumers, split_rows);
     assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
     char **files = dpp_xcalloc(nfiles, sizeof *files);
     for (size_t i = 0; i < nfiles; i++) {
         char name[32];
-        snprintf(name, sizeof name, "/t/part-%05zu", i);
+        snprintf(name, sizeof name, "/t/ds=1/part-%05zu", i);
         files[i] = dpp_xstrdup(name);
     }
     dpp_session_t *s = dpp_session_new("s1", &spec, dpp_xstrdup("/t"), files, nfiles);
     assert_non_null(s->spec_json);
+    assert_int_equal(s->state, SESSION_INDEXING);
+    assert_string_equal(s->files[0].rel_path, "ds=1/part-00000");
     return s;
+}
+
+/* Indexes every file as one split of `records` records of 100 bytes. */
+static void index_all(dpp_session_t *s, uint64_t records)
+{
+    for (size_t i = 0; i < s->nfiles; i++) {
+        uint64_t bounds[2] = {0, records * 100};
+        int planned = dpp_session_file_indexed(s, i, records, bounds, 2);
+        assert_int_equal(planned, i + 1 == s->nfiles);
+    }
+    assert_int_equal(s->state, SESSION_RUNNING);
 }
 
 static void assert_counts(const dpp_session_t *s, size_t pending, size_t leased, size_t produced,
@@ -44,10 +59,53 @@ static void assert_counts(const dpp_session_t *s, size_t pending, size_t leased,
     assert_int_equal(s->counts[SPLIT_CONSUMED], consumed);
 }
 
+static void test_planning(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make(3, 1, 1, 4);
+    /* file 0: 10 records in 3 splits (4, 4, 2); file 1: empty; file 2: 4 records */
+    uint64_t b0[] = {0, 400, 800, 1000};
+    uint64_t b1[] = {0};
+    uint64_t b2[] = {0, 64};
+    assert_int_equal(dpp_session_file_indexed(s, 2, 4, b2, 2), 0);
+    assert_int_equal(dpp_session_file_indexed(s, 0, 10, b0, 4), 0);
+    assert_int_equal(dpp_session_file_indexed(s, 0, 10, b0, 4), 0); /* repeated: ignored */
+    assert_int_equal(s->files_indexed, 2);
+    assert_int_equal(s->state, SESSION_INDEXING);
+    assert_int_equal(dpp_session_rank_splits(s, 0), 0);
+    assert_int_equal(dpp_session_file_indexed(s, 1, 0, b1, 1), 1);
+    assert_int_equal(s->state, SESSION_RUNNING);
+    assert_int_equal(s->nsplits, 4);
+    const struct {
+        uint32_t file;
+        uint64_t rec_start, rec_count, byte_start, byte_end;
+    } want[] = {{0, 0, 4, 0, 400}, {0, 4, 4, 400, 800}, {0, 8, 2, 800, 1000}, {2, 0, 4, 0, 64}};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(s->splits[i].file, want[i].file);
+        assert_int_equal(s->splits[i].record_start, want[i].rec_start);
+        assert_int_equal(s->splits[i].record_count, want[i].rec_count);
+        assert_int_equal(s->splits[i].byte_start, want[i].byte_start);
+        assert_int_equal(s->splits[i].byte_end, want[i].byte_end);
+    }
+    assert_counts(s, 4, 0, 0, 0);
+    dpp_session_free(s);
+}
+
+static void test_all_empty_is_done(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make(1, 1, 1, 4);
+    uint64_t b[] = {0};
+    assert_int_equal(dpp_session_file_indexed(s, 0, 0, b, 1), 0);
+    assert_int_equal(s->state, SESSION_DONE);
+    dpp_session_free(s);
+}
+
 static void test_ranks(void **state)
 {
     (void)state;
-    dpp_session_t *s = make(7, 1, 3);
+    dpp_session_t *s = make(7, 1, 3, 100);
+    index_all(s, 10);
     /* 7 splits over 3 ranks: 0,3,6 / 1,4 / 2,5 */
     assert_int_equal(dpp_session_rank_splits(s, 0), 3);
     assert_int_equal(dpp_session_rank_splits(s, 1), 2);
@@ -64,7 +122,8 @@ static void test_ranks(void **state)
 static void test_epoch_turnover(void **state)
 {
     (void)state;
-    dpp_session_t *s = make(3, 2, 1);
+    dpp_session_t *s = make(3, 2, 1, 100);
+    index_all(s, 10);
     assert_counts(s, 3, 0, 0, 0);
     for (size_t i = 0; i < 3; i++)
         dpp_session_set(s, i, SPLIT_LEASED);
@@ -89,11 +148,23 @@ static void test_epoch_turnover(void **state)
 static void test_release_worker(void **state)
 {
     (void)state;
-    dpp_session_t *s = make(4, 1, 1);
+    /* index tasks go back too */
+    dpp_session_t *s = make(2, 1, 1, 100);
+    s->files[0].index_lease.lease_id = 5;
+    s->files[0].index_lease.worker_id = 7;
+    s->files[1].index_lease.lease_id = 6;
+    s->files[1].index_lease.worker_id = 8;
+    assert_int_equal(dpp_session_release_worker(s, 7), 1);
+    assert_int_equal(s->files[0].index_lease.lease_id, 0);
+    assert_int_equal(s->files[1].index_lease.lease_id, 6);
+    dpp_session_free(s);
+
+    s = make(4, 1, 1, 100);
+    index_all(s, 10);
     for (size_t i = 0; i < 4; i++) {
         dpp_session_set(s, i, SPLIT_LEASED);
-        s->splits[i].worker_id = i < 3 ? 7 : 8;
-        s->splits[i].lease_id = 100 + i;
+        s->splits[i].lease.worker_id = i < 3 ? 7 : 8;
+        s->splits[i].lease.lease_id = 100 + i;
     }
     dpp_session_set(s, 1, SPLIT_PRODUCED);
     s->splits[1].rows = 50;
@@ -102,8 +173,8 @@ static void test_release_worker(void **state)
     /* worker 7 dies: its leased and produced (not consumed) splits go back */
     assert_int_equal(dpp_session_release_worker(s, 7), 2);
     assert_counts(s, 2, 1, 0, 1);
-    assert_int_equal(s->splits[0].lease_id, 0);
-    assert_int_equal(s->splits[0].worker_id, 0);
+    assert_int_equal(s->splits[0].lease.lease_id, 0);
+    assert_int_equal(s->splits[0].lease.worker_id, 0);
     assert_int_equal(s->splits[2].state, SPLIT_CONSUMED);
     assert_int_equal(s->splits[3].state, SPLIT_LEASED);
     assert_int_equal(s->rows_produced, 0);
@@ -114,6 +185,8 @@ static void test_release_worker(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_planning),
+        cmocka_unit_test(test_all_empty_is_done),
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_epoch_turnover),
         cmocka_unit_test(test_release_worker),

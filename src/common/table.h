@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tables on disk: resolving a spec's table under the master's data roots and
  * listing the files of its selected partitions. */
-#ifndef DPP_MASTER_TABLE_H
-#define DPP_MASTER_TABLE_H
+#ifndef DPP_COMMON_TABLE_H
+#define DPP_COMMON_TABLE_H
 
 #include <stddef.h>
 
-#include "../common/spec.h"
+#include "spec.h"
 
 /* Resolves `table` (relative to a data root) with realpath against each root
  * in order and returns the first that exists as a directory and lies under

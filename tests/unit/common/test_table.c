@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "dpp/error.h"
-#include "master/table.h"
+#include "common/table.h"
 
 static char base[PATH_MAX]; /* realpath of the temporary tree */
 
