@@ -251,6 +251,19 @@ static int skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
  * the other into the same state: has_list carries over between calls. */
 static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *ref, int *has_list)
 {
+    /* Fast path: the Feature is exactly one list that ends it. */
+    if (!*has_list && end - p >= 2 && (p[0] == TAG(1, WT_LEN) || p[0] == TAG(2, WT_LEN) ||
+                                       p[0] == TAG(3, WT_LEN))) {
+        const uint8_t *q = p + 1;
+        uint64_t len;
+        if (read_varint(&q, end, &len) == 0 && len == (uint64_t)(end - q)) {
+            ref->kind = (dpp_feat_kind_t)(p[0] >> 3);
+            ref->list = q;
+            ref->list_len = (size_t)len;
+            *has_list = 1;
+            return 0;
+        }
+    }
     while (p < end) {
         uint64_t tag;
         const uint8_t *list;
@@ -284,6 +297,27 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
     unsigned nval = 0;
     long idx;
 
+    /* Fast path for what every writer emits: key (field 1, length < 128),
+     * then one value (field 2) that ends the entry. Anything else takes the
+     * general walk below, which accepts every valid encoding. */
+    if (end - p >= 4 && p[0] == TAG(1, WT_LEN) && p[1] < 0x80 && end - p - 2 > p[1]) {
+        const uint8_t *q = p + 2 + p[1];
+        uint64_t vlen;
+        if (*q == TAG(2, WT_LEN) && (q++, read_varint(&q, end, &vlen) == 0) &&
+            vlen == (uint64_t)(end - q) && p[1] > 0) {
+            idx = proj_find(proj, p + 2, p[1]);
+            if (idx < 0)
+                return 0;
+            /* Decoded straight into its slot: a struct built on the stack and
+             * copied here cost a store-forwarding stall per feature. */
+            dpp_feat_ref_t *ref = &out[idx];
+            ref->kind = DPP_FEAT_BYTES;
+            ref->list = start;
+            ref->list_len = 0;
+            int has_list = 0;
+            return decode_feature(q, q + vlen, ref, &has_list);
+        }
+    }
     while (p < end) {
         uint64_t tag;
 
@@ -472,7 +506,7 @@ int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
 int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
 {
     const uint8_t *p, *end;
-    size_t w = 0;
+    size_t w = 0, total = 0;
     int err;
 
     *n = 0;
@@ -493,6 +527,7 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
             if (read_len(&p, end, &data, &len) != 0 || len % 4 != 0)
                 return DPP_EEXAMPLE;
             size_t k = len / 4;
+            total += k;
             if (k > cap - w)
                 k = cap - w;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -508,19 +543,42 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
                 return DPP_EEXAMPLE;
             if (w < cap)
                 out[w++] = load_float_le(p);
+            total++;
             p += 4;
         } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
             return DPP_EEXAMPLE;
         }
     }
-    *n = w;
+    *n = total;
+    return 0;
+}
+
+/* Decodes a packed varint run into out (at most cap - *w more values) and
+ * counts every value into *total. */
+static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
+                                 size_t *w, size_t *total)
+{
+    uint64_t v;
+    size_t i = *w, t = *total;
+    while (q < qend) {
+        if (*q < 0x80) { /* ids below 128 and small counts: one byte */
+            v = *q++;
+        } else if (read_varint(&q, qend, &v) != 0) {
+            return DPP_EEXAMPLE;
+        }
+        if (i < cap)
+            out[i++] = (int64_t)v;
+        t++;
+    }
+    *w = i;
+    *total = t;
     return 0;
 }
 
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n)
 {
     const uint8_t *p, *end;
-    size_t w = 0;
+    size_t w = 0, total = 0;
     int err;
 
     *n = 0;
@@ -530,6 +588,14 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
         return 0;
     p = f->list;
     end = p + f->list_len;
+    /* Fast path: one packed run filling the list, as writers emit it. */
+    if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
+        (size_t)p[1] == f->list_len - 2) {
+        if (unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
+            return DPP_EEXAMPLE;
+        *n = total;
+        return 0;
+    }
     while (p < end) {
         uint64_t tag, v;
         const uint8_t *data;
@@ -538,24 +604,19 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
         if (read_tag(&p, end, &tag) != 0)
             return DPP_EEXAMPLE;
         if (tag == TAG(1, WT_LEN)) {
-            if (read_len(&p, end, &data, &len) != 0)
+            if (read_len(&p, end, &data, &len) != 0 ||
+                unpack_varints(data, data + len, out, cap, &w, &total) != 0)
                 return DPP_EEXAMPLE;
-            const uint8_t *q = data, *qend = data + len;
-            while (q < qend) {
-                if (read_varint(&q, qend, &v) != 0)
-                    return DPP_EEXAMPLE;
-                if (w < cap)
-                    out[w++] = (int64_t)v;
-            }
         } else if (tag == TAG(1, WT_VARINT)) {
             if (read_varint(&p, end, &v) != 0)
                 return DPP_EEXAMPLE;
             if (w < cap)
                 out[w++] = (int64_t)v;
+            total++;
         } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
             return DPP_EEXAMPLE;
         }
     }
-    *n = w;
+    *n = total;
     return 0;
 }

@@ -59,8 +59,10 @@ int dpp_example_decode(const dpp_projection_t *p, const uint8_t *rec, size_t len
 int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n);
 
 /* Copies up to cap values (converted to host order) into out and sets *n to
- * the number written. The whole list is validated even past cap. Same
- * returns as dpp_feat_count(). */
+ * the number of values in the list, which may exceed cap: then only the
+ * first cap were written, and the caller can grow out and call again. One
+ * pass, so callers need not count first. The whole list is validated even
+ * past cap. Same returns as dpp_feat_count(). */
 int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n);
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n);
 

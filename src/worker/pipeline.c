@@ -220,20 +220,16 @@ static int read_floats(const dpp_feat_ref_t *r, float *dst, size_t want, int64_t
     size_t n;
     int rc;
     if (r->kind == DPP_FEAT_FLOAT) {
-        if ((rc = dpp_feat_count(r, DPP_FEAT_FLOAT, &n)) != 0)
+        if ((rc = dpp_feat_floats(r, dst, want, &n)) != 0)
             return rc;
-        if (n != want)
-            return DPP_ETYPE;
-        return dpp_feat_floats(r, dst, want, &n);
+        return n == want ? 0 : DPP_ETYPE;
     }
     if (r->kind != DPP_FEAT_INT64)
         return DPP_ETYPE;
-    if ((rc = dpp_feat_count(r, DPP_FEAT_INT64, &n)) != 0)
+    if ((rc = dpp_feat_int64s(r, scratch, want, &n)) != 0)
         return rc;
     if (n != want)
         return DPP_ETYPE;
-    if ((rc = dpp_feat_int64s(r, scratch, want, &n)) != 0)
-        return rc;
     for (size_t j = 0; j < want; j++)
         dst[j] = (float)scratch[j];
     return 0;
@@ -304,11 +300,11 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
         size_t n = 0;
         x->lens[k] = 0;
         if (r->kind != DPP_FEAT_ABSENT) {
-            if ((rc = dpp_feat_count(r, DPP_FEAT_INT64, &n)) != 0)
+            /* one pass; a list longer than the scratch is read again once grown */
+            if ((rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0)
                 return rc;
-            if (n > x->caps[k] && (rc = grow_scratch(x, k, n)) != 0)
-                return rc;
-            if ((rc = dpp_feat_int64s(r, x->ids[k], n, &n)) != 0)
+            if (n > x->caps[k] && ((rc = grow_scratch(x, k, n)) != 0 ||
+                                   (rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0))
                 return rc;
         }
         float *w = NULL;
@@ -316,14 +312,10 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
             const dpp_feat_ref_t *wr = &refs[p->weights_slot[k]];
             size_t wn = 0;
             if (wr->kind != DPP_FEAT_ABSENT &&
-                ((rc = dpp_feat_count(wr, DPP_FEAT_FLOAT, &wn)) != 0))
+                (rc = dpp_feat_floats(wr, x->weights[k], x->caps[k], &wn)) != 0)
                 return rc;
             if (wn != n)
                 return DPP_ETYPE; /* weights must pair with ids one to one */
-            if (n > x->caps[k] && (rc = grow_scratch(x, k, n)) != 0)
-                return rc;
-            if (n && (rc = dpp_feat_floats(wr, x->weights[k], n, &wn)) != 0)
-                return rc;
             w = x->weights[k];
         }
         x->lens[k] = dpp_transform_sparse(f->ops, f->nops, x->ids[k], w, n);
