@@ -158,25 +158,41 @@ static int cmd_status(const ctl_t *ctl, const char *session)
         const Dpp__SessionStatus *s = r->sessions[i];
         unsigned total = s->splits_per_epoch * s->epochs;
         if (ctl->json) {
-            json_array_append_new(
-                arr, json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
-                               "s:I, s:i, s:s}",
-                               "session", s->session_id, "state", s->state, "table", s->table,
-                               "epochs", s->epochs, "epoch", s->current_epoch, "consumers",
-                               s->consumers, "splits_per_epoch", s->splits_per_epoch,
-                               "splits_pending", s->splits_pending, "splits_leased",
-                               s->splits_leased, "splits_produced", s->splits_produced,
-                               "splits_consumed", s->splits_consumed, "rows_produced",
-                               (json_int_t)s->rows_produced, "records_rejected",
-                               (json_int_t)s->records_rejected, "workers", s->workers, "error",
-                               s->error));
+            json_t *o = json_pack(
+                "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
+                "s:I, s:I, s:i, s:s}",
+                "session", s->session_id, "state", s->state, "table", s->table, "epochs",
+                s->epochs, "epoch", s->current_epoch, "consumers", s->consumers, "files",
+                s->files, "files_indexed", s->files_indexed, "splits_per_epoch",
+                s->splits_per_epoch, "splits_pending", s->splits_pending, "splits_leased",
+                s->splits_leased, "splits_produced", s->splits_produced, "splits_consumed",
+                s->splits_consumed, "rows_produced", (json_int_t)s->rows_produced,
+                "rows_filtered", (json_int_t)s->rows_filtered, "records_rejected",
+                (json_int_t)s->records_rejected, "workers", s->workers, "error", s->error);
+            const Dpp__Rejects *rj = s->rejects;
+            if (o && rj)
+                json_object_set_new(
+                    o, "rejects",
+                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt",
+                              (json_int_t)rj->corrupt, "truncated", (json_int_t)rj->truncated,
+                              "too_big", (json_int_t)rj->too_big, "example",
+                              (json_int_t)rj->example, "missing", (json_int_t)rj->missing,
+                              "type", (json_int_t)rj->type));
+            json_array_append_new(arr, o);
             continue;
         }
         char epoch[32], splits[48];
         snprintf(epoch, sizeof epoch, "%u/%u", s->current_epoch + 1, s->epochs); /* 1-based */
-        snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
-        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s\n", s->session_id, s->state, epoch,
-               splits, s->rows_produced, s->workers, s->error[0] ? "  error: " : "", s->error);
+        if (strcmp(s->state, "indexing") == 0)
+            snprintf(splits, sizeof splits, "(files %u/%u)", s->files_indexed, s->files);
+        else
+            snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
+        char rejected[48] = "";
+        if (s->records_rejected)
+            snprintf(rejected, sizeof rejected, "  rejected %" PRIu64, s->records_rejected);
+        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s%s\n", s->session_id, s->state, epoch,
+               splits, s->rows_produced, s->workers, rejected, s->error[0] ? "  error: " : "",
+               s->error);
     }
     if (ctl->json) {
         char *text = json_dumps(arr, JSON_COMPACT);
