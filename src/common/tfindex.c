@@ -182,8 +182,9 @@ int dpp_tfindex_parse(const char *text, size_t len, uint64_t file_size, dpp_tfin
             goto fail;
         }
         if (size > UINT64_MAX - off) {
-            set_err(err, errlen, "line %zu: record at offset %" PRIu64 " of size %" PRIu64
-                    " ends past 2^64", line, off, size);
+            set_err(err, errlen,
+                    "line %zu: record at offset %" PRIu64 " of size %" PRIu64 " ends past 2^64",
+                    line, off, size);
             goto fail;
         }
         idx.offsets[idx.n] = off;

@@ -37,9 +37,9 @@ int dpp_tfindex_load(const char *idx_path, uint64_t file_size, dpp_tfindex_t *ou
 
 /* Where a scan stopped early. */
 typedef struct dpp_tfindex_scan_result {
-    int error;             /* 0: the whole file is indexed; else DPP_ECORRUPT,
-                            * DPP_ETRUNCATED or DPP_ETOOBIG: the record at
-                            * error_offset ends the usable part of the file */
+    int error; /* 0: the whole file is indexed; else DPP_ECORRUPT,
+                * DPP_ETRUNCATED or DPP_ETOOBIG: the record at
+                * error_offset ends the usable part of the file */
     uint64_t error_offset;
 } dpp_tfindex_scan_result_t;
 

@@ -384,8 +384,7 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
 
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
         (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp) ||
-        (size_t)snprintf(idx_path, sizeof(idx_path), "%s/%s.idx", dir, name) >=
-            sizeof(idx_path) ||
+        (size_t)snprintf(idx_path, sizeof(idx_path), "%s/%s.idx", dir, name) >= sizeof(idx_path) ||
         (size_t)snprintf(idx_tmp, sizeof(idx_tmp), "%s/.%s.idx.tmp", dir, name) >=
             sizeof(idx_tmp)) {
         fprintf(stderr, "dpp-gen: %s/%s: path too long\n", dir, name);

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
             cfg.max_buffer_bytes = v << 20;
             break;
         case 'r':
-            if (parse_uint(optarg, 1ul << 20, &v) || v == 0)
+            if (parse_uint(optarg, 1ul << 16, &v) || v == 0) /* up to 64 GiB */
                 goto bad_value;
             cfg.max_record_bytes = (uint64_t)v << 20;
             break;

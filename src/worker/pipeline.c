@@ -648,7 +648,8 @@ static void *thread_main(void *arg)
     int rc = dpp_reader_new(&reader, &rcfg);
     ZSTD_CCtx *zctx = ZSTD_createCCtx();
     if (rc || zctx == NULL) {
-        DPP_ERROR("out_of_memory where=pipeline_thread");
+        DPP_ERROR("pipeline_thread_failed error=\"%s\"",
+                  rc ? dpp_strerror(rc) : "no zstd context");
         abort(); /* a daemon: abort with a location, as alloc.h does */
     }
     for (;;) {

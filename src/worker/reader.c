@@ -18,7 +18,7 @@
 #include "dpp/error.h"
 #include "reader.h"
 
-#define HEADER_LEN 12   /* u64 length + masked CRC of it */
+#define HEADER_LEN 12      /* u64 length + masked CRC of it */
 #define DIRECT_ALIGN 4096u /* offsets, lengths and buffers of O_DIRECT reads */
 #define SCRATCH_MIN (64u << 10)
 
@@ -27,16 +27,16 @@ enum slot_state { SLOT_IDLE, SLOT_INFLIGHT, SLOT_READY };
 /* One buffer of the ring and the read that fills it. Chunk k of the open
  * range lives in slot k % depth. */
 typedef struct slot {
-    uint8_t *buf;     /* chunk bytes, DIRECT_ALIGN-aligned; owned by the reader */
-    uint64_t off;     /* file offset of buf[0] */
-    size_t want;      /* bytes asked for (aligned up with O_DIRECT) */
-    size_t need;      /* bytes that must arrive: up to the end of the data */
-    size_t got;       /* bytes arrived so far, from buf[0] */
-    size_t len;       /* READY: valid bytes in buf */
+    uint8_t *buf; /* chunk bytes, DIRECT_ALIGN-aligned; owned by the reader */
+    uint64_t off; /* file offset of buf[0] */
+    size_t want;  /* bytes asked for (aligned up with O_DIRECT) */
+    size_t need;  /* bytes that must arrive: up to the end of the data */
+    size_t got;   /* bytes arrived so far, from buf[0] */
+    size_t len;   /* READY: valid bytes in buf */
     int state;
-    int err;          /* READY: the read failed with this -errno */
-    int eof;          /* READY: the file ended before `need` bytes */
-    int direct;       /* the last read was issued while fd had O_DIRECT */
+    int err;    /* READY: the read failed with this -errno */
+    int eof;    /* READY: the file ended before `need` bytes */
+    int direct; /* the last read was issued while fd had O_DIRECT */
 } slot_t;
 
 struct dpp_reader {
@@ -47,13 +47,13 @@ struct dpp_reader {
     unsigned depth;
     size_t chunk;
     uint64_t max_record;
-    slot_t *slots;    /* depth of them */
+    slot_t *slots;     /* depth of them */
     unsigned inflight; /* uring reads submitted and not yet completed */
 
     /* The open range. Chunk k covers file bytes [rd_start + k * chunk, ...)
      * up to rd_end; records are in [fpos, data_end). */
-    int fd;           /* -1: no file open */
-    int fd_direct;    /* fd currently has O_DIRECT */
+    int fd;        /* -1: no file open */
+    int fd_direct; /* fd currently has O_DIRECT */
     uint64_t rd_start, rd_end;
     uint64_t data_end;  /* min(range end, file size) */
     uint64_t range_end; /* the end the caller expects records up to */
@@ -166,8 +166,18 @@ int dpp_reader_new(dpp_reader_t **out, const dpp_reader_config_t *cfg)
     int forced = c.force_pread || (force && strcmp(force, "1") == 0);
     rc = forced ? -EPERM : io_uring_queue_init(r->depth, &r->ring, 0);
     if (rc == 0) {
-        r->use_uring = 1;
-    } else if (atomic_exchange(&uring_fallback_logged, 1) == 0) {
+        /* IORING_OP_READ needs Linux 5.6; an older ring would fail every read. */
+        struct io_uring_probe *probe = io_uring_get_probe_ring(&r->ring);
+        if (probe && io_uring_opcode_supported(probe, IORING_OP_READ)) {
+            r->use_uring = 1;
+        } else {
+            io_uring_queue_exit(&r->ring);
+            rc = -EOPNOTSUPP;
+        }
+        if (probe)
+            io_uring_free_probe(probe);
+    }
+    if (rc != 0 && atomic_exchange(&uring_fallback_logged, 1) == 0) {
         DPP_WARN("io_uring_unavailable error=\"%s\" fallback=pread%s", dpp_strerror(rc),
                  forced ? (c.force_pread ? " reason=config" : " reason=DPP_FORCE_PREAD") : "");
     }
@@ -306,12 +316,11 @@ static void start_chunk(dpp_reader_t *r, uint64_t k)
         submit_uring(r, s);
 }
 
-/* Handles one completion; blocks for it when wait is set. Returns 0, or
- * -EAGAIN when !wait and none is ready, or the ring's error. */
-static int reap_one(dpp_reader_t *r, int wait)
+/* Waits for one completion and books it. Returns 0 or the ring's error. */
+static int reap_one(dpp_reader_t *r)
 {
     struct io_uring_cqe *cqe;
-    int rc = wait ? io_uring_wait_cqe(&r->ring, &cqe) : io_uring_peek_cqe(&r->ring, &cqe);
+    int rc = io_uring_wait_cqe(&r->ring, &cqe);
     if (rc < 0)
         return rc;
     slot_t *s = &r->slots[io_uring_cqe_get_data64(cqe)];
@@ -347,7 +356,7 @@ static int wait_slot(dpp_reader_t *r, slot_t *s)
         read_pread(r, s);
     } else {
         while (s->state != SLOT_READY) {
-            int rc = reap_one(r, 1);
+            int rc = reap_one(r);
             if (rc == -EINTR || rc == -EAGAIN)
                 continue;
             if (rc < 0) {
@@ -400,6 +409,8 @@ static int grow_scratch(dpp_reader_t *r, size_t n)
     size_t limit = (size_t)r->max_record + DPP_TFRECORD_OVERHEAD;
     while (cap < n)
         cap = cap > limit / 2 ? limit : cap * 2;
+    if (cap > limit)
+        cap = limit; /* n <= limit always */
     uint8_t *p = realloc(r->scratch, cap);
     if (p == NULL)
         return -ENOMEM;
@@ -601,7 +612,7 @@ void dpp_reader_close(dpp_reader_t *r)
     int fd = r->fd;
     r->fd = -1;
     while (r->inflight > 0) {
-        int rc = reap_one(r, 1);
+        int rc = reap_one(r);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
             DPP_ERROR("io_uring_drain_failed error=\"%s\"", dpp_strerror(rc));
             break;

@@ -31,11 +31,11 @@ typedef struct dpp_reader_config {
 } dpp_reader_config_t;
 
 typedef struct dpp_reader_stats {
-    uint64_t bytes_read;  /* bytes that reads returned, including O_DIRECT alignment */
-    uint64_t records;     /* records handed out (not counting corrupt ones) */
-    uint64_t copied;      /* bytes of records that straddled buffers and were copied */
-    uint64_t io_wait_ns;  /* time next() waited for reads (the pread calls themselves with pread) */
-    uint64_t crc_ns;      /* time in CRC32C, only when cfg.time_crc */
+    uint64_t bytes_read; /* bytes that reads returned, including O_DIRECT alignment */
+    uint64_t records;    /* records handed out (not counting corrupt ones) */
+    uint64_t copied;     /* bytes of records that straddled buffers and were copied */
+    uint64_t io_wait_ns; /* time next() waited for reads (the pread calls themselves with pread) */
+    uint64_t crc_ns;     /* time in CRC32C, only when cfg.time_crc */
 } dpp_reader_stats_t;
 
 typedef struct dpp_reader dpp_reader_t;

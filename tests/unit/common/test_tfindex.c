@@ -187,8 +187,7 @@ static void test_parse_bad(void **state)
     parse_bad("", 100, 1, "the index is empty but the file has 100 bytes");
     parse_bad("18446744073709551616 16\n", UINT64_MAX, 1, "offset does not fit in 64 bits");
     parse_bad("0 99999999999999999999999\n", UINT64_MAX, 1, "size does not fit in 64 bits");
-    parse_bad("0 18446744073709551615\n18446744073709551615 16\n", UINT64_MAX, 2,
-              "ends past 2^64");
+    parse_bad("0 18446744073709551615\n18446744073709551615 16\n", UINT64_MAX, 2, "ends past 2^64");
     static const char nul[] = "0 16\n16 16\0\n";
     char err[128];
     dpp_tfindex_t idx;

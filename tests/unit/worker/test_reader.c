@@ -341,7 +341,7 @@ static void test_corrupt_payload_continues(void **state)
     char path[PATH_MAX];
     (void)state;
     image_standard(&im, 6);
-    im.data[im.off[2] + 12 + 1] ^= 0x40; /* payload of record 2 */
+    im.data[im.off[2] + 12 + 1] ^= 0x40;       /* payload of record 2 */
     im.data[im.off[5] + im.plen[5] + 12] ^= 1; /* payload CRC of record 5 */
     path_in(path, sizeof path, tmpdir, "badpayload.tfrecord");
     write_file(path, im.data, im.len);
@@ -583,11 +583,46 @@ static void test_direct_refused(void **state)
             assert_int_equal(dpp_reader_new(&r, &cfg), 0);
             assert_int_equal(dpp_reader_open(r, files[i], 0, UINT64_MAX), 0);
             int rc = dpp_reader_next(r, &p, &len, &off);
-            assert_true(rc >= 0 || rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED ||
-                        rc == DPP_ETOOBIG);
+            assert_true(rc >= 0 || rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG);
             dpp_reader_free(r);
         }
     }
+}
+
+/* Random chunk sizes, depths, modes and ranges (fixed seed). */
+static void test_random_configs(void **state)
+{
+    image_t im = {0};
+    char path[PATH_MAX];
+    uint64_t rng = 12345;
+    (void)state;
+    image_standard(&im, 90);
+    image_add(&im, 50000);
+    image_standard(&im, 10);
+    path_in(path, sizeof path, tmpdir, "random.tfrecord");
+    write_file(path, im.data, im.len);
+    for (int iter = 0; iter < 300; iter++) {
+        uint64_t x[5];
+        for (int k = 0; k < 5; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            x[k] = rng >> 33;
+        }
+        dpp_reader_config_t cfg = {
+            .chunk_bytes = 1 + (size_t)(x[0] % 9000),
+            .depth = 1 + (unsigned)(x[1] % 8),
+            .force_pread = (int)(x[2] & 1),
+            .direct = (x[2] & 6) == 6,
+        };
+        size_t i = (size_t)(x[3] % (im.n + 1)), j = (size_t)(x[4] % (im.n + 1));
+        if (i > j) {
+            size_t t = i;
+            i = j;
+            j = t;
+        }
+        check_range(&cfg, path, &im, im.off[i], j == im.n && (x[2] & 8) ? UINT64_MAX : im.off[j], i,
+                    j, 0, 0);
+    }
+    image_free(&im);
 }
 
 static void test_memory_bound(void **state)
@@ -632,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_file_shrinks),
         cmocka_unit_test(test_direct_filesystems),
         cmocka_unit_test(test_direct_refused),
+        cmocka_unit_test(test_random_configs),
         cmocka_unit_test(test_memory_bound),
         cmocka_unit_test(test_force_pread_env),
     };
