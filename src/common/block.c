@@ -246,7 +246,8 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     unsigned col = 0;
     size_t n = b->rows * sizeof(float);
     uint8_t *dst = put_col(buf, &col, &off, n);
-    memcpy(dst, b->labels, n);
+    if (n) /* an empty builder may never have allocated its columns */
+        memcpy(dst, b->labels, n);
     memset(dst + n, 0, ALIGN8(n) - n);
     /* Builder rows interleave all dense features; columns are per feature. */
     unsigned first = 0;
@@ -267,7 +268,8 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     for (unsigned k = 0; k < b->nsparse; k++) {
         n = b->rows * sizeof(int32_t);
         dst = put_col(buf, &col, &off, n);
-        memcpy(dst, b->lengths + k * b->cap_rows, n);
+        if (n)
+            memcpy(dst, b->lengths + k * b->cap_rows, n);
         memset(dst + n, 0, ALIGN8(n) - n);
         n = b->nvalues[k] * sizeof(int64_t);
         dst = put_col(buf, &col, &off, n);

@@ -28,7 +28,7 @@ static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
     assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
     char **files = dpp_xcalloc(nfiles, sizeof *files);
     for (size_t i = 0; i < nfiles; i++) {
-        char name[32];
+        char name[48];
         snprintf(name, sizeof name, "/t/ds=1/part-%05zu", i);
         files[i] = dpp_xstrdup(name);
     }
