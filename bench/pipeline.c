@@ -132,7 +132,7 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
         exit(1);
     }
     ZSTD_CCtx *z = ZSTD_createCCtx();
-    dpp_pipeline_config_t cfg = {.threads = 1, .max_record_bytes = 16u << 20, .stop_after = stop};
+    dpp_pipeline_config_t cfg = {.threads = 1, .reader = rc, .stop_after = stop};
     sink_t sink = {0};
     run_t r = {0};
     uint64_t t0 = dpp_now_ns();

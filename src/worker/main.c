@@ -29,11 +29,16 @@ static const char usage[] =
     "                        (default 256)\n"
     "  --max-record-mb N     largest TFRecord record accepted (default 16); each\n"
     "                        pipeline thread's reader may hold one such record\n"
+    "  --read-chunk-kb N     bytes per read (default 512)\n"
+    "  --read-depth N        reads in flight per pipeline thread (default 4)\n"
+    "  --direct-io           read with O_DIRECT (aligned buffers; falls back to\n"
+    "                        buffered reads where the filesystem refuses it)\n"
+    "  --force-pread         read with pread instead of io_uring\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Environment: DPP_FORCE_PREAD=1 reads with pread instead of io_uring.\n"
+    "Environment: DPP_FORCE_PREAD=1 does what --force-pread does.\n"
     "SIGINT or SIGTERM stops the worker.\n";
 
 static void stop_worker(void *arg)
@@ -60,6 +65,10 @@ int main(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"max-buffer-mb", required_argument, NULL, 'b'},
         {"max-record-mb", required_argument, NULL, 'r'},
+        {"read-chunk-kb", required_argument, NULL, 'c'},
+        {"read-depth", required_argument, NULL, 'd'},
+        {"direct-io", no_argument, NULL, 'D'},
+        {"force-pread", no_argument, NULL, 'P'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
@@ -70,7 +79,7 @@ int main(int argc, char **argv)
         .listen = "127.0.0.1:0",
         .threads = ncpu > 0 ? (unsigned)ncpu : 1,
         .max_buffer_bytes = 256ul << 20,
-        .max_record_bytes = 16ull << 20,
+        .reader = {.max_record = 16ull << 20},
     };
     unsigned long v;
     int c, idx = 0;
@@ -98,7 +107,23 @@ int main(int argc, char **argv)
         case 'r':
             if (parse_uint(optarg, 1ul << 16, &v) || v == 0) /* up to 64 GiB */
                 goto bad_value;
-            cfg.max_record_bytes = (uint64_t)v << 20;
+            cfg.reader.max_record = (uint64_t)v << 20;
+            break;
+        case 'c':
+            if (parse_uint(optarg, DPP_READER_MAX_CHUNK >> 10, &v) || v == 0)
+                goto bad_value;
+            cfg.reader.chunk_bytes = (size_t)v << 10;
+            break;
+        case 'd':
+            if (parse_uint(optarg, DPP_READER_MAX_DEPTH, &v) || v == 0)
+                goto bad_value;
+            cfg.reader.depth = (unsigned)v;
+            break;
+        case 'D':
+            cfg.reader.direct = 1;
+            break;
+        case 'P':
+            cfg.reader.force_pread = 1;
             break;
         case 'p':
             cfg.port_file = optarg;

@@ -572,7 +572,7 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
         if (rc != -ENOENT)
             DPP_WARN("index_sidecar_ignored file=%s.idx reason=\"%s\"", t->rel_path, err);
         dpp_tfindex_scan_result_t scan;
-        rc = dpp_tfindex_scan(t->path, cfg->max_record_bytes, &idx, &scan, err, sizeof err);
+        rc = dpp_tfindex_scan(t->path, cfg->reader.max_record, &idx, &scan, err, sizeof err);
         if (rc) {
             set_error(res, rc, "file %s: %s", t->rel_path, err);
             return rc;
@@ -644,8 +644,7 @@ static void *thread_main(void *arg)
 {
     dpp_pipeline_t *p = arg;
     dpp_reader_t *reader = NULL;
-    dpp_reader_config_t rcfg = {.max_record = p->cfg.max_record_bytes};
-    int rc = dpp_reader_new(&reader, &rcfg);
+    int rc = dpp_reader_new(&reader, &p->cfg.reader);
     ZSTD_CCtx *zctx = ZSTD_createCCtx();
     if (rc || zctx == NULL) {
         DPP_ERROR("pipeline_thread_failed error=\"%s\"",

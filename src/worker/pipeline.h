@@ -13,6 +13,8 @@
 
 #include <uv.h>
 
+#include "reader.h"
+
 typedef enum dpp_task_kind {
     DPP_TASK_SPLIT = 0, /* produce the blocks of a record range */
     DPP_TASK_INDEX = 1, /* count a file's records, find its split boundaries */
@@ -85,7 +87,7 @@ typedef struct dpp_stage_times {
 typedef struct dpp_pipeline_config {
     unsigned threads;
     size_t budget_bytes; /* blocks produced and not yet written to a client */
-    uint64_t max_record_bytes;
+    dpp_reader_config_t reader;
     dpp_stage_t stop_after;
 } dpp_pipeline_config_t;
 

@@ -544,8 +544,7 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         snprintf(w->data_addr, sizeof w->data_addr, "%s", cfg->advertise);
     /* The budget covers the readers' buffers too: what is left of it is for
      * finished blocks. */
-    dpp_reader_config_t rcfg = {.max_record = cfg->max_record_bytes};
-    size_t readers = (size_t)cfg->threads * dpp_reader_memory_bound(&rcfg);
+    size_t readers = (size_t)cfg->threads * dpp_reader_memory_bound(&cfg->reader);
     if (readers + (4u << 20) > cfg->max_buffer_bytes) {
         DPP_ERROR("buffer_too_small max_buffer_bytes=%zu readers_bytes=%zu threads=%u "
                   "hint=\"raise --max-buffer-mb or lower --threads or --max-record-mb\"",
@@ -558,7 +557,7 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     dpp_pipeline_config_t pc = {
         .threads = cfg->threads,
         .budget_bytes = cfg->max_buffer_bytes - readers,
-        .max_record_bytes = cfg->max_record_bytes,
+        .reader = cfg->reader,
     };
     rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);
     if (rc) {

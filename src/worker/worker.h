@@ -10,6 +10,8 @@
 
 #include <uv.h>
 
+#include "reader.h"
+
 typedef struct dpp_worker_config {
     const char *master;    /* HOST:PORT of the master */
     const char *listen;    /* HOST:PORT for clients; port 0 picks one */
@@ -17,7 +19,7 @@ typedef struct dpp_worker_config {
     const char *port_file; /* optional: bound address written here */
     unsigned threads;      /* pipeline threads; 0 = one per core */
     size_t max_buffer_bytes; /* blocks waiting for clients + readers' buffers */
-    uint64_t max_record_bytes;
+    dpp_reader_config_t reader; /* per pipeline thread */
 } dpp_worker_config_t;
 
 typedef struct dpp_worker dpp_worker_t;
