@@ -180,6 +180,7 @@ int main(int argc, char **argv)
     const char *table_dir = NULL;
     const char *spec_path = DPP_SOURCE_DIR "/examples/criteo.json";
     unsigned long rows = 1000000;
+    int once = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--table") == 0 && i + 1 < argc)
             table_dir = argv[++i];
@@ -187,11 +188,14 @@ int main(int argc, char **argv)
             spec_path = argv[++i];
         else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
             rows = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--once") == 0)
+            once = 1;
         else {
             fprintf(stderr,
-                    "usage: bench_pipeline [--table DIR] [--spec SPEC.json] [--rows N]\n"
+                    "usage: bench_pipeline [--table DIR] [--spec SPEC.json] [--rows N] [--once]\n"
                     "Without --table, generates an N-row (default 1,000,000) table with\n"
-                    "dpp-gen into a temporary directory first.\n");
+                    "dpp-gen into a temporary directory first. --once runs the whole\n"
+                    "path without compression once (for callgrind's instruction counts).\n");
             return 2;
         }
     }
@@ -223,6 +227,11 @@ int main(int argc, char **argv)
     char *spec_off = with_compression(text, "off");
     char *spec_zstd = with_compression(text, "zstd");
 
+    if (once) {
+        run_t r = run_once(&t, spec_off, DPP_STAGE_ALL, 0);
+        printf("bench_pipeline --once: %" PRIu64 " rows in %.3f s\n", r.rows, r.secs);
+        return 0;
+    }
     run_once(&t, spec_off, DPP_STAGE_READ, 0); /* warm the page cache */
     run_t r_read, r_decode, r_transform, r_all, r_zstd;
     double s_read = median_run(&t, spec_off, DPP_STAGE_READ, &r_read);

@@ -392,8 +392,9 @@ int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t 
 {
     const uint8_t *p = rec, *end;
 
-    for (size_t i = 0; i < proj->n; i++)
-        out[i] = (dpp_feat_ref_t){DPP_FEAT_ABSENT, NULL, 0};
+    /* DPP_FEAT_ABSENT is 0 and NULL is all-zero bits on every platform dpp
+     * builds for: one memset instead of a loop of struct stores. */
+    memset(out, 0, proj->n * sizeof *out);
     if (len == 0)
         return 0;
     /* Example.features may repeat; protobuf merges the occurrences, which for
@@ -516,6 +517,16 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
         return 0;
     p = f->list;
     end = p + f->list_len;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Fast path: one packed run filling the list, as writers emit it. */
+    if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
+        (size_t)p[1] == f->list_len - 2 && p[1] % 4 == 0) {
+        total = p[1] / 4;
+        memcpy(out, p + 2, (total < cap ? total : cap) * 4);
+        *n = total;
+        return 0;
+    }
+#endif
     while (p < end) {
         uint64_t tag;
         const uint8_t *data;
