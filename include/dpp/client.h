@@ -45,6 +45,12 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
  * negative error. */
 int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms);
 
+/* Why the client failed, once next() returned an error that ends it (for
+ * DPP_EFAILED: the session's failure as the master reports it, e.g. "file
+ * ds=.../part-00001.tfrecord: corrupted record at offset 1234 (on_corrupt:
+ * fail)"); "" otherwise. Valid until dpp_client_close(). */
+const char *dpp_client_error(const dpp_client_t *c);
+
 /* The epoch the next batch belongs to (0-based). */
 unsigned dpp_client_epoch(const dpp_client_t *c);
 

@@ -224,11 +224,11 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
     if (r->n_dense_dims != r->n_dense_names || r->n_dense_names + r->n_sparse_names == 0 ||
         r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES)
         goto fail;
-    if (strcmp(r->state, "failed") == 0) {
-        rc = DPP_EFAILED;
-        goto fail;
-    }
     dpp_core_t *core = c->core;
+    /* A failed session still opens, so that the trainer can read why with
+     * dpp_client_error() after next() reports DPP_EFAILED. */
+    if (strcmp(r->state, "failed") == 0)
+        dpp__core_fail(core, DPP_EFAILED, r->error);
     core->ndense = (unsigned)r->n_dense_names;
     core->nsparse = (unsigned)r->n_sparse_names;
     rc = -ENOMEM;
@@ -278,6 +278,16 @@ void dpp_client_close(dpp_client_t *c)
     dpp__io_stop(c->io);
     dpp__core_unref(c->core);
     free(c);
+}
+
+const char *dpp_client_error(const dpp_client_t *c)
+{
+    /* error_text is written once, under the lock, before error is set;
+     * reading the flag under the lock makes the text safe to hand out. */
+    pthread_mutex_lock(&c->core->mu);
+    int failed = c->core->error != 0;
+    pthread_mutex_unlock(&c->core->mu);
+    return failed ? c->core->error_text : "";
 }
 
 unsigned dpp_client_epoch(const dpp_client_t *c)

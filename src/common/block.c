@@ -177,9 +177,11 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
     b->labels[r] = label;
     memcpy(b->dense + r * b->dense_width, dense, b->dense_width * sizeof *dense);
     for (unsigned k = 0; k < b->nsparse; k++) {
-        memcpy(b->values[k] + b->nvalues[k], ids[k], lens[k] * sizeof(int64_t));
-        if (b->weighted[k])
-            memcpy(b->weights[k] + b->nvalues[k], weights[k], lens[k] * sizeof(float));
+        if (lens[k]) { /* an empty list may meet a never-allocated column */
+            memcpy(b->values[k] + b->nvalues[k], ids[k], lens[k] * sizeof(int64_t));
+            if (b->weighted[k])
+                memcpy(b->weights[k] + b->nvalues[k], weights[k], lens[k] * sizeof(float));
+        }
         b->nvalues[k] += lens[k];
         b->lengths[k * b->cap_rows + r] = (int32_t)lens[k];
     }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +160,7 @@ static int cmd_status(const ctl_t *ctl, const char *session)
         unsigned total = s->splits_per_epoch * s->epochs;
         if (ctl->json) {
             json_t *o = json_pack(
-                "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
+                "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
                 "s:I, s:I, s:i, s:s}",
                 "session", s->session_id, "state", s->state, "table", s->table, "epochs",
                 s->epochs, "epoch", s->current_epoch, "consumers", s->consumers, "files",
@@ -250,19 +251,34 @@ static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
     }
 }
 
+/* A double as a JSON value: JSON has no inf or NaN, so those become the
+ * strings "inf", "-inf" and "nan". */
+static const char *json_double(double v, char *buf, size_t len)
+{
+    if (isnan(v))
+        snprintf(buf, len, "\"nan\"");
+    else if (isinf(v))
+        snprintf(buf, len, v > 0 ? "\"inf\"" : "\"-inf\"");
+    else
+        snprintf(buf, len, "%.17g", v);
+    return buf;
+}
+
 static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
 {
     double secs = (double)(dpp_now_ns() - e->start_ns) / 1e9;
     double rate = secs > 0 ? (double)e->rows / secs : 0;
     if (ctl->json) {
-        char weights[64] = "";
+        char weights[80] = "", lsum[32], dsum[32], wsum[32];
         if (e->weighted)
-            snprintf(weights, sizeof weights, ",\"sparse_weights_sum\":%.17g", e->weights_sum);
+            snprintf(weights, sizeof weights, ",\"sparse_weights_sum\":%s",
+                     json_double(e->weights_sum, wsum, sizeof wsum));
         printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
-               ",\"label_sum\":%.17g,\"dense_sum\":%.17g,\"sparse_lengths_sum\":%" PRIu64
+               ",\"label_sum\":%s,\"dense_sum\":%s,\"sparse_lengths_sum\":%" PRIu64
                ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
                "%s,\"rows_per_s\":%.1f}\n",
-               epoch, e->rows, e->batches, e->label_sum, e->dense_sum, e->lengths_sum,
+               epoch, e->rows, e->batches, json_double(e->label_sum, lsum, sizeof lsum),
+               json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum,
                (int64_t)e->ids_sum, (int64_t)e->ids_wsum, weights, rate);
     } else {
         printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
@@ -299,7 +315,9 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             rc = 0;
             break;
         } else {
-            fail("read %s: %s", session, dpp_strerror(rc));
+            const char *why = dpp_client_error(c);
+            fprintf(stderr, "dppctl: read %s: %s%s%s\n", session, dpp_strerror(rc),
+                    why[0] ? ": " : "", why);
             rc = 1;
             break;
         }

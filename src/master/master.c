@@ -444,14 +444,18 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
-/* The split a lease id names, if that lease is still current. */
-static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split)
+/* The split a lease id names: its current lease, or (*late = 1) the lease
+ * of the epoch before, whose split its client consumed before the worker's
+ * SPLIT_DONE arrived. */
+static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split,
+                                       int *late)
 {
     for (size_t si = 0; si < m->nsessions; si++) {
         dpp_session_t *s = m->sessions[si];
         for (size_t i = 0; i < s->nsplits; i++) {
-            if (s->splits[i].lease.lease_id == lease_id) {
+            if (s->splits[i].lease.lease_id == lease_id || s->splits[i].prev_lease_id == lease_id) {
                 *split = i;
+                *late = s->splits[i].lease.lease_id != lease_id;
                 return s;
             }
         }
@@ -485,18 +489,28 @@ static void fail_session(dpp_session_t *s, const char *what, const char *message
 static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
 {
     size_t i;
-    dpp_session_t *s = find_split_lease(p->m, msg->lease_id, &i);
-    if (s == NULL || s->splits[i].lease.worker_id != p->worker_id ||
-        s->splits[i].state != SPLIT_LEASED || s->state != SESSION_RUNNING)
-        return; /* a stale lease: the split was re-leased or consumed meanwhile */
+    int late;
+    dpp_session_t *s = find_split_lease(p->m, msg->lease_id, &i, &late);
+    if (s == NULL || s->state == SESSION_FAILED)
+        return;
+    dpp_split_t *sp = &s->splits[i];
+    /* The client may acknowledge a split before its worker's SPLIT_DONE
+     * arrives (they travel different connections): then only the counters
+     * are taken. Otherwise the split must still be leased to this worker; a
+     * re-leased split's old lease is ignored. */
+    int counters_only = late || sp->state == SPLIT_CONSUMED;
+    if (!counters_only && (sp->lease.worker_id != p->worker_id || sp->state != SPLIT_LEASED))
+        return;
     add_rejects(&s->rejects, msg->rejects);
     s->rows_filtered += msg->rows_filtered;
+    s->rows_produced += msg->rows;
+    if (counters_only)
+        return;
     if (msg->error_code != 0) {
         fail_session(s, "cause=split", msg->error_message);
         return;
     }
-    s->splits[i].rows = msg->rows;
-    s->rows_produced += msg->rows;
+    sp->rows = msg->rows;
     dpp_session_set(s, i, SPLIT_PRODUCED);
     DPP_DEBUG("split_produced session=%s epoch=%u split=%zu rows=%" PRIu64 " blocks=%u", s->id,
               s->epoch, i, msg->rows, msg->blocks);

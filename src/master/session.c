@@ -130,6 +130,7 @@ int dpp_session_consumed(dpp_session_t *s, size_t i)
     }
     s->epoch++;
     for (size_t j = 0; j < s->nsplits; j++) {
+        s->splits[j].prev_lease_id = s->splits[j].lease.lease_id;
         dpp_session_set(s, j, SPLIT_PENDING);
         s->splits[j].rows = 0;
     }

@@ -48,6 +48,7 @@ typedef struct dpp_file {
 typedef struct dpp_split {
     split_state_t state;
     dpp_lease_ref_t lease;
+    uint64_t prev_lease_id; /* last epoch's lease: its SPLIT_DONE may come late */
     uint64_t rows; /* as produced */
     uint32_t file;
     uint64_t record_start, record_count;

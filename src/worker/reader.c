@@ -178,8 +178,11 @@ int dpp_reader_new(dpp_reader_t **out, const dpp_reader_config_t *cfg)
             io_uring_free_probe(probe);
     }
     if (rc != 0 && atomic_exchange(&uring_fallback_logged, 1) == 0) {
-        DPP_WARN("io_uring_unavailable error=\"%s\" fallback=pread%s", dpp_strerror(rc),
-                 forced ? (c.force_pread ? " reason=config" : " reason=DPP_FORCE_PREAD") : "");
+        if (forced)
+            DPP_WARN("io_uring_unavailable fallback=pread reason=%s",
+                     c.force_pread ? "--force-pread" : "DPP_FORCE_PREAD");
+        else
+            DPP_WARN("io_uring_unavailable error=\"%s\" fallback=pread", dpp_strerror(rc));
     }
     *out = r;
     return 0;

@@ -96,6 +96,7 @@ typedef struct totals {
     uint64_t sparse_ids_sum, sparse_ids_wsum; /* int64 wrapping, as dpp sums them */
     double sparse_weights_sum;                /* every delivered weight, after the chains */
     int64_t skipped;                          /* records with a per-record error */
+    int64_t tails;                            /* files whose broken tail was dropped */
     int64_t filtered;                         /* rows dropped by a filter */
 } totals_t;
 
@@ -860,7 +861,11 @@ static void split_flush(const ref_spec_t *s, split_walk_t *w, totals_t *t)
  * splits of this rank. A file of N records has ceil(N / split_rows) splits;
  * split b holds records [b * split_rows, (b + 1) * split_rows).
  * skip_corrupt: a payload CRC mismatch skips the record instead of failing;
- * it still counts as a record of its file. */
+ * it still counts as a record of its file. A broken frame (the file ends
+ * inside a record, a length CRC mismatch, an absurd length) ends the file
+ * there: no record boundary after it can be trusted, so the file's records
+ * are the whole ones before it (the index docs/protocol.md describes), and
+ * the tail counts as one rejected record (t->tails). */
 static void scan_file(const char *path, const char *rel_path, const ref_spec_t *s, totals_t *t,
                       int skip_corrupt, split_walk_t *w, scratch_t *x)
 {
@@ -877,20 +882,30 @@ static void scan_file(const char *path, const char *rel_path, const ref_spec_t *
         if (got == 0 && feof(f))
             break;
         snprintf(where, sizeof(where), "%s: record at offset %" PRIu64, path, off);
-        if (got != sizeof(hdr))
-            die("%s: truncated record", where);
-        if (crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8))
-            die("%s: corrupted record (length CRC)", where);
-        uint64_t len = le64(hdr);
-        if (len > MAX_RECORD)
-            die("%s: length %" PRIu64 " over the %u limit", where, len, MAX_RECORD);
-        if (len > cap) {
-            free(payload);
-            cap = (size_t)len;
-            payload = xcalloc(cap, 1);
+        const char *broken = NULL;
+        uint64_t len = 0;
+        if (got != sizeof(hdr)) {
+            broken = "truncated record";
+        } else if (crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8)) {
+            broken = "corrupted record (length CRC)";
+        } else if ((len = le64(hdr)) > MAX_RECORD) {
+            broken = "length over the limit";
+        } else {
+            if (len > cap) {
+                free(payload);
+                cap = (size_t)len;
+                payload = xcalloc(cap, 1);
+            }
+            if (fread(payload, 1, (size_t)len, f) != len || fread(crcbuf, 1, 4, f) != 4)
+                broken = "truncated record";
         }
-        if (fread(payload, 1, (size_t)len, f) != len || fread(crcbuf, 1, 4, f) != 4)
-            die("%s: truncated record", where);
+        if (broken) {
+            if (!skip_corrupt)
+                die("%s: %s", where, broken);
+            fprintf(stderr, "refsum: %s: %s; the rest of the file is dropped\n", where, broken);
+            t->tails++;
+            break;
+        }
         off += 16 + len;
         int64_t split = w->next_split + (int64_t)(record_index / (uint64_t)s->split_rows);
         if (split % s->consumers != w->rank)
@@ -1103,30 +1118,234 @@ static int check_file(const char *file, int64_t epochs, const totals_t *t, int w
     return 0;
 }
 
+/* ---- --write-table: a small table with what dpp-gen does not write ------- */
+
+/* Deterministic values: a SplitMix64 stream per (record, slot). */
+static uint64_t gen_value(uint64_t record, unsigned slot)
+{
+    return splitmix_finalize(record * 64 + slot + UINT64_C(0x5DEECE66D));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Appends one framed record: length, masked CRC of the length, payload,
+ * masked CRC of the payload. */
+static void write_frame(FILE *f, const char *path, const uint8_t *payload, size_t len)
+{
+    uint8_t hdr[12], foot[4];
+    put_le64(hdr, (uint64_t)len);
+    put_le32(hdr + 8, crc_mask(crc32c_bitwise(hdr, 8)));
+    put_le32(foot, crc_mask(crc32c_bitwise(payload, len)));
+    if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr || fwrite(payload, 1, len, f) != len ||
+        fwrite(foot, 1, sizeof foot, f) != sizeof foot)
+        die("%s: write error", path);
+}
+
+enum { W_LABEL, W_ROW_ID, W_EMB, W_PRICE, W_IDS, W_IDS_W, W_HIST, W_NFEAT };
+
+static const char *const w_names[W_NFEAT] = {"label", "row_id", "emb", "price",
+                                             "ids",   "ids_w",  "hist"};
+
+/* One record's message tree, filled entry by entry. */
+typedef struct wmsg {
+    Tfex__Int64List il[W_NFEAT];
+    Tfex__FloatList fl[W_NFEAT];
+    Tfex__Feature feat[W_NFEAT];
+    Tfex__FeatureEntry ent[W_NFEAT];
+    Tfex__FeatureEntry *entp[W_NFEAT];
+    size_t n;
+} wmsg_t;
+
+static Tfex__Feature *add_entry(wmsg_t *m, int k)
+{
+    size_t n = m->n++;
+    tfex__feature_entry__init(&m->ent[n]);
+    tfex__feature__init(&m->feat[n]);
+    m->ent[n].key = (char *)w_names[k];
+    m->ent[n].value = &m->feat[n];
+    m->entp[n] = &m->ent[n];
+    return &m->feat[n];
+}
+
+static void add_ints(wmsg_t *m, int k, int64_t *v, size_t count)
+{
+    Tfex__Int64List *l = &m->il[m->n];
+    Tfex__Feature *f = add_entry(m, k);
+    tfex__int64_list__init(l);
+    l->n_value = count;
+    l->value = v;
+    f->kind_case = TFEX__FEATURE__KIND_INT64_LIST;
+    f->int64_list = l;
+}
+
+static void add_floats(wmsg_t *m, int k, float *v, size_t count)
+{
+    Tfex__FloatList *l = &m->fl[m->n];
+    Tfex__Feature *f = add_entry(m, k);
+    tfex__float_list__init(l);
+    l->n_value = count;
+    l->value = v;
+    f->kind_case = TFEX__FEATURE__KIND_FLOAT_LIST;
+    f->float_list = l;
+}
+
+/* Writes DIR/part-NNNNN.tfrecord, `files` files of `rows` records each, of
+ * tf.Examples with:
+ *   label  int64 0/1;  row_id  int64
+ *   emb    float list of 4 (dim 4): absent in about 1/7 of the records, 3
+ *          values (a per-record error) in about 1/40
+ *   price  one float in [0, 1000)
+ *   ids    int64 list of 0-6 ids over the whole int64 range; absent in about
+ *          1/5 of the records
+ *   ids_w  float list, one weight per id; absent when ids is absent, absent
+ *          or empty when ids is empty, one too many (a per-record error) in
+ *          about 1/13
+ *   hist   int64 list of 0-10 ids in [-50000, 50000); absent in about 1/9. */
+static void write_table(const char *dir, uint64_t rows, uint64_t files)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("%s: %s", dir, strerror(errno));
+    int64_t label, row_id, ids[8], hist[16];
+    float emb[4], price, weights[8];
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (uint64_t fi = 0; fi < files; fi++) {
+        char name[48];
+        snprintf(name, sizeof name, "part-%05" PRIu64 ".tfrecord", fi);
+        char *path = join(dir, name);
+        FILE *f = fopen(path, "wb");
+        if (!f)
+            die("%s: %s", path, strerror(errno));
+        for (uint64_t r = 0; r < rows; r++) {
+            uint64_t g = fi * rows + r;
+            wmsg_t m;
+            m.n = 0;
+            label = (int64_t)(gen_value(g, 0) & 1);
+            add_ints(&m, W_LABEL, &label, 1);
+            row_id = (int64_t)g;
+            add_ints(&m, W_ROW_ID, &row_id, 1);
+            if (gen_value(g, 1) % 7 != 0) {
+                for (int d = 0; d < 4; d++)
+                    emb[d] = (float)((int64_t)(gen_value(g, 2 + d) % 200001) - 100000) / 1000.0f;
+                add_floats(&m, W_EMB, emb, gen_value(g, 1) % 40 == 1 ? 3 : 4);
+            }
+            price = (float)(gen_value(g, 6) % 100000) / 100.0f;
+            add_floats(&m, W_PRICE, &price, 1);
+            size_t nids = (size_t)(gen_value(g, 7) % 7);
+            if (gen_value(g, 8) % 5 != 0) {
+                for (size_t k = 0; k < nids; k++)
+                    ids[k] = (int64_t)gen_value(g, 9 + (unsigned)k);
+                add_ints(&m, W_IDS, ids, nids);
+                size_t nw = gen_value(g, 20) % 13 == 0 ? nids + 1 : nids;
+                for (size_t k = 0; k < nw; k++)
+                    weights[k] = (float)(gen_value(g, 21 + (unsigned)k) % 1000) / 250.0f;
+                if (nw > 0 || gen_value(g, 28) % 2 == 0)
+                    add_floats(&m, W_IDS_W, weights, nw);
+            }
+            if (gen_value(g, 29) % 9 != 0) {
+                size_t nh = (size_t)(gen_value(g, 30) % 11);
+                for (size_t k = 0; k < nh; k++)
+                    hist[k] = (int64_t)(gen_value(g, 31 + (unsigned)k) % 100000) - 50000;
+                add_ints(&m, W_HIST, hist, nh);
+            }
+            Tfex__Features fs = TFEX__FEATURES__INIT;
+            fs.n_feature = m.n;
+            fs.feature = m.entp;
+            Tfex__Example ex = TFEX__EXAMPLE__INIT;
+            ex.features = &fs;
+            size_t len = tfex__example__get_packed_size(&ex);
+            if (len > cap) {
+                free(buf);
+                cap = 2 * len;
+                buf = xcalloc(cap, 1);
+            }
+            tfex__example__pack(&ex, buf);
+            write_frame(f, path, buf, len);
+        }
+        if (fclose(f) != 0)
+            die("%s: write error", path);
+        free(path);
+    }
+    free(buf);
+}
+
 static void usage(FILE *out)
 {
     fputs("usage: dpp-refsum --spec SPEC.json --table DIR [--rank R] [--check ACTUAL.jsonl]\n"
           "                  [--skip-corrupt]\n"
+          "       dpp-refsum --spec SPEC.json --table DIR --rejected [--skip-corrupt]\n"
+          "       dpp-refsum --write-table DIR --rows N --files F\n"
           "Computes the per-epoch totals dppctl read --output json should report for one\n"
           "rank, from the table's files alone. With --check, compares them with a file of\n"
           "dppctl's output lines: exit 0 when they match, 1 on a mismatch, 2 on an error.\n"
-          "--skip-corrupt skips records whose payload CRC fails instead of stopping; a spec\n"
-          "that sets \"on_corrupt\" decides this itself. When a sparse feature has weights,\n"
-          "the lines also carry sparse_weights_sum.\n",
+          "--skip-corrupt skips records whose payload CRC fails instead of stopping, and\n"
+          "drops a file's broken tail (the file ends inside a record, or a length CRC\n"
+          "fails): the file's records are the whole ones before it. A spec that sets\n"
+          "\"on_corrupt\" decides this itself. When a sparse feature has weights, the\n"
+          "lines also carry sparse_weights_sum.\n"
+          "--rejected prints the number of records the whole session rejects, every rank\n"
+          "and every epoch: records with a per-record error or a bad payload CRC (each\n"
+          "epoch), plus one per broken file tail (found once, when the file is indexed).\n"
+          "--write-table writes F files DIR/part-NNNNN.tfrecord of N records each with\n"
+          "features dpp-gen does not write: a 4-float \"emb\" (sometimes absent or short),\n"
+          "weighted \"ids\" with \"ids_w\", \"hist\", \"price\", \"label\" and \"row_id\".\n",
           out);
+}
+
+typedef struct table_files {
+    strvec_t paths;
+    char **rel; /* relative to the table's real path, as the master makes them */
+} table_files_t;
+
+/* One epoch of one rank over every file. */
+static void walk_rank(const ref_spec_t *spec, const table_files_t *tf, long rank,
+                      int skip_corrupt, totals_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    scratch_t scratch;
+    scratch_init(&scratch, spec);
+    split_walk_t walk = {.rank = rank, .next_split = 0, .current = -1};
+    for (size_t i = 0; i < tf->paths.n; i++)
+        scan_file(tf->paths.v[i], tf->rel[i], spec, t, skip_corrupt, &walk, &scratch);
+    scratch_free(&scratch, spec);
+}
+
+static uint64_t parse_count(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || end == s || s[0] == '-' || v == 0)
+        die("%s: not a positive number: %s", opt, s);
+    return (uint64_t)v;
 }
 
 int main(int argc, char **argv)
 {
-    const char *spec_file = NULL, *table_dir = NULL, *check = NULL;
+    const char *spec_file = NULL, *table_dir = NULL, *check = NULL, *write_dir = NULL;
     long rank = 0;
-    int skip_corrupt = 0;
+    int skip_corrupt = 0, rejected = 0;
+    uint64_t write_rows = 0, write_files = 1;
     static const struct option longopts[] = {
         {"spec", required_argument, NULL, 's'},
         {"table", required_argument, NULL, 't'},
         {"rank", required_argument, NULL, 'r'},
         {"check", required_argument, NULL, 'c'},
         {"skip-corrupt", no_argument, NULL, 'k'},
+        {"rejected", no_argument, NULL, 'j'},
+        {"write-table", required_argument, NULL, 'w'},
+        {"rows", required_argument, NULL, 'n'},
+        {"files", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1152,6 +1371,18 @@ int main(int argc, char **argv)
         case 'k':
             skip_corrupt = 1;
             break;
+        case 'j':
+            rejected = 1;
+            break;
+        case 'w':
+            write_dir = optarg;
+            break;
+        case 'n':
+            write_rows = parse_count("--rows", optarg);
+            break;
+        case 'f':
+            write_files = parse_count("--files", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -1160,7 +1391,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!spec_file || !table_dir || optind != argc) {
+    if (write_dir) {
+        if (spec_file || table_dir || check || rejected || !write_rows || optind != argc) {
+            usage(stderr);
+            return 2;
+        }
+        write_table(write_dir, write_rows, write_files);
+        return 0;
+    }
+    if (!spec_file || !table_dir || optind != argc || (rejected && check)) {
         usage(stderr);
         return 2;
     }
@@ -1171,44 +1410,61 @@ int main(int argc, char **argv)
     if (rank >= spec.consumers)
         die("--rank %ld: the spec has %" PRId64 " consumer(s)", rank, spec.consumers);
 
-    strvec_t files = {0};
-    list_table(table_dir, &spec, &files);
+    table_files_t tf = {0};
+    list_table(table_dir, &spec, &tf.paths);
     /* relative paths as the master makes them: real paths below the table's */
     char *table_real = realpath(table_dir, NULL);
     if (!table_real)
         die("%s: %s", table_dir, strerror(errno));
     size_t table_len = strlen(table_real);
-    if (spec.on_corrupt >= 0)
-        skip_corrupt = spec.on_corrupt;
-    totals_t t = {0};
-    scratch_t scratch;
-    scratch_init(&scratch, &spec);
-    split_walk_t walk = {.rank = rank, .next_split = 0, .current = -1};
-    for (size_t i = 0; i < files.n; i++) {
-        char *real = realpath(files.v[i], NULL);
+    tf.rel = xcalloc(tf.paths.n, sizeof(char *));
+    for (size_t i = 0; i < tf.paths.n; i++) {
+        char *real = realpath(tf.paths.v[i], NULL);
         if (!real)
-            die("%s: %s", files.v[i], strerror(errno));
+            die("%s: %s", tf.paths.v[i], strerror(errno));
         if (strncmp(real, table_real, table_len) != 0 || real[table_len] != '/')
             die("%s: outside the table %s", real, table_real);
-        scan_file(files.v[i], real + table_len + 1, &spec, &t, skip_corrupt, &walk, &scratch);
+        tf.rel[i] = strdup(real + table_len + 1);
+        if (!tf.rel[i])
+            die("out of memory");
         free(real);
-        free(files.v[i]);
     }
-    free(files.v);
     free(table_real);
-    scratch_free(&scratch, &spec);
-    if (t.skipped)
-        fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n", t.skipped);
-    if (t.filtered)
-        fprintf(stderr, "refsum: %" PRId64 " rows filtered out\n", t.filtered);
+    if (spec.on_corrupt >= 0)
+        skip_corrupt = spec.on_corrupt;
 
     int rc = 0;
-    if (check) {
-        rc = check_file(check, spec.epochs, &t, spec.weighted);
+    totals_t t;
+    if (rejected) {
+        int64_t per_epoch = 0, tails = 0;
+        for (long r = 0; r < (long)spec.consumers; r++) {
+            walk_rank(&spec, &tf, r, skip_corrupt, &t);
+            per_epoch += t.skipped;
+            tails = t.tails; /* the same for every rank */
+        }
+        printf("%" PRId64 "\n", per_epoch * spec.epochs + tails);
     } else {
-        for (int64_t e = 0; e < spec.epochs; e++)
-            print_expected(stdout, e, &t, spec.weighted);
+        walk_rank(&spec, &tf, rank, skip_corrupt, &t);
+        if (t.skipped)
+            fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n",
+                    t.skipped);
+        if (t.tails)
+            fprintf(stderr, "refsum: %" PRId64 " broken file tails dropped\n", t.tails);
+        if (t.filtered)
+            fprintf(stderr, "refsum: %" PRId64 " rows filtered out\n", t.filtered);
+        if (check) {
+            rc = check_file(check, spec.epochs, &t, spec.weighted);
+        } else {
+            for (int64_t e = 0; e < spec.epochs; e++)
+                print_expected(stdout, e, &t, spec.weighted);
+        }
     }
+    for (size_t i = 0; i < tf.paths.n; i++) {
+        free(tf.paths.v[i]);
+        free(tf.rel[i]);
+    }
+    free(tf.paths.v);
+    free(tf.rel);
     for (size_t i = 0; i < spec.ndense; i++) {
         for (size_t k = 0; k < spec.dense[i].nops; k++)
             free(spec.dense[i].ops[k].boundaries);
