@@ -12,6 +12,7 @@
 
 #include "dpp/error.h"
 #include "spec.h"
+#include "table.h"
 #include "transform.h"
 
 #define MAX_BATCH_SIZE 1048576
@@ -222,22 +223,6 @@ static const char *get_string(parser_t *p, const jpath_t *path, json_t *obj, con
     return *rc ? NULL : json_string_value(v);
 }
 
-/* A path is lexically inside its root when it is relative and has no ".."
- * component; symlinks are the master's concern (src/master/table.c). */
-static int path_is_inside(const char *path)
-{
-    if (path[0] == '/')
-        return 0;
-    for (const char *c = path; *c;) {
-        size_t n = strcspn(c, "/");
-        if (n == 2 && c[0] == '.' && c[1] == '.')
-            return 0;
-        c += n;
-        while (*c == '/')
-            c++;
-    }
-    return 1;
-}
 
 /* Registers a feature name; a second use of the same name is an error. */
 static int add_name(parser_t *p, const jpath_t *path, const char *name)
@@ -702,7 +687,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     const char *table = get_string(p, NULL, root, "table", &rc);
     if (!table)
         return rc;
-    if (!path_is_inside(table))
+    if (!dpp_path_is_relative_inside(table))
         return fail(p, &table_path, "must be a relative path inside a data root");
     s->table = strdup(table);
     if (!s->table)

@@ -28,8 +28,7 @@ static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* Lexical check, before touching the filesystem: relative, no ".." component. */
-static int path_is_inside(const char *path)
+int dpp_path_is_relative_inside(const char *path)
 {
     if (path[0] == '\0' || path[0] == '/')
         return 0;
@@ -71,7 +70,7 @@ int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table
     int escaped = 0, not_dir = 0, other = 0;
 
     *out = NULL;
-    if (!path_is_inside(table))
+    if (!dpp_path_is_relative_inside(table))
         return set_err(err, errlen, DPP_EPATH, "table \"%s\": path outside the data roots", table);
     for (size_t i = 0; i < nroots; i++) {
         char *root = realpath(roots[i], NULL);

@@ -8,6 +8,10 @@
 
 #include "spec.h"
 
+/* Lexical check, before touching the filesystem: path is non-empty,
+ * relative and has no ".." component. Returns 1 or 0. */
+int dpp_path_is_relative_inside(const char *path);
+
 /* Resolves `table` (relative to a data root) with realpath against each root
  * in order and returns the first that exists as a directory and lies under
  * its root. Absolute tables, "..", and symlinks leading out of every root are

@@ -6,21 +6,10 @@
 #include "crc32c.h"
 #include "dpp/error.h"
 #include "tfrecord.h"
+#include "util.h"
 
 #define HEADER_LEN 12 /* u64 length + masked CRC of it */
 
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static inline uint32_t load_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
@@ -66,11 +55,11 @@ int dpp_tfrecord_next(dpp_tfrecord_iter_t *it, const uint8_t **payload, size_t *
         err = DPP_ETRUNCATED;
         goto stuck;
     }
-    if (dpp_crc32c_unmask(load_le32(rec + 8)) != dpp_crc32c(0, rec, 8)) {
+    if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != dpp_crc32c(0, rec, 8)) {
         err = DPP_ECORRUPT;
         goto stuck;
     }
-    length = load_le64(rec);
+    length = dpp_load_le64(rec);
     if (length > it->max_record) {
         err = DPP_ETOOBIG;
         goto stuck;
@@ -82,7 +71,7 @@ int dpp_tfrecord_next(dpp_tfrecord_iter_t *it, const uint8_t **payload, size_t *
     }
 
     it->off += HEADER_LEN + (size_t)length + 4;
-    if (dpp_crc32c_unmask(load_le32(rec + HEADER_LEN + length)) !=
+    if (dpp_crc32c_unmask(dpp_load_le32(rec + HEADER_LEN + length)) !=
         dpp_crc32c(0, rec + HEADER_LEN, (size_t)length)) {
         *err_off = it->base + (uint64_t)(rec - it->buf);
         return DPP_ECORRUPT;

@@ -23,4 +23,15 @@ static inline int64_t dpp_now_ms(void)
     return (int64_t)(dpp_now_ns() / 1000000u);
 }
 
+/* Little-endian loads that work at any alignment on any host. */
+static inline uint32_t dpp_load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t dpp_load_le64(const uint8_t *p)
+{
+    return (uint64_t)dpp_load_le32(p) | (uint64_t)dpp_load_le32(p + 4) << 32;
+}
+
 #endif

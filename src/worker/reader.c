@@ -76,18 +76,6 @@ struct dpp_reader {
 static atomic_int uring_fallback_logged;
 static atomic_int direct_fallback_logged;
 
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static inline uint32_t load_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static void config_resolve(const dpp_reader_config_t *cfg, dpp_reader_config_t *out)
 {
@@ -511,9 +499,9 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
         return set_stuck(r, DPP_ETRUNCATED, offset);
     if ((rc = peek(r, HEADER_LEN, &rec)) != 0)
         goto fail;
-    if (dpp_crc32c_unmask(load_le32(rec + 8)) != crc_of(r, rec, 8))
+    if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != crc_of(r, rec, 8))
         return set_stuck(r, DPP_ECORRUPT, offset);
-    uint64_t length = load_le64(rec);
+    uint64_t length = dpp_load_le64(rec);
     if (length > r->max_record)
         return set_stuck(r, DPP_ETOOBIG, offset);
     /* max_record <= 2^40, so neither sum can wrap. */
@@ -524,7 +512,7 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
         goto fail;
 
     uint64_t at = r->fpos;
-    int ok = dpp_crc32c_unmask(load_le32(rec + HEADER_LEN + length)) ==
+    int ok = dpp_crc32c_unmask(dpp_load_le32(rec + HEADER_LEN + length)) ==
              crc_of(r, rec + HEADER_LEN, (size_t)length);
     consume(r, frame);
     *offset = at;

@@ -18,30 +18,10 @@
 
 #include "common/tfindex.h"
 #include "dpp/error.h"
+#include "ref_tfrecord.h"
 
 static char tmpdir[PATH_MAX];
 
-static uint32_t ref_crc(const uint8_t *p, size_t len)
-{
-    uint32_t c = 0xffffffffu;
-    while (len--) {
-        c ^= *p++;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
-    }
-    return ~c;
-}
-
-static uint32_t ref_mask(uint32_t c)
-{
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* A TFRecord file image: records of the given payload sizes. */
 typedef struct image {

@@ -13,30 +13,10 @@
 
 #include "common/tfrecord.h"
 #include "dpp/error.h"
+#include "ref_tfrecord.h"
 
 #define MAX_REC (1u << 20)
 
-static uint32_t ref_crc(const uint8_t *p, size_t len)
-{
-    uint32_t c = 0xffffffffu;
-    while (len--) {
-        c ^= *p++;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
-    }
-    return ~c;
-}
-
-static uint32_t ref_mask(uint32_t c)
-{
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* Appends a frame with the given length field (normally payload_len) and
  * returns its size. */
