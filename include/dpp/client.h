@@ -2,12 +2,18 @@
 /* libdppclient: the trainer side of dpp.
  *
  * A client attaches to one session (and one rank) at a master, connects to
- * the workers that serve the session and hands the trainer its batches.
+ * every worker that serves the session and hands the trainer batches of
+ * exactly the session's batch_size rows (docs/client.md).
  *
- * Threads: one consumer thread calls dpp_client_next() and the batch
- * accessors; network I/O runs on the library's own thread. The library never
- * aborts or exits the calling process: every failure, out-of-memory included,
+ * Threads: one consumer thread calls dpp_client_next() and the accessors of
+ * the batches it got; dpp_batch_release() may be called from any thread.
+ * Network I/O runs on the library's own thread. The library never aborts or
+ * exits the calling process: every failure, out-of-memory included (-ENOMEM),
  * is a negative return value (include/dpp/error.h, dpp_strerror()).
+ *
+ * Memory: the client holds at most `memory_budget` bytes of received blocks;
+ * each worker connection has at most `prefetch` blocks in flight (credits).
+ * Batches the trainer holds count against the budget until released.
  */
 #ifndef DPP_CLIENT_H
 #define DPP_CLIENT_H
@@ -31,10 +37,27 @@ enum {
     DPP_SESSION_END = 2, /* every epoch of the session is done */
 };
 
-/* Attaches to `session` at the master `master_addr` ("HOST:PORT") as `rank`
- * (0 for a single consumer). Waits up to timeout_ms for the master to answer.
- * On success *out is a client the caller closes with dpp_client_close().
- * Returns 0 or a negative error (DPP_ENOSESSION, DPP_ERANK, -ECONNREFUSED...). */
+typedef struct dpp_client_options {
+    const char *master;     /* "HOST:PORT" of the master (required) */
+    const char *session;    /* session id from `dppctl submit` (required) */
+    unsigned rank;          /* this trainer's rank, 0-based (default 0) */
+    unsigned world_size;    /* 0 (default): any; else must equal the session's consumers */
+    unsigned prefetch;      /* blocks in flight per worker connection (default 8) */
+    size_t memory_budget;   /* bytes of received blocks and held batches (default 256 MiB) */
+    int connect_timeout_ms; /* for the first answer of the master (default 10000) */
+    const char *token;      /* cluster token (issue #6); NULL: none */
+} dpp_client_options_t;
+
+/* Fills o with the defaults; set master and session after it. */
+void dpp_client_options_init(dpp_client_options_t *o);
+
+/* Attaches with options. On success *out is a client the caller closes with
+ * dpp_client_close(). Returns 0 or a negative error: DPP_EINVAL (missing
+ * master or session, bad option), DPP_ENOSESSION, DPP_ERANK (rank or
+ * world_size does not fit the session), DPP_ETIMEDOUT, -ECONNREFUSED... */
+int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o);
+
+/* Shorthand for dpp_client_open_opts() with defaults and the given values. */
 int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session,
                     unsigned rank, int timeout_ms);
 
@@ -42,7 +65,8 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
  * Returns DPP_BATCH with *out set (release it with dpp_batch_release()),
  * DPP_EPOCH_END once after the last batch of each epoch, DPP_SESSION_END
  * after the last epoch (and on every later call), DPP_ETIMEDOUT, or another
- * negative error. */
+ * negative error. Batches hold exactly batch_size rows; a final smaller batch
+ * of an epoch comes only when the spec's `remainder` is "keep". */
 int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms);
 
 /* Why the client failed, once next() returned an error that ends it (for
@@ -53,6 +77,16 @@ const char *dpp_client_error(const dpp_client_t *c);
 
 /* The epoch the next batch belongs to (0-based). */
 unsigned dpp_client_epoch(const dpp_client_t *c);
+
+/* Batches this rank gets in the current epoch, or -1 while unknown. Known
+ * from the plan as soon as the session's files are indexed when the spec has
+ * no filters (exact unless records are rejected as corrupt); with filters,
+ * once every block of the rank's epoch has arrived. */
+int64_t dpp_client_epoch_batches(const dpp_client_t *c);
+
+/* The session's shape. */
+unsigned dpp_client_batch_size(const dpp_client_t *c);
+unsigned dpp_client_num_epochs(const dpp_client_t *c);
 
 /* Stops I/O, frees everything the client owns. Batches still held by the
  * caller stay valid until released. Accepts NULL. */
@@ -71,29 +105,66 @@ unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i);
 /* 1 when sparse feature i carries per-id weights (spec `weights`). */
 int dpp_client_sparse_weighted(const dpp_client_t *c, unsigned i);
 
-/* Rows in the batch (at most the spec's batch_size; in this version a batch
- * is one block, so the last batch of a split may be smaller). */
+/* Counters since open; read them from the consumer thread. */
+typedef struct dpp_client_stats {
+    uint64_t batches, rows;
+    uint64_t wait_ns;             /* time spent inside next() waiting for data */
+    uint64_t wait_hist[16];       /* next() waits: bucket i counts waits < 2^i * 10 us
+                                   * (i = 15: every longer wait) */
+    uint64_t bytes_wire;          /* block bytes received, as sent (compressed or not) */
+    uint64_t bytes_raw;           /* the same blocks decompressed */
+    uint64_t blocks, blocks_duplicate; /* duplicates: re-sent by a re-leased split */
+    uint64_t reconnects;          /* worker and master connections made again */
+    uint64_t batches_zero_copy;   /* batches handed out as received, without a copy */
+} dpp_client_stats_t;
+
+void dpp_client_get_stats(const dpp_client_t *c, dpp_client_stats_t *out);
+
+/* ---- batches -------------------------------------------------------------
+ * Every pointer an accessor returns stays valid until dpp_batch_release().
+ * Features are addressed by name or by index (spec order). */
+
 size_t dpp_batch_rows(const dpp_batch_t *b);
 unsigned dpp_batch_epoch(const dpp_batch_t *b);
-
-/* Dense feature `name`: *data is float32 [rows, *dim], row-major. */
-int dpp_batch_dense(const dpp_batch_t *b, const char *name, const float **data, unsigned *dim);
-
-/* Sparse feature `name`: *lengths is int32 [rows] (ids per row), *values the
- * int64 ids of all rows back to back; *nvalues = sum of lengths. */
-int dpp_batch_sparse(const dpp_batch_t *b, const char *name, const int64_t **values,
-                     const int32_t **lengths, size_t *nvalues);
-
-/* Per-id weights of weighted sparse feature `name`: float32, parallel to
- * the values of dpp_batch_sparse() (TorchRec KJT weights). DPP_ENOFEATURE
- * when the feature is unknown or unweighted. */
-int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float **weights);
 
 /* Labels: float32 [rows]. */
 int dpp_batch_labels(const dpp_batch_t *b, const float **labels);
 
-/* Returns the batch's memory. Every pointer from the accessors becomes
- * invalid. Accepts NULL. */
+/* Dense feature: float32 [rows, *dim], row-major. */
+int dpp_batch_dense(const dpp_batch_t *b, const char *name, const float **data, unsigned *dim);
+int dpp_batch_dense_at(const dpp_batch_t *b, unsigned i, const float **data, unsigned *dim);
+
+/* One sparse feature: its ids int64 [*nvalues] (all rows back to back) and
+ * lengths int32 [rows]. */
+int dpp_batch_sparse(const dpp_batch_t *b, const char *name, const int64_t **values,
+                     const int32_t **lengths, size_t *nvalues);
+int dpp_batch_sparse_at(const dpp_batch_t *b, unsigned k, const int64_t **values,
+                        const int32_t **lengths, size_t *nvalues);
+
+/* Per-id weights of a weighted sparse feature: float32, parallel to its
+ * values (TorchRec KJT weights). DPP_ENOFEATURE when unknown or unweighted. */
+int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float **weights);
+
+/* Every sparse feature at once in TorchRec KeyedJaggedTensor layout: keys in
+ * spec order (dpp_client_sparse_name()), values int64 [*nvalues] key-major,
+ * lengths int32 [keys * rows] key-major, offsets int32 [keys * rows + 1]
+ * (prefix sums of lengths), weights float32 [*nvalues] or NULL when no
+ * feature is weighted (1.0 for the ids of unweighted features otherwise).
+ * stride = rows. */
+typedef struct dpp_kjt {
+    unsigned nkeys;
+    size_t stride;
+    const int64_t *values;
+    size_t nvalues;
+    const int32_t *lengths;
+    const int32_t *offsets;
+    const float *weights;
+} dpp_kjt_t;
+
+int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out);
+
+/* Returns the batch's memory to the client's pool and its budget. Every
+ * pointer from the accessors becomes invalid. Accepts NULL. */
 void dpp_batch_release(dpp_batch_t *b);
 
 #ifdef __cplusplus

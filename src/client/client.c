@@ -2,6 +2,7 @@
 // libdppclient, consumer side: open/attach, next, batch accessors, close.
 // Nothing here aborts or exits: every failure is a negative return.
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -151,6 +152,12 @@ int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split)
     return 0;
 }
 
+void dpp__core_unhold(dpp_core_t *core, size_t bytes)
+{
+    core->held_bytes -= bytes < core->held_bytes ? bytes : core->held_bytes;
+    wake_io(core);
+}
+
 void dpp__core_fail(dpp_core_t *core, int err, const char *text)
 {
     if (core->error == 0) {
@@ -161,6 +168,14 @@ void dpp__core_fail(dpp_core_t *core, int err, const char *text)
 }
 
 /* ---- open / close ------------------------------------------------------- */
+
+void dpp_client_options_init(dpp_client_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->prefetch = DPP_CLIENT_DEFAULT_PREFETCH;
+    o->memory_budget = DPP_CLIENT_DEFAULT_BUDGET;
+    o->connect_timeout_ms = DPP_CLIENT_DEFAULT_TIMEOUT_MS;
+}
 
 static int copy_names(char ***out, char *const *names, size_t n)
 {
@@ -201,60 +216,86 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms,
     return rc < 0 ? rc : DPP_EMSG;
 }
 
-int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session,
-                    unsigned rank, int timeout_ms)
+void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)
 {
-    *out = NULL;
-    if (master_addr == NULL || session == NULL || strlen(session) >= 24)
-        return session && strlen(session) >= 24 ? DPP_ENOSESSION : DPP_EINVAL;
-    dpp_client_t *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return -ENOMEM;
-    Dpp__AttachReply *r = NULL;
-    int rc = -ENOMEM;
-    if ((c->core = core_new()) == NULL)
-        goto fail;
-    snprintf(c->session, sizeof c->session, "%s", session);
-    c->rank = rank;
-    struct sockaddr_storage master_ss;
-    rc = attach(c, master_addr, timeout_ms, &master_ss, &r);
-    if (rc)
-        goto fail;
-    rc = DPP_EMSG;
+    if (strcmp(r->state, "indexing") == 0 || core->rank_splits >= 0)
+        return;
+    core->rank_splits = r->rank_splits_per_epoch;
+    core->rank_records = r->rank_records_exact ? (int64_t)r->rank_records : -1;
+    pthread_cond_broadcast(&core->cv);
+}
+
+static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
+{
     if (r->n_dense_dims != r->n_dense_names || r->n_dense_names + r->n_sparse_names == 0 ||
-        r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES)
-        goto fail;
-    dpp_core_t *core = c->core;
-    /* A failed session still opens, so that the trainer can read why with
-     * dpp_client_error() after next() reports DPP_EFAILED. */
-    if (strcmp(r->state, "failed") == 0)
-        dpp__core_fail(core, DPP_EFAILED, r->error);
+        r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES || r->batch_size == 0)
+        return DPP_EMSG;
     core->ndense = (unsigned)r->n_dense_names;
     core->nsparse = (unsigned)r->n_sparse_names;
-    rc = -ENOMEM;
     if (copy_names(&core->dense_names, r->dense_names, r->n_dense_names) ||
         copy_names(&core->sparse_names, r->sparse_names, r->n_sparse_names))
-        goto fail;
+        return -ENOMEM;
     if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
         (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
-        goto fail;
+        return -ENOMEM;
+    for (unsigned i = 0; i < core->ndense; i++) {
+        core->dims[i] = r->dense_dims[i];
+        if (core->dims[i] == 0 || core->dims[i] > 1u << 20)
+            return DPP_EMSG;
+    }
     for (unsigned k = 0; k < core->nsparse && k < r->n_sparse_weighted; k++)
         core->weighted[k] = r->sparse_weighted[k] ? 1 : 0;
     core->shape.ndense = core->ndense;
     core->shape.nsparse = core->nsparse;
     core->shape.dims = core->dims;
     core->shape.weighted = core->weighted;
-    for (unsigned i = 0; i < core->ndense; i++) {
-        core->dims[i] = r->dense_dims[i];
-        if (core->dims[i] == 0 || core->dims[i] > 1u << 20) {
-            rc = DPP_EMSG;
-            goto fail;
-        }
+    core->batch_size = r->batch_size;
+    core->keep_remainder = r->keep_remainder;
+    return 0;
+}
+
+int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
+{
+    *out = NULL;
+    if (o == NULL || o->master == NULL || o->session == NULL || o->prefetch == 0 ||
+        o->prefetch > 1024 || o->memory_budget == 0)
+        return DPP_EINVAL;
+    if (strlen(o->session) >= 24)
+        return DPP_ENOSESSION;
+    dpp_client_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return -ENOMEM;
+    Dpp__AttachReply *r = NULL;
+    int rc = -ENOMEM;
+    if ((c->core = core_new()) == NULL || (c->zctx = ZSTD_createDCtx()) == NULL)
+        goto fail;
+    if (o->token && (c->token = strdup(o->token)) == NULL)
+        goto fail;
+    snprintf(c->session, sizeof c->session, "%s", o->session);
+    c->rank = o->rank;
+    dpp_core_t *core = c->core;
+    core->prefetch = o->prefetch;
+    core->budget = o->memory_budget;
+    struct sockaddr_storage master_ss;
+    int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
+    rc = attach(c, o->master, timeout, &master_ss, &r);
+    if (rc)
+        goto fail;
+    if (o->world_size && o->world_size != r->consumers) {
+        rc = DPP_ERANK;
+        goto fail;
     }
+    if ((rc = set_schema(core, r)) != 0)
+        goto fail;
+    if ((rc = dpp_block_builder_init(&c->assembly, &core->shape)) != 0)
+        goto fail;
+    /* A failed session still opens, so that the trainer can read why with
+     * dpp_client_error() after next() reports DPP_EFAILED. */
+    if (strcmp(r->state, "failed") == 0)
+        dpp__core_fail(core, DPP_EFAILED, r->error);
     c->epochs = r->epochs;
     c->batch_size = r->batch_size;
-    if (strcmp(r->state, "indexing") != 0)
-        core->rank_splits = r->rank_splits_per_epoch;
+    dpp__core_plan(core, r);
     rc = dpp__io_start(c, &master_ss, r->workers, r->n_workers);
     if (rc)
         goto fail;
@@ -265,10 +306,26 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
 fail:
     if (r)
         protobuf_c_message_free_unpacked(&r->base, NULL);
+    dpp_block_builder_close(&c->assembly);
+    ZSTD_freeDCtx(c->zctx);
     if (c->core)
         dpp__core_unref(c->core);
+    free(c->token);
     free(c);
     return rc;
+}
+
+int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session,
+                    unsigned rank, int timeout_ms)
+{
+    dpp_client_options_t o;
+    dpp_client_options_init(&o);
+    o.master = master_addr;
+    o.session = session;
+    o.rank = rank;
+    if (timeout_ms > 0)
+        o.connect_timeout_ms = timeout_ms;
+    return dpp_client_open_opts(out, &o);
 }
 
 void dpp_client_close(dpp_client_t *c)
@@ -276,7 +333,11 @@ void dpp_client_close(dpp_client_t *c)
     if (c == NULL)
         return;
     dpp__io_stop(c->io);
+    free(c->cur.raw);
+    dpp_block_builder_close(&c->assembly);
+    ZSTD_freeDCtx(c->zctx);
     dpp__core_unref(c->core);
+    free(c->token);
     free(c);
 }
 
@@ -293,6 +354,37 @@ const char *dpp_client_error(const dpp_client_t *c)
 unsigned dpp_client_epoch(const dpp_client_t *c)
 {
     return c->epoch;
+}
+
+unsigned dpp_client_batch_size(const dpp_client_t *c)
+{
+    return c->batch_size;
+}
+
+unsigned dpp_client_num_epochs(const dpp_client_t *c)
+{
+    return c->epochs;
+}
+
+int64_t dpp_client_epoch_batches(const dpp_client_t *c)
+{
+    dpp_core_t *core = c->core;
+    int64_t rows = -1;
+    pthread_mutex_lock(&core->mu);
+    if (core->rank_records >= 0) {
+        rows = core->rank_records;
+    } else if (core->rank_splits >= 0) {
+        epoch_track_t *t = dpp__core_epoch(core, c->epoch, 0);
+        if (t && t->complete_splits >= (uint64_t)core->rank_splits)
+            rows = (int64_t)t->rows_arrived;
+        else if (core->rank_splits == 0)
+            rows = 0;
+    }
+    pthread_mutex_unlock(&core->mu);
+    if (rows < 0)
+        return -1;
+    int64_t bs = c->batch_size;
+    return rows / bs + (core->keep_remainder && rows % bs ? 1 : 0);
 }
 
 unsigned dpp_client_num_dense(const dpp_client_t *c)
@@ -325,6 +417,19 @@ unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i)
     return i < c->core->ndense ? c->core->dims[i] : 0;
 }
 
+void dpp_client_get_stats(const dpp_client_t *c, dpp_client_stats_t *out)
+{
+    *out = c->stats;
+    dpp_core_t *core = c->core;
+    pthread_mutex_lock(&core->mu);
+    out->bytes_wire = core->bytes_wire;
+    out->bytes_raw = core->bytes_raw;
+    out->blocks = core->blocks;
+    out->blocks_duplicate = core->blocks_duplicate;
+    out->reconnects = core->reconnects;
+    pthread_mutex_unlock(&core->mu);
+}
+
 /* ---- next --------------------------------------------------------------- */
 
 /* Unlinks the first ready block of `epoch`. Caller holds core->mu. */
@@ -343,44 +448,141 @@ static rblock_t *take_ready(dpp_core_t *core, uint32_t epoch)
     return NULL;
 }
 
-/* Turns a received block into a batch: decompress, validate, wrap. */
-static int make_batch(dpp_client_t *c, rblock_t *b, dpp_batch_t **out)
+/* Decompresses and validates a received block into c->cur. Takes b's
+ * memory either way. Called without core->mu. */
+static int load_block(dpp_client_t *c, rblock_t *b)
 {
     dpp_core_t *core = c->core;
     uint8_t *raw = b->data;
     size_t raw_len = b->len;
+    int rc = 0;
     if (b->codec == 1) {
         unsigned long long n = ZSTD_getFrameContentSize(b->data, b->len);
-        if (n != b->raw_size || n > MAX_RAW_BLOCK)
-            return DPP_EBLOCK;
-        if ((raw = malloc(n ? n : 1)) == NULL)
-            return -ENOMEM;
-        size_t got = ZSTD_decompress(raw, n, b->data, b->len);
-        if (ZSTD_isError(got) || got != n) {
-            free(raw);
-            return DPP_EBLOCK;
+        if (n != b->raw_size || n > MAX_RAW_BLOCK) {
+            rc = DPP_EBLOCK;
+        } else if ((raw = malloc(n ? n : 1)) == NULL) {
+            rc = -ENOMEM;
+        } else {
+            size_t got = ZSTD_decompressDCtx(c->zctx, raw, n, b->data, b->len);
+            if (ZSTD_isError(got) || got != n)
+                rc = DPP_EBLOCK;
+            raw_len = n;
         }
-        raw_len = n;
     } else if (b->codec != 0 || b->raw_size != b->len) {
-        return DPP_EBLOCK;
+        rc = DPP_EBLOCK;
     }
     dpp_block_info_t info;
-    int rc = dpp_block_parse(raw, raw_len, &core->shape, &info);
-    dpp_batch_t *batch = rc ? NULL : calloc(1, sizeof *batch);
-    if (batch == NULL) {
-        if (raw != b->data)
-            free(raw);
-        return rc ? rc : -ENOMEM;
+    if (rc == 0)
+        rc = dpp_block_parse(raw, raw_len, &core->shape, &info);
+    pthread_mutex_lock(&core->mu);
+    core->bytes_raw += raw_len;
+    if (raw != b->data) { /* the compressed copy goes, the raw one is held */
+        core->held_bytes += rc == 0 ? raw_len : 0;
+        dpp__core_unhold(core, b->len);
+    } else if (rc) {
+        dpp__core_unhold(core, b->len);
     }
+    if (rc)
+        dpp__core_credit(core, b->link_id);
+    pthread_mutex_unlock(&core->mu);
     if (raw != b->data)
-        free(b->data);
-    b->data = NULL;
-    batch->core = core;
-    batch->buf = raw;
-    batch->rows = info.rows;
-    batch->epoch = b->epoch;
-    batch->link_id = b->link_id;
+        free(b->data); /* the compressed copy */
+    if (rc) {
+        free(raw);
+        free(b);
+        return rc;
+    }
+    c->cur.raw = raw;
+    c->cur.raw_len = raw_len;
+    c->cur.rows = info.rows;
+    c->cur.row_off = 0;
+    c->cur.epoch = b->epoch;
+    c->cur.link_id = b->link_id;
+    free(b);
+    return 0;
+}
+
+static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t rows,
+                              uint64_t link_id)
+{
+    dpp_batch_t *batch = calloc(1, sizeof *batch);
+    if (batch == NULL)
+        return NULL;
+    batch->core = c->core;
+    batch->buf = buf;
+    batch->bytes = bytes;
+    batch->rows = rows;
+    batch->epoch = c->epoch;
+    batch->link_id = link_id;
+    return batch;
+}
+
+/* Finishes the assembled rows as a batch. */
+static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
+{
+    uint8_t *buf;
+    size_t len, rows = c->assembly.rows;
+    int rc = dpp_block_builder_finish(&c->assembly, &buf, &len);
+    if (rc)
+        return rc;
+    dpp_batch_t *batch = new_batch(c, buf, len, rows, 0);
+    if (batch == NULL) {
+        free(buf);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&c->core->mu);
+    c->core->refs++;
+    c->core->held_bytes += len;
+    dpp__core_unhold(c->core, c->assembly_bytes);
+    pthread_mutex_unlock(&c->core->mu);
+    c->assembly_bytes = 0;
     *out = batch;
+    return 0;
+}
+
+/* Moves rows from the current block toward a batch: the whole block when it
+ * is exactly a batch and nothing is half assembled (no copy), else as many
+ * rows as the batch still needs (copied). Returns 1 with *out when a batch
+ * is complete, 0 to go on, or an error. */
+static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
+{
+    dpp_core_t *core = c->core;
+    cur_block_t *cur = &c->cur;
+    if (c->assembly.rows == 0 && cur->row_off == 0 && cur->rows == c->batch_size) {
+        dpp_batch_t *batch = new_batch(c, cur->raw, cur->raw_len, cur->rows, cur->link_id);
+        if (batch == NULL)
+            return -ENOMEM;
+        pthread_mutex_lock(&core->mu);
+        core->refs++;
+        pthread_mutex_unlock(&core->mu);
+        memset(cur, 0, sizeof *cur);
+        c->stats.batches_zero_copy++;
+        *out = batch;
+        return 1;
+    }
+    size_t want = c->batch_size - c->assembly.rows;
+    size_t take = cur->rows - cur->row_off < want ? cur->rows - cur->row_off : want;
+    size_t before = dpp_block_builder_size(&c->assembly);
+    int rc = dpp_block_builder_append_block(&c->assembly, cur->raw, cur->row_off,
+                                            cur->row_off + take);
+    if (rc)
+        return rc;
+    size_t grown = dpp_block_builder_size(&c->assembly) - before;
+    cur->row_off += (uint32_t)take;
+    pthread_mutex_lock(&core->mu);
+    core->held_bytes += grown;
+    c->assembly_bytes += grown;
+    if (cur->row_off == cur->rows) { /* the block is spent: its worker may send another */
+        dpp__core_credit(core, cur->link_id);
+        dpp__core_unhold(core, cur->raw_len);
+    }
+    pthread_mutex_unlock(&core->mu);
+    if (cur->row_off == cur->rows) {
+        free(cur->raw);
+        memset(cur, 0, sizeof *cur);
+    }
+    if (c->assembly.rows == c->batch_size)
+        return finish_assembly(c, out) == 0 ? 1 : -ENOMEM;
     return 0;
 }
 
@@ -394,15 +596,68 @@ static void add_ms(struct timespec *ts, int ms)
     }
 }
 
-int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
+/* Counts a block as taken; acknowledges its split when every block of it
+ * has been taken. Caller holds core->mu. */
+static int account_taken(dpp_core_t *core, epoch_track_t *t, const rblock_t *b)
+{
+    split_track_t *st = dpp__track_split(t, b->split);
+    if (st == NULL)
+        return -ENOMEM;
+    st->delivered++;
+    if (st->last_index >= 0 && st->delivered == (uint64_t)st->last_index + 1 && !st->done) {
+        st->done = 1;
+        t->done_splits++;
+        return dpp__core_ack(core, b->epoch, b->split);
+    }
+    return 0;
+}
+
+/* The epoch's blocks are all taken: hands out a kept remainder, else ends
+ * the epoch. Caller holds core->mu; returns with it released. */
+static int end_epoch(dpp_client_t *c, epoch_track_t *t, dpp_batch_t **out)
 {
     dpp_core_t *core = c->core;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    add_ms(&deadline, timeout_ms < 0 ? 0 : timeout_ms);
-    *out = NULL;
-    pthread_mutex_lock(&core->mu);
+    if (c->assembly.rows > 0 && core->keep_remainder && !c->epoch_end_pending) {
+        pthread_mutex_unlock(&core->mu);
+        int rc = finish_assembly(c, out);
+        if (rc)
+            return rc;
+        c->epoch_end_pending = 1;
+        return DPP_BATCH;
+    }
+    if (c->assembly.rows > 0) { /* remainder "drop": fewer than batch_size rows */
+        uint8_t *buf;
+        size_t len;
+        if (dpp_block_builder_finish(&c->assembly, &buf, &len) == 0)
+            free(buf);
+        dpp__core_unhold(core, c->assembly_bytes);
+        c->assembly_bytes = 0;
+    }
+    free_track(t); /* frees the slot for epoch + 2 */
+    c->epoch++;
+    c->epoch_end_pending = 0;
+    core->cur_epoch = c->epoch;
+    if (c->epoch >= c->epochs)
+        c->session_ended = 1;
+    pthread_mutex_unlock(&core->mu);
+    return DPP_EPOCH_END;
+}
+
+static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
+                       const struct timespec *deadline)
+{
+    dpp_core_t *core = c->core;
     for (;;) {
+        if (c->cur.raw) {
+            pthread_mutex_unlock(&core->mu);
+            int rc = cut_rows(c, out);
+            if (rc == 1)
+                return DPP_BATCH;
+            if (rc < 0)
+                return rc;
+            pthread_mutex_lock(&core->mu);
+            continue;
+        }
         if (c->session_ended) {
             pthread_mutex_unlock(&core->mu);
             return DPP_SESSION_END;
@@ -413,63 +668,63 @@ int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
             return err;
         }
         epoch_track_t *t = dpp__core_epoch(core, c->epoch, 1);
-        if (core->rank_splits >= 0 && t->done_splits >= (uint64_t)core->rank_splits) {
-            free_track(t); /* frees the slot for epoch + 2 */
-            c->epoch++;
-            core->cur_epoch = c->epoch;
-            if (c->epoch >= c->epochs)
-                c->session_ended = 1;
-            pthread_mutex_unlock(&core->mu);
-            return DPP_EPOCH_END;
-        }
+        if (core->rank_splits >= 0 && t->done_splits >= (uint64_t)core->rank_splits)
+            return end_epoch(c, t, out);
         rblock_t *b = take_ready(core, c->epoch);
         if (b == NULL) {
             if (timeout_ms < 0) {
                 pthread_cond_wait(&core->cv, &core->mu);
-            } else if (pthread_cond_timedwait(&core->cv, &core->mu, &deadline) == ETIMEDOUT) {
+            } else if (pthread_cond_timedwait(&core->cv, &core->mu, deadline) == ETIMEDOUT) {
                 pthread_mutex_unlock(&core->mu);
                 return DPP_ETIMEDOUT;
             }
             continue;
         }
-        split_track_t *st = dpp__track_split(t, b->split);
-        int rc = st ? 0 : -ENOMEM;
-        if (st) {
-            st->delivered++;
-            if (st->last_index >= 0 && st->delivered == (uint64_t)st->last_index + 1 &&
-                !st->done) {
-                st->done = 1;
-                t->done_splits++;
-                rc = dpp__core_ack(core, b->epoch, b->split);
-            }
-        }
+        int rc = account_taken(core, t, b);
         if (rc == 0 && b->rows == 0) {
-            /* an empty split's marker block: nothing for the trainer */
+            /* a split's empty end marker: nothing for the trainer */
             rc = dpp__core_credit(core, b->link_id);
+            dpp__core_unhold(core, b->len);
             free(b->data);
             free(b);
             if (rc == 0)
                 continue;
-            pthread_mutex_unlock(&core->mu);
-            return rc;
         }
         pthread_mutex_unlock(&core->mu);
         if (rc == 0)
-            rc = make_batch(c, b, out);
-        if (rc) {
-            pthread_mutex_lock(&core->mu);
-            dpp__core_credit(core, b->link_id);
-            pthread_mutex_unlock(&core->mu);
+            rc = load_block(c, b);
+        else {
             free(b->data);
             free(b);
-            return rc;
         }
-        free(b);
+        if (rc)
+            return rc;
         pthread_mutex_lock(&core->mu);
-        core->refs++;
-        pthread_mutex_unlock(&core->mu);
-        return DPP_BATCH;
     }
+}
+
+int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    uint64_t t0 = (uint64_t)deadline.tv_sec * 1000000000u + (uint64_t)deadline.tv_nsec;
+    add_ms(&deadline, timeout_ms < 0 ? 0 : timeout_ms);
+    *out = NULL;
+    pthread_mutex_lock(&c->core->mu);
+    int rc = next_locked(c, out, timeout_ms, &deadline);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t waited = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - t0;
+    c->stats.wait_ns += waited;
+    unsigned bucket = 0;
+    while (bucket < 15 && waited >= (10000ull << bucket))
+        bucket++;
+    c->stats.wait_hist[bucket]++;
+    if (rc == DPP_BATCH) {
+        c->stats.batches++;
+        c->stats.rows += (*out)->rows;
+    }
+    return rc;
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -492,13 +747,28 @@ static int find_name(char *const *names, unsigned n, const char *name)
     return -1;
 }
 
+int dpp_batch_dense_at(const dpp_batch_t *b, unsigned i, const float **data, unsigned *dim)
+{
+    if (i >= b->core->ndense)
+        return DPP_ENOFEATURE;
+    *data = dpp_block_dense(b->buf, i);
+    *dim = b->core->dims[i];
+    return 0;
+}
+
 int dpp_batch_dense(const dpp_batch_t *b, const char *name, const float **data, unsigned *dim)
 {
     int i = find_name(b->core->dense_names, b->core->ndense, name);
-    if (i < 0)
+    return i < 0 ? DPP_ENOFEATURE : dpp_batch_dense_at(b, (unsigned)i, data, dim);
+}
+
+int dpp_batch_sparse_at(const dpp_batch_t *b, unsigned k, const int64_t **values,
+                        const int32_t **lengths, size_t *nvalues)
+{
+    if (k >= b->core->nsparse)
         return DPP_ENOFEATURE;
-    *data = dpp_block_dense(b->buf, (unsigned)i);
-    *dim = b->core->dims[i];
+    *lengths = dpp_block_lengths(b->buf, &b->core->shape, k);
+    *values = dpp_block_values(b->buf, &b->core->shape, k, nvalues);
     return 0;
 }
 
@@ -506,11 +776,7 @@ int dpp_batch_sparse(const dpp_batch_t *b, const char *name, const int64_t **val
                      const int32_t **lengths, size_t *nvalues)
 {
     int k = find_name(b->core->sparse_names, b->core->nsparse, name);
-    if (k < 0)
-        return DPP_ENOFEATURE;
-    *lengths = dpp_block_lengths(b->buf, &b->core->shape, (unsigned)k);
-    *values = dpp_block_values(b->buf, &b->core->shape, (unsigned)k, nvalues);
-    return 0;
+    return k < 0 ? DPP_ENOFEATURE : dpp_batch_sparse_at(b, (unsigned)k, values, lengths, nvalues);
 }
 
 int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float **weights)
@@ -519,6 +785,20 @@ int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float
     if (k < 0 || !b->core->weighted[k])
         return DPP_ENOFEATURE;
     *weights = dpp_block_weights(b->buf, &b->core->shape, (unsigned)k);
+    return 0;
+}
+
+int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out)
+{
+    dpp_block_kjt_t k;
+    dpp_block_kjt(b->buf, &b->core->shape, &k);
+    out->nkeys = b->core->nsparse;
+    out->stride = b->rows;
+    out->values = k.values;
+    out->nvalues = k.nvalues;
+    out->lengths = k.lengths;
+    out->offsets = k.offsets;
+    out->weights = k.weights;
     return 0;
 }
 
@@ -535,7 +815,9 @@ void dpp_batch_release(dpp_batch_t *b)
     dpp_core_t *core = b->core;
     pthread_mutex_lock(&core->mu);
     /* A lost credit only slows that worker link; it reconnects fresh. */
-    dpp__core_credit(core, b->link_id);
+    if (b->link_id)
+        dpp__core_credit(core, b->link_id);
+    dpp__core_unhold(core, b->bytes);
     pthread_mutex_unlock(&core->mu);
     free(b->buf);
     free(b);

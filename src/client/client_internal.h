@@ -14,8 +14,9 @@
 #include "common/conn.h"
 #include "dpp/client.h"
 
-/* Block frames a worker may send before the client grants more. */
-#define DPP_CLIENT_CREDITS 8
+#define DPP_CLIENT_DEFAULT_PREFETCH 8
+#define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
+#define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
 
 /* A block received from a worker, waiting for the consumer. */
 typedef struct rblock {
@@ -35,8 +36,10 @@ typedef struct split_track {
     uint8_t *seen; /* bitset of block indices */
     size_t seen_bytes;
     int64_t last_index; /* -1 until the last block arrived */
-    uint32_t delivered;
-    int done;
+    uint32_t received;  /* distinct blocks arrived */
+    uint64_t rows;      /* rows in them */
+    uint32_t delivered; /* blocks taken by the consumer */
+    int done;           /* every block taken */
 } split_track_t;
 
 /* Tracking of one epoch's splits, indexed by split id (grows on demand). */
@@ -44,7 +47,9 @@ typedef struct epoch_track {
     int64_t epoch; /* -1: unused */
     split_track_t *splits;
     size_t nsplits;
-    size_t done_splits;
+    size_t done_splits;     /* every block taken by the consumer */
+    size_t complete_splits; /* every block arrived */
+    uint64_t rows_arrived;  /* rows of the complete splits */
 } epoch_track_t;
 
 /* State shared by the consumer, the I/O thread and outstanding batches.
@@ -61,7 +66,18 @@ typedef struct dpp_core {
     unsigned *dims;
     uint8_t *weighted;
     dpp_block_shape_t shape; /* points at dims and weighted */
+    unsigned batch_size;
+    int keep_remainder;
+    unsigned prefetch;
+    size_t budget;
     int64_t rank_splits;     /* per epoch; -1 until the master has planned */
+    int64_t rank_records;    /* per epoch when rank_records_exact; -1 unknown */
+    /* memory: bytes of received blocks, blocks being consumed, the batch
+     * being assembled and batches the trainer holds */
+    size_t held_bytes;
+    size_t max_block;        /* largest block seen on the wire, for credit decisions */
+    /* I/O-side counters (the consumer's own are in dpp_client) */
+    uint64_t bytes_wire, bytes_raw, blocks, blocks_duplicate, reconnects;
     /* consumer <-> I/O */
     rblock_t *ready, **ready_tail;
     size_t nready;
@@ -77,6 +93,15 @@ typedef struct dpp_core {
 
 typedef struct dpp_client_io dpp_client_io_t;
 
+/* The block the consumer is cutting batches from. */
+typedef struct cur_block {
+    uint8_t *raw; /* decompressed, validated; NULL: none */
+    size_t raw_len;
+    uint32_t rows, row_off;
+    uint32_t epoch;
+    uint64_t link_id;
+} cur_block_t;
+
 struct dpp_client {
     dpp_core_t *core;
     dpp_client_io_t *io;
@@ -85,14 +110,22 @@ struct dpp_client {
     unsigned epochs, batch_size;
     unsigned epoch;       /* current epoch of the consumer */
     int session_ended;
+    int epoch_end_pending; /* a kept remainder went out: EPOCH_END comes next */
+    cur_block_t cur;
+    dpp_block_builder_t assembly; /* rows of the next batch, when copied */
+    size_t assembly_bytes;        /* counted in held_bytes */
+    void *zctx;                   /* ZSTD_DCtx, consumer thread only */
+    dpp_client_stats_t stats;     /* consumer-side counters */
+    char *token;
 };
 
 struct dpp_batch {
     dpp_core_t *core;
-    uint8_t *buf; /* the raw block, 8-byte aligned */
+    uint8_t *buf; /* a block, 8-byte aligned */
+    size_t bytes; /* counted in held_bytes until released */
     size_t rows;
     unsigned epoch;
-    uint64_t link_id;
+    uint64_t link_id; /* owed a credit on release; 0: none */
 };
 
 void dpp__core_unref(dpp_core_t *core);
@@ -104,10 +137,20 @@ epoch_track_t *dpp__core_epoch(dpp_core_t *core, uint32_t epoch, int create);
 split_track_t *dpp__track_split(epoch_track_t *t, uint32_t id);
 
 /* Queues a credit for link_id / an ack, and wakes the I/O thread. Caller
- * holds core->mu. Returns 0 or -ENOMEM. */
+ * holds core->mu. Returns 0 or -ENOMEM. The I/O thread sends a queued
+ * credit only while the memory budget has room for another block. */
 int dpp__core_credit(dpp_core_t *core, uint64_t link_id);
 int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split);
 void dpp__core_fail(dpp_core_t *core, int err, const char *text);
+/* Takes what an attach reply says about the rank's epochs once the master
+ * has planned them (rank_splits, rank_records). Caller holds core->mu (or is
+ * the only thread). */
+struct Dpp__AttachReply;
+void dpp__core_plan(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* Memory leaves the client (caller holds core->mu): wakes the I/O thread,
+ * which may now send credits it held back. */
+void dpp__core_unhold(dpp_core_t *core, size_t bytes);
 
 /* Starts the I/O thread for a client whose session info is filled in. */
 int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master,

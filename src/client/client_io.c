@@ -23,7 +23,9 @@ typedef struct wlink {
     dpp_client_io_t *io;
     uint64_t id;
     char addr[64];
-    int ready; /* subscribed */
+    int ready;           /* subscribed */
+    uint32_t inflight;   /* credits granted and not yet used by a block */
+    uint32_t owed;       /* credits earned back, held while memory is short */
     struct wlink *prev, *next;
 } wlink_t;
 
@@ -47,6 +49,9 @@ struct dpp_client_io {
     int attach_inflight;
     wlink_t *links;
     uint64_t next_link_id;
+    char (*seen_addrs)[64]; /* workers connected at least once: a new link is a reconnect */
+    size_t nseen;
+    int master_connected_once;
     atomic_int stop;
     int stopping;
 };
@@ -55,7 +60,35 @@ static void send_credit(wlink_t *l, uint32_t n)
 {
     Dpp__Credit cr = DPP__CREDIT__INIT;
     cr.credits = n;
-    dpp_conn_send(&l->conn, DPP_MSG_CREDIT, &cr.base);
+    if (dpp_conn_send(&l->conn, DPP_MSG_CREDIT, &cr.base) == 0)
+        l->inflight += n;
+}
+
+/* Grants the credits links have earned back while the memory budget can
+ * take the blocks they may bring: held bytes plus every credit in flight
+ * times the largest block seen must fit. Caller holds core->mu. */
+static void grant_credits(dpp_client_io_t *io)
+{
+    dpp_core_t *core = io->core;
+    size_t inflight = 0;
+    for (wlink_t *l = io->links; l; l = l->next)
+        inflight += l->inflight;
+    for (wlink_t *l = io->links; l; l = l->next) {
+        uint32_t n = 0;
+        while (n < l->owed &&
+               core->held_bytes + (inflight + 1) * core->max_block <= core->budget) {
+            n++;
+            inflight++;
+        }
+        /* Never leave a link with no credit at all while it owes: with
+         * nothing in flight anywhere the budget is only the trainer's. */
+        if (n == 0 && l->owed && inflight == 0)
+            n = 1;
+        if (n && l->ready && !l->conn.closing) {
+            l->owed -= n;
+            send_credit(l, n);
+        }
+    }
 }
 
 /* ---- worker links ------------------------------------------------------- */
@@ -70,7 +103,13 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     }
     rblock_t *b = calloc(1, sizeof *b);
     uint8_t *data = malloc(f->payload_len ? f->payload_len : 1);
+    if (l->inflight)
+        l->inflight--;
     pthread_mutex_lock(&core->mu);
+    core->blocks++;
+    core->bytes_wire += f->payload_len;
+    if (f->payload_len > core->max_block)
+        core->max_block = f->payload_len;
     int keep = 0;
     if (b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
         epoch_track_t *t = dpp__core_epoch(core, h->epoch, 1);
@@ -93,7 +132,15 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
             st->seen[byte] |= (uint8_t)(1u << (h->block_index % 8));
             if (h->last)
                 st->last_index = h->block_index;
+            st->received++;
+            st->rows += h->rows;
+            if (st->last_index >= 0 && st->received == (uint64_t)st->last_index + 1) {
+                t->complete_splits++;
+                t->rows_arrived += st->rows;
+            }
             keep = 1;
+        } else if (st) {
+            core->blocks_duplicate++;
         }
     }
     if (keep) {
@@ -111,13 +158,16 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         *core->ready_tail = b;
         core->ready_tail = &b->next;
         core->nready++;
+        core->held_bytes += f->payload_len;
         pthread_cond_broadcast(&core->cv);
+    } else {
+        l->owed++; /* nothing kept: the block's credit comes straight back */
+        grant_credits(l->io);
     }
     pthread_mutex_unlock(&core->mu);
     if (!keep) {
         free(b);
         free(data);
-        send_credit(l, 1);
     }
 }
 
@@ -134,9 +184,11 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         Dpp__Subscribe sub = DPP__SUBSCRIBE__INIT;
         sub.session_id = l->io->c->session;
         sub.rank = l->io->c->rank;
-        sub.credits = DPP_CLIENT_CREDITS;
-        if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0)
+        sub.credits = l->io->core->prefetch;
+        if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0) {
             l->ready = 1;
+            l->inflight = sub.credits;
+        }
         break;
     }
     case DPP_MSG_BLOCK:
@@ -175,6 +227,24 @@ static void on_connected(dpp_conn_t *conn, int status)
     dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
 }
 
+/* Counts a connection to a worker connected before as a reconnect. */
+static void note_worker(dpp_client_io_t *io, const char *addr)
+{
+    for (size_t i = 0; i < io->nseen; i++) {
+        if (strcmp(io->seen_addrs[i], addr) == 0) {
+            pthread_mutex_lock(&io->core->mu);
+            io->core->reconnects++;
+            pthread_mutex_unlock(&io->core->mu);
+            return;
+        }
+    }
+    char(*seen)[64] = realloc(io->seen_addrs, (io->nseen + 1) * sizeof *seen);
+    if (seen == NULL)
+        return; /* only the counter suffers */
+    io->seen_addrs = seen;
+    snprintf(seen[io->nseen++], sizeof seen[0], "%s", addr);
+}
+
 /* Connects to every listed worker not connected yet. A worker whose link
  * dropped is connected again at the next attach refresh. */
 static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
@@ -188,6 +258,7 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
         struct sockaddr_storage ss;
         if (dpp_addr_parse(addrs[i], &ss) != 0)
             continue;
+        note_worker(io, addrs[i]);
         l = calloc(1, sizeof *l);
         if (l == NULL)
             return;
@@ -226,9 +297,10 @@ static void drain_queues(dpp_client_io_t *io)
     for (size_t i = 0; i < core->ncredit; i++) {
         for (wlink_t *l = io->links; l; l = l->next)
             if (l->id == core->credit_q[i] && l->ready)
-                send_credit(l, 1);
+                l->owed++;
     }
     core->ncredit = 0;
+    grant_credits(io);
     if (io->ml && io->ml->ready) {
         for (size_t i = 0; i < core->nack; i++) {
             Dpp__SplitConsumed a = DPP__SPLIT_CONSUMED__INIT;
@@ -274,14 +346,9 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         if (strcmp(r->state, "failed") == 0) {
             fail_client(io, DPP_EFAILED, r->error);
         } else {
-            if (strcmp(r->state, "indexing") != 0) {
-                pthread_mutex_lock(&io->core->mu);
-                if (io->core->rank_splits < 0) {
-                    io->core->rank_splits = r->rank_splits_per_epoch;
-                    pthread_cond_broadcast(&io->core->cv);
-                }
-                pthread_mutex_unlock(&io->core->mu);
-            }
+            pthread_mutex_lock(&io->core->mu);
+            dpp__core_plan(io->core, r);
+            pthread_mutex_unlock(&io->core->mu);
             sync_workers(io, r->workers, r->n_workers);
         }
         break;
@@ -312,6 +379,12 @@ static void on_master_closed(dpp_conn_t *conn)
 
 static void connect_master(dpp_client_io_t *io)
 {
+    if (io->master_connected_once) {
+        pthread_mutex_lock(&io->core->mu);
+        io->core->reconnects++;
+        pthread_mutex_unlock(&io->core->mu);
+    }
+    io->master_connected_once = 1;
     mlink_t *ml = calloc(1, sizeof *ml);
     if (ml == NULL)
         return;
@@ -406,6 +479,7 @@ int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *
         close_all(io);
         uv_run(&io->loop, UV_RUN_DEFAULT);
         uv_loop_close(&io->loop);
+        free(io->seen_addrs);
         free(io);
         c->io = NULL;
         return rc;
@@ -421,5 +495,6 @@ void dpp__io_stop(dpp_client_io_t *io)
     uv_async_send(&io->wake);
     uv_thread_join(&io->thread);
     uv_loop_close(&io->loop);
+    free(io->seen_addrs);
     free(io);
 }

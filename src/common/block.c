@@ -10,8 +10,10 @@
 /* Header, little-endian: magic u32, version u16, flags u16, rows u32,
  * ndense u16, nsparse u16, ncols u32, reserved u32, total_size u64.
  * Then ncols entries of {offset u64, nbytes u64}, then the columns, each
- * starting 8-byte aligned. Only little-endian hosts are supported; the block
- * is read in place. */
+ * starting 8-byte aligned: labels, dense features, and with any sparse
+ * feature the KJT columns lengths, offsets, values and (when any feature is
+ * weighted) weights. Only little-endian hosts are supported; the block is
+ * read in place. */
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -50,22 +52,24 @@ static int is_weighted(const dpp_block_shape_t *shape, unsigned k)
     return shape->weighted && shape->weighted[k];
 }
 
-static unsigned ncols_of(const dpp_block_shape_t *shape)
+static int any_weighted(const dpp_block_shape_t *shape)
 {
-    unsigned n = 1 + shape->ndense + 2 * shape->nsparse;
     for (unsigned k = 0; k < shape->nsparse; k++)
-        n += is_weighted(shape, k) ? 1 : 0;
-    return n;
+        if (is_weighted(shape, k))
+            return 1;
+    return 0;
 }
 
-/* Column number of sparse feature k's lengths; values follow, then weights. */
-static unsigned sparse_col(const dpp_block_shape_t *shape, unsigned k)
+static unsigned ncols_of(const dpp_block_shape_t *shape)
 {
-    unsigned col = 1 + shape->ndense + 2 * k;
-    for (unsigned j = 0; j < k; j++)
-        col += is_weighted(shape, j) ? 1 : 0;
-    return col;
+    return 1 + shape->ndense + (shape->nsparse ? 3 + (unsigned)any_weighted(shape) : 0);
 }
+
+/* Column numbers of the KJT columns. */
+#define COL_LENGTHS(nd) (1 + (nd))
+#define COL_OFFSETS(nd) (2 + (nd))
+#define COL_VALUES(nd) (3 + (nd))
+#define COL_WEIGHTS(nd) (4 + (nd))
 
 int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shape)
 {
@@ -189,11 +193,24 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
     return 0;
 }
 
+static int builder_weighted(const dpp_block_builder_t *b)
+{
+    for (unsigned k = 0; k < b->nsparse; k++)
+        if (b->weighted[k])
+            return 1;
+    return 0;
+}
+
 static unsigned builder_ncols(const dpp_block_builder_t *b)
 {
-    unsigned n = 1 + b->ndense + 2 * b->nsparse;
+    return 1 + b->ndense + (b->nsparse ? 3 + (unsigned)builder_weighted(b) : 0);
+}
+
+static size_t builder_nvalues(const dpp_block_builder_t *b)
+{
+    size_t n = 0;
     for (unsigned k = 0; k < b->nsparse; k++)
-        n += b->weighted[k];
+        n += b->nvalues[k];
     return n;
 }
 
@@ -204,21 +221,25 @@ size_t dpp_block_builder_size(const dpp_block_builder_t *b)
     size += ALIGN8(b->rows * sizeof(float));
     for (unsigned i = 0; i < b->ndense; i++)
         size += ALIGN8(b->rows * b->dims[i] * sizeof(float));
-    for (unsigned k = 0; k < b->nsparse; k++) {
-        size += ALIGN8(b->rows * sizeof(int32_t)) + b->nvalues[k] * sizeof(int64_t);
-        if (b->weighted[k])
-            size += ALIGN8(b->nvalues[k] * sizeof(float));
+    if (b->nsparse) {
+        size_t cells = (size_t)b->nsparse * b->rows, nv = builder_nvalues(b);
+        size += ALIGN8(cells * sizeof(int32_t)) + ALIGN8((cells + 1) * sizeof(int32_t));
+        size += nv * sizeof(int64_t);
+        if (builder_weighted(b))
+            size += ALIGN8(nv * sizeof(float));
     }
     return size;
 }
 
-/* Appends one column's entry to the table and reserves its bytes. */
+/* Appends one column's entry to the table and reserves its bytes, zeroing
+ * the alignment padding after them. */
 static uint8_t *put_col(uint8_t *buf, unsigned *col, size_t *off, size_t nbytes)
 {
     uint8_t *entry = buf + DPP_BLOCK_HEADER_SIZE + (size_t)*col * DPP_BLOCK_COL_ENTRY_SIZE;
     put_u64(entry, *off);
     put_u64(entry + 8, nbytes);
     uint8_t *data = buf + *off;
+    memset(data + nbytes, 0, ALIGN8(nbytes) - nbytes);
     *off += ALIGN8(nbytes);
     (*col)++;
     return data;
@@ -226,14 +247,17 @@ static uint8_t *put_col(uint8_t *buf, unsigned *col, size_t *off, size_t nbytes)
 
 int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
 {
+    size_t nv = builder_nvalues(b);
+    if (nv > INT32_MAX) /* KJT offsets are int32 */
+        return DPP_EINVAL;
     size_t total = dpp_block_builder_size(b);
     unsigned ncols = builder_ncols(b);
     size_t off = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
     uint8_t *buf = malloc(total);
     if (buf == NULL)
         return -ENOMEM;
-    /* Only the header and the alignment padding need zeroing: every column
-     * byte is written below. */
+    /* Only the header needs zeroing: every column byte and its padding is
+     * written below. */
     memset(buf, 0, off);
     put_u32(buf, DPP_BLOCK_MAGIC);
     put_u16(buf + 4, DPP_BLOCK_VERSION);
@@ -246,45 +270,52 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     put_u64(buf + 24, total);
 
     unsigned col = 0;
-    size_t n = b->rows * sizeof(float);
+    size_t rows = b->rows, n = rows * sizeof(float);
     uint8_t *dst = put_col(buf, &col, &off, n);
     if (n) /* an empty builder may never have allocated its columns */
         memcpy(dst, b->labels, n);
-    memset(dst + n, 0, ALIGN8(n) - n);
     /* Builder rows interleave all dense features; columns are per feature. */
     unsigned first = 0;
     for (unsigned i = 0; i < b->ndense; i++) {
         unsigned d = b->dims[i];
-        n = b->rows * d * sizeof(float);
-        float *f = (float *)put_col(buf, &col, &off, n);
+        float *f = (float *)put_col(buf, &col, &off, rows * d * sizeof(float));
         if (d == 1) {
-            for (size_t r = 0; r < b->rows; r++)
+            for (size_t r = 0; r < rows; r++)
                 f[r] = b->dense[r * b->dense_width + first];
         } else {
-            for (size_t r = 0; r < b->rows; r++)
+            for (size_t r = 0; r < rows; r++)
                 memcpy(f + r * d, b->dense + r * b->dense_width + first, d * sizeof(float));
         }
-        memset((uint8_t *)f + n, 0, ALIGN8(n) - n);
         first += d;
     }
+    if (b->nsparse == 0)
+        goto done;
+    size_t cells = (size_t)b->nsparse * rows;
+    int32_t *lengths = (int32_t *)put_col(buf, &col, &off, cells * sizeof(int32_t));
+    int32_t *offsets = (int32_t *)put_col(buf, &col, &off, (cells + 1) * sizeof(int32_t));
+    int64_t *values = (int64_t *)put_col(buf, &col, &off, nv * sizeof(int64_t));
+    float *weights = builder_weighted(b)
+                         ? (float *)put_col(buf, &col, &off, nv * sizeof(float))
+                         : NULL;
+    size_t at = 0;
+    offsets[0] = 0;
     for (unsigned k = 0; k < b->nsparse; k++) {
-        n = b->rows * sizeof(int32_t);
-        dst = put_col(buf, &col, &off, n);
-        if (n)
-            memcpy(dst, b->lengths + k * b->cap_rows, n);
-        memset(dst + n, 0, ALIGN8(n) - n);
-        n = b->nvalues[k] * sizeof(int64_t);
-        dst = put_col(buf, &col, &off, n);
-        if (n)
-            memcpy(dst, b->values[k], n);
-        if (b->weighted[k]) {
-            n = b->nvalues[k] * sizeof(float);
-            dst = put_col(buf, &col, &off, n);
-            if (n)
-                memcpy(dst, b->weights[k], n);
-            memset(dst + n, 0, ALIGN8(n) - n);
+        if (rows)
+            memcpy(lengths + k * rows, b->lengths + k * b->cap_rows, rows * sizeof(int32_t));
+        for (size_t r = 0; r < rows; r++)
+            offsets[k * rows + r + 1] = offsets[k * rows + r] + lengths[k * rows + r];
+        size_t m = b->nvalues[k];
+        if (m) {
+            memcpy(values + at, b->values[k], m * sizeof(int64_t));
+            if (weights && b->weighted[k])
+                memcpy(weights + at, b->weights[k], m * sizeof(float));
+            else if (weights)
+                for (size_t j = 0; j < m; j++)
+                    weights[at + j] = 1.0f;
         }
+        at += m;
     }
+done:
     *out = buf;
     *len = total;
     b->rows = 0;
@@ -309,6 +340,11 @@ static int check_col(const uint8_t *buf, size_t len, size_t data_start, unsigned
     return nbytes == want_bytes ? 0 : DPP_EBLOCK;
 }
 
+static const void *col_data(const uint8_t *buf, unsigned col)
+{
+    return buf + get_u64(col_entry(buf, col));
+}
+
 int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *shape,
                     dpp_block_info_t *info)
 {
@@ -318,7 +354,8 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
         return DPP_EBLOCK;
     uint32_t rows = get_u32(buf + 8);
     unsigned ncols = get_u32(buf + 16);
-    if (get_u16(buf + 12) != shape->ndense || get_u16(buf + 14) != shape->nsparse ||
+    unsigned nd = shape->ndense;
+    if (get_u16(buf + 12) != nd || get_u16(buf + 14) != shape->nsparse ||
         ncols != ncols_of(shape) || get_u64(buf + 24) != len)
         return DPP_EBLOCK;
     size_t data_start = DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE;
@@ -327,34 +364,33 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
     unsigned col = 0;
     if (check_col(buf, len, data_start, col++, (uint64_t)rows * sizeof(float)))
         return DPP_EBLOCK;
-    for (unsigned i = 0; i < shape->ndense; i++)
-        if (check_col(buf, len, data_start, col++,
-                      (uint64_t)rows * shape->dims[i] * sizeof(float)))
+    for (unsigned i = 0; i < nd; i++)
+        if (check_col(buf, len, data_start, col++, (uint64_t)rows * shape->dims[i] * sizeof(float)))
             return DPP_EBLOCK;
-    for (unsigned k = 0; k < shape->nsparse; k++) {
-        if (check_col(buf, len, data_start, col, (uint64_t)rows * sizeof(int32_t)))
+    if (shape->nsparse) {
+        uint64_t cells = (uint64_t)shape->nsparse * rows;
+        if (check_col(buf, len, data_start, COL_LENGTHS(nd), cells * sizeof(int32_t)) ||
+            check_col(buf, len, data_start, COL_OFFSETS(nd), (cells + 1) * sizeof(int32_t)))
             return DPP_EBLOCK;
-        const int32_t *lengths = (const int32_t *)(buf + get_u64(col_entry(buf, col)));
-        uint64_t sum = 0;
-        for (uint32_t r = 0; r < rows; r++) {
-            if (lengths[r] < 0)
+        const int32_t *lengths = col_data(buf, COL_LENGTHS(nd));
+        const int32_t *offsets = col_data(buf, COL_OFFSETS(nd));
+        /* offsets must be exactly the prefix sums: the client hands them to
+         * TorchRec, which trusts them. */
+        if (offsets[0] != 0)
+            return DPP_EBLOCK;
+        for (uint64_t c = 0; c < cells; c++)
+            if (lengths[c] < 0 || (int64_t)offsets[c] + lengths[c] != offsets[c + 1])
                 return DPP_EBLOCK;
-            sum += (uint64_t)lengths[r];
-        }
-        col++;
-        if (sum > len || check_col(buf, len, data_start, col++, sum * sizeof(int64_t)))
+        uint64_t nv = (uint64_t)offsets[cells];
+        if (check_col(buf, len, data_start, COL_VALUES(nd), nv * sizeof(int64_t)))
             return DPP_EBLOCK;
-        if (is_weighted(shape, k) && check_col(buf, len, data_start, col++, sum * sizeof(float)))
+        if (any_weighted(shape) &&
+            check_col(buf, len, data_start, COL_WEIGHTS(nd), nv * sizeof(float)))
             return DPP_EBLOCK;
     }
     info->rows = rows;
     info->ncols = ncols;
     return 0;
-}
-
-static const void *col_data(const uint8_t *buf, unsigned col)
-{
-    return buf + get_u64(col_entry(buf, col));
 }
 
 const float *dpp_block_labels(const uint8_t *buf)
@@ -367,22 +403,97 @@ const float *dpp_block_dense(const uint8_t *buf, unsigned i)
     return col_data(buf, 1 + i);
 }
 
+static uint32_t block_rows(const uint8_t *buf)
+{
+    return get_u32(buf + 8);
+}
+
 const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k)
 {
-    return col_data(buf, sparse_col(shape, k));
+    const int32_t *lengths = col_data(buf, COL_LENGTHS(shape->ndense));
+    return lengths + (size_t)k * block_rows(buf);
 }
 
 const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,
                                 size_t *n)
 {
-    unsigned col = sparse_col(shape, k) + 1;
-    *n = get_u64(col_entry(buf, col) + 8) / sizeof(int64_t);
-    return col_data(buf, col);
+    const int32_t *offsets = col_data(buf, COL_OFFSETS(shape->ndense));
+    size_t rows = block_rows(buf);
+    *n = (size_t)(offsets[(k + 1) * rows] - offsets[k * rows]);
+    const int64_t *values = col_data(buf, COL_VALUES(shape->ndense));
+    return values + offsets[k * rows];
 }
 
 const float *dpp_block_weights(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k)
 {
     if (!is_weighted(shape, k))
         return NULL;
-    return col_data(buf, sparse_col(shape, k) + 2);
+    const int32_t *offsets = col_data(buf, COL_OFFSETS(shape->ndense));
+    const float *weights = col_data(buf, COL_WEIGHTS(shape->ndense));
+    return weights + offsets[(size_t)k * block_rows(buf)];
+}
+
+void dpp_block_kjt(const uint8_t *buf, const dpp_block_shape_t *shape, dpp_block_kjt_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (shape->nsparse == 0)
+        return;
+    unsigned nd = shape->ndense;
+    out->lengths = col_data(buf, COL_LENGTHS(nd));
+    out->offsets = col_data(buf, COL_OFFSETS(nd));
+    out->values = col_data(buf, COL_VALUES(nd));
+    out->weights = any_weighted(shape) ? col_data(buf, COL_WEIGHTS(nd)) : NULL;
+    out->nvalues = (size_t)out->offsets[(size_t)shape->nsparse * block_rows(buf)];
+}
+
+int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block, size_t r0,
+                                   size_t r1)
+{
+    size_t brows = block_rows(block);
+    if (r0 > r1 || r1 > brows)
+        return DPP_EINVAL;
+    size_t n = r1 - r0;
+    while (b->rows + n > b->cap_rows)
+        if (grow_rows(b) != 0)
+            return -ENOMEM;
+    const int32_t *offsets = NULL;
+    const int64_t *values = NULL;
+    const float *weights = NULL;
+    if (b->nsparse) {
+        offsets = col_data(block, COL_OFFSETS(b->ndense));
+        values = col_data(block, COL_VALUES(b->ndense));
+        weights = builder_weighted(b) ? col_data(block, COL_WEIGHTS(b->ndense)) : NULL;
+        for (unsigned k = 0; k < b->nsparse; k++) {
+            size_t m = (size_t)(offsets[k * brows + r1] - offsets[k * brows + r0]);
+            if (b->nvalues[k] + m > b->cap_values[k] && grow_values(b, k, b->nvalues[k] + m) != 0)
+                return -ENOMEM;
+        }
+    }
+    if (n)
+        memcpy(b->labels + b->rows, dpp_block_labels(block) + r0, n * sizeof(float));
+    unsigned first = 0;
+    for (unsigned i = 0; i < b->ndense; i++) {
+        unsigned d = b->dims[i];
+        const float *src = dpp_block_dense(block, i) + r0 * d;
+        for (size_t r = 0; r < n; r++)
+            memcpy(b->dense + (b->rows + r) * b->dense_width + first, src + r * d,
+                   d * sizeof(float));
+        first += d;
+    }
+    for (unsigned k = 0; k < b->nsparse; k++) {
+        const int32_t *lengths = (const int32_t *)col_data(block, COL_LENGTHS(b->ndense));
+        if (n)
+            memcpy(b->lengths + k * b->cap_rows + b->rows, lengths + k * brows + r0,
+                   n * sizeof(int32_t));
+        size_t from = (size_t)offsets[k * brows + r0];
+        size_t m = (size_t)offsets[k * brows + r1] - from;
+        if (m) {
+            memcpy(b->values[k] + b->nvalues[k], values + from, m * sizeof(int64_t));
+            if (b->weighted[k])
+                memcpy(b->weights[k] + b->nvalues[k], weights + from, m * sizeof(float));
+        }
+        b->nvalues[k] += m;
+    }
+    b->rows += n;
+    return 0;
 }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define DPP_BLOCK_MAGIC 0x31425044u /* "DPB1" as little-endian u32 */
-#define DPP_BLOCK_VERSION 1
+#define DPP_BLOCK_VERSION 2
 #define DPP_BLOCK_HEADER_SIZE 32
 #define DPP_BLOCK_COL_ENTRY_SIZE 16
 #define DPP_BLOCK_MAX_FEATURES 4096
@@ -53,6 +53,13 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
                              const int64_t *const *ids, const float *const *weights,
                              const size_t *lens);
 
+/* Appends rows [r0, r1) of a block that dpp_block_parse() accepted for the
+ * builder's shape, column by column (the client assembles batches of exactly
+ * batch_size rows this way). Returns 0, DPP_EINVAL or -ENOMEM (nothing is
+ * then appended). */
+int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block, size_t r0,
+                                   size_t r1);
+
 /* Bytes the finished block will take. */
 size_t dpp_block_builder_size(const dpp_block_builder_t *b);
 
@@ -75,13 +82,26 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
                     dpp_block_info_t *info);
 
 /* Column pointers of a parsed block (no checks: call dpp_block_parse first).
- * Columns: labels; dense i; for sparse k its lengths, values and weights
- * (dpp_block_weights() returns NULL for an unweighted feature). */
+ * Columns: labels; dense i; then every sparse feature together in TorchRec
+ * KeyedJaggedTensor layout (lengths, values and offsets key-major, weights
+ * when any feature is weighted, 1.0 for the ids of the others). The per-key
+ * functions return that key's slice (dpp_block_weights() NULL for an
+ * unweighted key). */
 const float *dpp_block_labels(const uint8_t *buf);
 const float *dpp_block_dense(const uint8_t *buf, unsigned i);
 const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
 const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,
                                 size_t *n);
 const float *dpp_block_weights(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
+
+typedef struct dpp_block_kjt {
+    const int32_t *lengths; /* [nsparse * rows], key-major */
+    const int32_t *offsets; /* [nsparse * rows + 1], prefix sums of lengths */
+    const int64_t *values;  /* [nvalues] */
+    const float *weights;   /* [nvalues], NULL when no feature is weighted */
+    size_t nvalues;
+} dpp_block_kjt_t;
+
+void dpp_block_kjt(const uint8_t *buf, const dpp_block_shape_t *shape, dpp_block_kjt_t *out);
 
 #endif

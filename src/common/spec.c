@@ -71,6 +71,7 @@ static const op_info_t *op_by_kind(dpp_op_kind_t op)
 static const char *const cast_names[] = {"int", "bfloat16", "float16", NULL};
 static const char *const keep_names[] = {"first", "last", NULL};
 static const char *const on_corrupt_names[] = {"skip", "fail", NULL};
+static const char *const remainder_names[] = {"drop", "keep", NULL};
 static const char *const compression_names[] = {"auto", "off", "zstd", NULL};
 
 static jpath_t at_key(const jpath_t *parent, const char *key)
@@ -661,6 +662,12 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
     if (rc)
         return rc;
     s->compression_level = (int)x;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "remainder", 0, remainder_names, "\"drop\" or \"keep\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->remainder_keep = choice;
     return 0;
 }
 
@@ -669,7 +676,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     static const char *const top_keys[] = {
         "table",      "partitions",  "batch_size",        "epochs",   "consumers", "split_rows",
         "on_corrupt", "compression", "compression_level", "features", "label",     "filters",
-        NULL};
+        "remainder",  NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -963,7 +970,8 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         set(root, "split_rows", json_integer(spec->split_rows)) != 0 ||
         set(root, "on_corrupt", json_string(on_corrupt)) != 0 ||
         set(root, "compression", json_string(compression_names[spec->compression])) != 0 ||
-        set(root, "compression_level", json_integer(spec->compression_level)) != 0)
+        set(root, "compression_level", json_integer(spec->compression_level)) != 0 ||
+        set(root, "remainder", json_string(remainder_names[spec->remainder_keep ? 1 : 0])) != 0)
         goto out;
     json_t *f = features;
     features = NULL;

@@ -94,6 +94,7 @@ typedef struct dpp_spec {
     int on_corrupt_fail;           /* 0: skip corrupted records (default), 1: fail the session */
     dpp_compression_t compression; /* default auto */
     int compression_level;         /* 1 to 19, default 1 */
+    int remainder_keep; /* 0 ("drop", default): an epoch's last partial batch is dropped */
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;

@@ -585,6 +585,11 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.batch_size = s->spec.batch_size;
     r.rank_splits_per_epoch =
         s->state == SESSION_INDEXING ? 0 : (uint32_t)dpp_session_rank_splits(s, req->rank);
+    r.keep_remainder = s->spec.remainder_keep;
+    for (size_t i = 0; i < s->nsplits; i++)
+        if (dpp_session_rank_of(s, i) == req->rank)
+            r.rank_records += s->splits[i].record_count;
+    r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;
     r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));
     r.dense_dims = dpp_xcalloc(s->spec.ndense + 1, sizeof(uint32_t));

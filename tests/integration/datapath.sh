@@ -160,6 +160,7 @@ write_split_spec() { # FILE TABLE [EXTRA_TOP_LEVEL_JSON]
 {
   "table": "$2",${3:-}
   "batch_size": 256,
+  "remainder": "keep",
   "split_rows": $split_rows,
   "consumers": 2,
   "features": {
@@ -339,6 +340,7 @@ cat >"$spec6" <<'EOF'
 {
   "table": "criteo",
   "batch_size": 300,
+  "remainder": "keep",
   "split_rows": 1000,
   "consumers": 2,
   "compression": "zstd",
@@ -387,6 +389,7 @@ cat >"$spec6b" <<'EOF'
 {
   "table": "weighted",
   "batch_size": 128,
+  "remainder": "keep",
   "split_rows": 500,
   "consumers": 2,
   "epochs": 2,

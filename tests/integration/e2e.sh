@@ -56,6 +56,7 @@ cat >"$spec2" <<EOF
   "table": "criteo",
   "partitions": ["$last_partition"],
   "batch_size": 777,
+  "remainder": "keep",
   "epochs": 2,
   "consumers": 2,
   "features": {

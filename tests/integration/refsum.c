@@ -374,6 +374,11 @@ static void load_spec(const char *file, ref_spec_t *s, json_t **root)
     s->split_rows = int_field(j, "split_rows", "spec", 0, 65536);
     if (s->batch_size <= 0 || s->epochs <= 0 || s->consumers <= 0 || s->split_rows <= 0)
         die("spec: batch_size, epochs, consumers and split_rows must be > 0");
+    /* With remainder "drop" the rows an epoch drops depend on arrival order:
+     * only "keep" can be checked row for row. */
+    const char *remainder = str_field(j, "remainder", "spec", 0);
+    if (remainder == NULL || strcmp(remainder, "keep") != 0)
+        die("spec: refsum checks every row, so the spec must say \"remainder\": \"keep\"");
     s->on_corrupt = -1;
     const char *on_corrupt = str_field(j, "on_corrupt", "spec", 0);
     if (on_corrupt && strcmp(on_corrupt, "skip") == 0)
@@ -841,7 +846,7 @@ static int add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *
 
 /* Where the splits stand while files are walked in order: split k (counted
  * over every file) belongs to rank k % consumers, and the rows it delivers
- * become ceil(rows / batch_size) batches. */
+ * counts toward the rank's rows (batches are counted per epoch). */
 typedef struct split_walk {
     int64_t rank;
     int64_t next_split;   /* global index of the current file's first split */
@@ -851,8 +856,8 @@ typedef struct split_walk {
 
 static void split_flush(const ref_spec_t *s, split_walk_t *w, totals_t *t)
 {
-    if (w->current >= 0)
-        t->batches += (w->current_rows + s->batch_size - 1) / s->batch_size;
+    (void)s;
+    (void)t;
     w->current = -1;
     w->current_rows = 0;
 }
@@ -1445,6 +1450,10 @@ int main(int argc, char **argv)
         printf("%" PRId64 "\n", per_epoch * spec.epochs + tails);
     } else {
         walk_rank(&spec, &tf, rank, skip_corrupt, &t);
+        /* The client hands out batches of exactly batch_size rows, cut
+         * across split boundaries; with remainder "keep" the last one of an
+         * epoch is smaller. */
+        t.batches = (t.rows + spec.batch_size - 1) / spec.batch_size;
         if (t.skipped)
             fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n",
                     t.skipped);

@@ -23,6 +23,7 @@ write_spec() {
 {
   "table": "$tbl",$extra
   "batch_size": 256,
+  "remainder": "keep",
   "features": {
     "dense": [
       {"name": "i1", "transforms": [{"op": "clamp", "min": 0}]},

@@ -74,7 +74,8 @@ static void test_roundtrip(void **state)
     dpp_block_info_t info;
     assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
     assert_int_equal(info.rows, ROWS);
-    assert_int_equal(info.ncols, 1 + 2 + 4 + 1);
+    /* labels, 2 dense, then KJT lengths, offsets, values, weights */
+    assert_int_equal(info.ncols, 1 + 2 + 4);
     const float *labels = dpp_block_labels(buf);
     const float *d0 = dpp_block_dense(buf, 0);
     const float *d1 = dpp_block_dense(buf, 1);
@@ -107,6 +108,100 @@ static void test_roundtrip(void **state)
     memcpy(&total, buf + 24, 8);
     assert_int_equal(total, len);
     free(buf);
+}
+
+/* The KJT view: key-major lengths, offsets = prefix sums, values and
+ * weights of every key back to back (1.0 for the unweighted key). */
+static void test_kjt_layout(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t len, nrows = 40;
+    uint8_t *buf = build(&in, nrows, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
+    dpp_block_kjt_t kjt;
+    dpp_block_kjt(buf, &shape, &kjt);
+    assert_non_null(kjt.weights);
+    size_t pos = 0;
+    assert_int_equal(kjt.offsets[0], 0);
+    for (unsigned k = 0; k < 2; k++) {
+        for (size_t r = 0; r < nrows; r++) {
+            size_t cell = k * nrows + r;
+            assert_int_equal(kjt.lengths[cell], in.lens[k][r]);
+            assert_int_equal(kjt.offsets[cell], pos);
+            for (size_t j = 0; j < in.lens[k][r]; j++, pos++) {
+                assert_true(kjt.values[pos] == in.ids[k][r][j]);
+                assert_true(kjt.weights[pos] == (k == 1 ? in.weights[r][j] : 1.0f));
+            }
+        }
+    }
+    assert_int_equal(kjt.offsets[2 * nrows], pos);
+    assert_int_equal(kjt.nvalues, pos);
+    /* offsets that are not the prefix sums are refused */
+    ((int32_t *)kjt.offsets)[3] += 1;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+    free(buf);
+}
+
+/* Batches cut across block boundaries: every split of 3 blocks into ranges
+ * re-assembles to the same rows. */
+static void test_append_block_ranges(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t nrows = 90, len;
+    uint8_t *whole = build(&in, nrows, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(whole, len, &shape, &info), 0);
+    const size_t cuts[][2] = {{0, 90}, {0, 1}, {1, 90}, {0, 0}, {45, 45}, {7, 64}, {64, 90}};
+    for (size_t t = 0; t < sizeof cuts / sizeof cuts[0]; t++) {
+        for (size_t mid = cuts[t][0]; mid <= cuts[t][1]; mid += 13) {
+            dpp_block_builder_t b;
+            assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+            assert_int_equal(dpp_block_builder_append_block(&b, whole, cuts[t][0], mid), 0);
+            assert_int_equal(dpp_block_builder_append_block(&b, whole, mid, cuts[t][1]), 0);
+            uint8_t *got;
+            size_t got_len;
+            assert_int_equal(dpp_block_builder_finish(&b, &got, &got_len), 0);
+            dpp_block_builder_close(&b);
+            assert_int_equal(dpp_block_parse(got, got_len, &shape, &info), 0);
+            size_t r0 = cuts[t][0], n = cuts[t][1] - r0;
+            assert_int_equal(info.rows, n);
+            for (size_t r = 0; r < n; r++) {
+                assert_true(dpp_block_labels(got)[r] == in.label[r0 + r]);
+                for (int j = 0; j < 3; j++)
+                    assert_true(dpp_block_dense(got, 1)[r * 3 + j] == in.dense[r0 + r][1 + j]);
+            }
+            for (unsigned k = 0; k < 2; k++) {
+                size_t nv;
+                const int64_t *v = dpp_block_values(got, &shape, k, &nv);
+                const int32_t *l = dpp_block_lengths(got, &shape, k);
+                const float *w = dpp_block_weights(got, &shape, k);
+                size_t pos = 0;
+                for (size_t r = 0; r < n; r++) {
+                    assert_int_equal(l[r], in.lens[k][r0 + r]);
+                    for (size_t j = 0; j < in.lens[k][r0 + r]; j++, pos++) {
+                        assert_true(v[pos] == in.ids[k][r0 + r][j]);
+                        if (w)
+                            assert_true(w[pos] == in.weights[r0 + r][j]);
+                    }
+                }
+                assert_int_equal(pos, nv);
+            }
+            free(got);
+            if (mid == cuts[t][1])
+                break;
+        }
+    }
+    dpp_block_builder_t b;
+    assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+    assert_int_equal(dpp_block_builder_append_block(&b, whole, 5, 91), DPP_EINVAL);
+    assert_int_equal(dpp_block_builder_append_block(&b, whole, 6, 5), DPP_EINVAL);
+    dpp_block_builder_close(&b);
+    free(whole);
 }
 
 static void test_empty_block(void **state)
@@ -157,7 +252,7 @@ static void test_corruptions(void **state)
     fill(&in);
     size_t len;
     uint8_t *good = build(&in, 50, &len);
-    size_t table_end = DPP_BLOCK_HEADER_SIZE + 8 * DPP_BLOCK_COL_ENTRY_SIZE;
+    size_t table_end = DPP_BLOCK_HEADER_SIZE + 7 * DPP_BLOCK_COL_ENTRY_SIZE;
     uint8_t *buf = malloc(len);
     srand(3);
     for (int iter = 0; iter < 20000; iter++) {
@@ -204,6 +299,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_kjt_layout),
+        cmocka_unit_test(test_append_block_ranges),
         cmocka_unit_test(test_empty_block),
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_corruptions),

@@ -29,7 +29,7 @@
 /* The top-level defaults as the normalised form writes them. */
 #define IO_DEFAULTS                                                                                \
     "\"split_rows\":65536,\"on_corrupt\":\"skip\",\"compression\":\"auto\",\"compression_level\":" \
-    "1,"
+    "1,\"remainder\":\"drop\","
 
 static int parse(const char *json, dpp_spec_t *spec, char *err)
 {
@@ -298,7 +298,7 @@ static void test_numbers_round_trip_exactly(void **state)
 /* Every key and op added for the worker data path, with non-default values. */
 static const char new_spec[] =
     "{\"table\":\"t\",\"batch_size\":8,\"split_rows\":1000,\"on_corrupt\":\"fail\","
-    "\"compression\":\"zstd\",\"compression_level\":19,\"features\":{\"dense\":["
+    "\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":\"drop\",\"features\":{\"dense\":["
     "{\"name\":\"emb\",\"dim\":16,\"transforms\":[{\"op\":\"fill_missing\",\"value\":0},"
     "{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25},"
     "{\"op\":\"bucketize\",\"boundaries\":[-1,0,0.1e1,2.5]},{\"op\":\"cast\",\"to\":\"bfloat16\"}]}"
@@ -388,7 +388,7 @@ static void test_new_keys(void **state)
     check_round_trip(
         new_spec,
         "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,\"split_rows\":1000,"
-        "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,"
+        "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":\"drop\","
         "\"features\":{\"dense\":[{\"name\":\"emb\",\"dim\":16,\"transforms\":["
         "{\"op\":\"fill_missing\",\"value\":0.0},{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25}"
         ","
@@ -674,10 +674,13 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"compression\":\"lz4\""),
      "compression: unknown value \"lz4\" (expected \"auto\", \"off\" or \"zstd\")"},
     {WITH_TOP("\"compression_level\":0"), "compression_level: must be > 0"},
+    {WITH_TOP("\"remainder\":\"pad\""),
+     "remainder: unknown value \"pad\" (expected \"drop\" or \"keep\")"},
+    {WITH_TOP("\"remainder\":1"), "remainder: expected a string"},
     {WITH_TOP("\"compression_level\":20"), "compression_level: must be <= 19"},
     {WITH_TOP("\"compression_level\":\"1\""), "compression_level: expected an integer"},
     {WITH_TOP("\"split_rows\":0,\"compression\":\"lz4\""), "split_rows: must be > 0"},
-    {WITH_TOP("\"compression_level\":0,\"on_corrupt\":\"x\""),
+    {WITH_TOP("\"compression_level\":0,\"remainder\":\"drop\",\"on_corrupt\":\"x\""),
      "on_corrupt: unknown value \"x\" (expected \"skip\" or \"fail\")"},
 
     /* dense dim */
@@ -977,9 +980,27 @@ static void test_out_of_memory(void **state)
     dpp_spec_close(&s);
 }
 
+static void test_remainder(void **state)
+{
+    (void)state;
+    dpp_spec_t spec;
+    char err[DPP_SPEC_ERRLEN];
+    assert_int_equal(parse(WITH_TOP("\"remainder\":\"keep\""), &spec, err), 0);
+    assert_int_equal(spec.remainder_keep, 1);
+    char *json = dpp_spec_to_json(&spec);
+    assert_non_null(strstr(json, "\"remainder\":\"keep\""));
+    dpp_spec_t again;
+    assert_int_equal(parse(json, &again, err), 0);
+    assert_int_equal(again.remainder_keep, 1);
+    free(json);
+    dpp_spec_close(&again);
+    dpp_spec_close(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_remainder),
         cmocka_unit_test(test_minimal),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_sparse_only_and_limits),

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: Apache-2.0
+"""dpp.Client: one trainer rank attached to a session (dpp_client_t)."""
+import ctypes
+import math
+
+from . import _lib
+from ._batch import Batch
+from ._errors import DppError, DppTimeoutError, EpochEnd, SessionEnd, check
+
+# A wait without a deadline is made of slices this long, so that Python can
+# run signal handlers (Ctrl-C) in between.
+_SLICE_MS = 1000
+
+_STAT_FIELDS = (
+    "batches",
+    "rows",
+    "wait_ns",
+    "bytes_wire",
+    "bytes_raw",
+    "blocks",
+    "blocks_duplicate",
+    "reconnects",
+    "batches_zero_copy",
+)
+
+
+class Client:
+    """One trainer rank of a dpp session.
+
+    ``Client(master, session, rank=0, world_size=0, prefetch=8,
+    memory_budget=256 << 20, timeout_s=10.0, token=None)`` attaches to the
+    master at ``master`` ("HOST:PORT") for session ``session`` (the id
+    ``dppctl submit`` printed); ``timeout_s`` bounds the wait for the master's
+    first answer. Raises DppError (``code`` DPP_ENOSESSION, DPP_ERANK,
+    DPP_ETIMEDOUT, -ECONNREFUSED, ...).
+
+    ``next()`` returns a ``Batch`` or raises ``EpochEnd`` (once after the
+    last batch of each epoch) or ``SessionEnd`` (after the last epoch, and on
+    every later call). Iterating the client yields every remaining batch of
+    every epoch; ``epoch_iter()`` yields the batches of one epoch.
+
+    A client is used from one thread (the one calling next()); batches may be
+    dropped or released from any thread. Use it as a context manager, or call
+    ``close()``: batches still held stay valid after close.
+    """
+
+    def __init__(
+        self,
+        master,
+        session,
+        rank=0,
+        world_size=0,
+        prefetch=8,
+        memory_budget=256 << 20,
+        timeout_s=10.0,
+        token=None,
+    ):
+        self._lib = lib = _lib.load()
+        self._ptr = None
+        self.master = master
+        self.session = session
+        self.rank = rank
+        o = _lib.ClientOptions()
+        lib.dpp_client_options_init(ctypes.byref(o))
+        # Keep the encoded strings alive for the call.
+        m, s = _enc(master, "master"), _enc(session, "session")
+        t = _enc(token, "token") if token is not None else None
+        o.master, o.session, o.token = m, s, t
+        o.rank = _uint(rank, "rank")
+        o.world_size = _uint(world_size, "world_size")
+        if prefetch is not None:
+            o.prefetch = _uint(prefetch, "prefetch")
+        if memory_budget is not None:
+            if memory_budget < 0:
+                raise ValueError("memory_budget must be >= 0")
+            o.memory_budget = int(memory_budget)
+        if timeout_s is not None:
+            o.connect_timeout_ms = _ms(timeout_s)
+        out = ctypes.c_void_p()
+        check(lib.dpp_client_open_opts(ctypes.byref(out), ctypes.byref(o)), "dpp_client_open_opts")
+        self._ptr = out.value
+        p = self._ptr
+        self.dense_names = [
+            lib.dpp_client_dense_name(p, i).decode() for i in range(lib.dpp_client_num_dense(p))
+        ]
+        self.dense_dims = [lib.dpp_client_dense_dim(p, i) for i in range(len(self.dense_names))]
+        self.sparse_names = [
+            lib.dpp_client_sparse_name(p, i).decode() for i in range(lib.dpp_client_num_sparse(p))
+        ]
+        self.sparse_weighted = [
+            bool(lib.dpp_client_sparse_weighted(p, i)) for i in range(len(self.sparse_names))
+        ]
+        self._sparse_index = {k: i for i, k in enumerate(self.sparse_names)}
+        self.batch_size = int(lib.dpp_client_batch_size(p))
+        self.num_epochs = int(lib.dpp_client_num_epochs(p))
+        self._session_done = False
+
+    # ---- life ----------------------------------------------------------
+
+    def close(self):
+        """Stops the client's I/O. Batches still held stay valid until they
+        are released (or collected). Idempotent."""
+        p, self._ptr = self._ptr, None
+        if p:
+            self._lib.dpp_client_close(p)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def _p(self):
+        if self._ptr is None:
+            raise ValueError("dpp.Client is closed")
+        return self._ptr
+
+    def _error_text(self):
+        if self._ptr is None:
+            return ""
+        return self._lib.dpp_client_error(self._ptr).decode("utf-8", "replace")
+
+    # ---- batches -------------------------------------------------------
+
+    def next(self, timeout_s=None):
+        """The next batch of this rank (a Batch).
+
+        Raises EpochEnd after the last batch of an epoch, SessionEnd after
+        the last epoch, DppTimeoutError when ``timeout_s`` (None: no limit)
+        passes first (the client stays usable), DppError otherwise (then
+        ``e.detail`` holds ``dpp_client_error()``)."""
+        p = self._p()
+        lib = self._lib
+        out = ctypes.c_void_p()
+        epoch = lib.dpp_client_epoch(p)
+        if timeout_s is None:
+            while True:
+                rc = lib.dpp_client_next(p, ctypes.byref(out), _SLICE_MS)
+                if rc != _lib.ERRORS["DPP_ETIMEDOUT"]:
+                    break
+        else:
+            rc = lib.dpp_client_next(p, ctypes.byref(out), _ms(timeout_s))
+        if rc == _lib.DPP_BATCH:
+            return Batch(self, out.value)
+        if rc == _lib.DPP_EPOCH_END:
+            raise EpochEnd(epoch)
+        if rc == _lib.DPP_SESSION_END:
+            self._session_done = True
+            raise SessionEnd()
+        check(rc, "dpp_client_next", self)
+        raise DppError(rc, "dpp_client_next")  # a positive result this package does not know
+
+    def epoch_iter(self, timeout_s=None):
+        """Yields the batches of the current epoch; ends at its EpochEnd, or at
+        once when the session is over."""
+        while True:
+            try:
+                b = self.next(timeout_s)
+            except (EpochEnd, SessionEnd):
+                return
+            yield b
+            del b
+
+    def __iter__(self):
+        """Every remaining batch of every epoch (epoch ends are skipped)."""
+        while True:
+            try:
+                b = self.next()
+            except EpochEnd:
+                continue
+            except SessionEnd:
+                return
+            yield b
+            del b
+
+    @property
+    def session_done(self):
+        """True once next() has raised SessionEnd."""
+        return self._session_done
+
+    # ---- state ---------------------------------------------------------
+
+    @property
+    def epoch(self):
+        """The epoch the next batch belongs to (0-based)."""
+        return int(self._lib.dpp_client_epoch(self._p()))
+
+    @property
+    def epoch_batches(self):
+        """Batches this rank gets in the current epoch, or None while unknown."""
+        n = int(self._lib.dpp_client_epoch_batches(self._p()))
+        return None if n < 0 else n
+
+    @property
+    def error(self):
+        """dpp_client_error(): why the client failed, or ""."""
+        return self._error_text()
+
+    def stats(self):
+        """Counters since open (dpp_client_stats_t) as a dict: batches, rows,
+        wait_ns, wait_hist (16 counts: bucket i counts next() waits under
+        2^i * 10 us, the last every longer one), bytes_wire, bytes_raw,
+        blocks, blocks_duplicate, reconnects, batches_zero_copy."""
+        st = _lib.ClientStats()
+        self._lib.dpp_client_get_stats(self._p(), ctypes.byref(st))
+        d = {k: int(getattr(st, k)) for k in _STAT_FIELDS}
+        d["wait_hist"] = [int(x) for x in st.wait_hist]
+        return d
+
+    def __repr__(self):
+        return "dpp.Client(master=%r, session=%r, rank=%d%s)" % (
+            self.master,
+            self.session,
+            self.rank,
+            ", closed" if self.closed else "",
+        )
+
+
+def _enc(s, what):
+    if isinstance(s, bytes):
+        b = s
+    elif isinstance(s, str):
+        b = s.encode()
+    else:
+        raise TypeError("%s must be a str, not %s" % (what, type(s).__name__))
+    if b"\0" in b:
+        raise ValueError("%s must not contain NUL" % what)
+    return b
+
+
+def _uint(v, what):
+    v = int(v)
+    if not 0 <= v < 2**32:
+        raise ValueError("%s must be in 0..2^32-1, got %d" % (what, v))
+    return v
+
+
+def _ms(seconds):
+    """Seconds (a number >= 0) as whole milliseconds, rounded up, capped."""
+    if seconds < 0 or math.isnan(seconds):
+        raise ValueError("a timeout must be >= 0 seconds (None: no limit)")
+    return int(min(math.ceil(seconds * 1000), 2**31 - 1))
+
+
+__all__ = ["Client", "DppError", "DppTimeoutError", "EpochEnd", "SessionEnd"]

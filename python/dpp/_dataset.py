@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""dpp.TorchDataset: a dpp session as a torch IterableDataset."""
+import torch.utils.data
+
+from ._client import Client
+from ._errors import EpochEnd, SessionEnd
+
+WORKERS_MESSAGE = (
+    "dpp.TorchDataset cannot run in a DataLoader worker process (num_workers > 0): a dpp "
+    "session already runs the reading and preprocessing in its dpp-worker daemons, and "
+    "each trainer rank must read its batches through one client. Use "
+    "DataLoader(dataset, batch_size=None, num_workers=0) (pin_memory=True is fine)."
+)
+
+
+class TorchDataset(torch.utils.data.IterableDataset):
+    """The batches of one dpp session rank, one epoch per iteration::
+
+        ds = dpp.TorchDataset(master, session, rank=0)
+        loader = DataLoader(ds, batch_size=None, num_workers=0, pin_memory=True)
+        for epoch in range(ds.num_epochs):
+            for batch in loader:  # the batches of one epoch
+                ...
+
+    ``iter(ds)`` yields the ``Batch``es of the current epoch and ends at its
+    end; after the session's last epoch an iteration ends at once. Breaking
+    out of an epoch early leaves its remaining batches to the next
+    iteration. The batches are already batched (``batch_size=None`` in the
+    DataLoader). The client is opened at the first iteration (or on the
+    first access to ``client``) with the keyword arguments of dpp.Client;
+    ``next_timeout_s`` bounds each wait for a batch (None: no limit).
+
+    Each rank reads with ``num_workers=0``: in a DataLoader worker process
+    ``iter()`` raises RuntimeError (dpp's workers already do the
+    preprocessing; see WORKERS_MESSAGE).
+    """
+
+    def __init__(self, master, session, rank=0, world_size=0, next_timeout_s=None, **client_kwargs):
+        super().__init__()
+        self.master = master
+        self.session = session
+        self.rank = rank
+        self.world_size = world_size
+        self.next_timeout_s = next_timeout_s
+        self._client_kwargs = client_kwargs
+        self._client = None
+
+    @property
+    def client(self):
+        """The dpp.Client (opened on first use)."""
+        if self._client is None:
+            try:
+                self._client = Client(
+                    self.master,
+                    self.session,
+                    rank=self.rank,
+                    world_size=self.world_size,
+                    **self._client_kwargs,
+                )
+            except AttributeError as e:
+                # Inside a property, an AttributeError would turn into "no
+                # attribute 'client'" (torch's Dataset.__getattr__).
+                raise RuntimeError(str(e)) from e
+        return self._client
+
+    @property
+    def num_epochs(self):
+        return self.client.num_epochs
+
+    @property
+    def batch_size(self):
+        return self.client.batch_size
+
+    def __iter__(self):
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError(WORKERS_MESSAGE)
+        return self._epoch(self.client)
+
+    def _epoch(self, client):
+        timeout = self.next_timeout_s
+        while True:
+            try:
+                b = client.next(timeout)
+            except (EpochEnd, SessionEnd):
+                return
+            yield b
+            del b  # the generator must not hold the last batch between steps
+
+    def close(self):
+        """Closes the client. Batches still held stay valid."""
+        c, self._client = self._client, None
+        if c is not None:
+            c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        # Pickled for DataLoader worker processes (spawn): the client stays here.
+        d = dict(self.__dict__)
+        d["_client"] = None
+        return d

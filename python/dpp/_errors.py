@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Exceptions of the dpp package."""
+import errno as _errno
+
+from . import _lib
+
+
+class DppError(Exception):
+    """A libdppclient call failed.
+
+    Attributes:
+        code: the negative error number (a ``DPP_E*`` value of
+            include/dpp/error.h, or ``-errno`` such as ``-errno.ECONNREFUSED``).
+        name: its symbolic name (``"DPP_ENOSESSION"``, ``"ECONNREFUSED"``).
+        strerror: ``dpp_strerror(code)``.
+        detail: ``dpp_client_error()`` when the client could say more (for
+            DPP_EFAILED: the session's failure as the master reports it), else "".
+        call: the C function that failed.
+    """
+
+    def __init__(self, code, call="", detail=""):
+        self.code = int(code)
+        self.call = call
+        self.detail = detail or ""
+        try:
+            lib = _lib.load()
+            self.strerror = lib.dpp_strerror(self.code).decode("utf-8", "replace")
+            self.name = lib.dpp_err_name(self.code).decode("utf-8", "replace")
+        except Exception:  # library gone (interpreter shutdown): fall back
+            self.name = _NAMES.get(self.code) or _errno.errorcode.get(-self.code, str(self.code))
+            self.strerror = self.name
+        msg = "%s%s (%s, %d)" % (call + ": " if call else "", self.strerror, self.name, self.code)
+        if self.detail:
+            msg += ": " + self.detail
+        super().__init__(msg)
+
+
+_NAMES = {v: k for k, v in _lib.ERRORS.items()}
+
+
+class DppTimeoutError(DppError, TimeoutError):
+    """``Client.next(timeout_s=...)`` ran out of time (code ``DPP_ETIMEDOUT``).
+    The client is still usable: call ``next()`` again."""
+
+
+class EndOfData(Exception):
+    """Base of EpochEnd and SessionEnd (not errors: the ends of the stream)."""
+
+
+class EpochEnd(EndOfData):
+    """``Client.next()``: this rank has every batch of epoch ``self.epoch``."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+        super().__init__("end of epoch %d" % epoch)
+
+
+class SessionEnd(EndOfData):
+    """``Client.next()``: every epoch of the session is done (raised again on
+    every later call)."""
+
+    def __init__(self):
+        super().__init__("end of session")
+
+
+def check(rc, call, client=None):
+    """Raises the DppError for a negative rc, else returns rc."""
+    if rc >= 0:
+        return rc
+    detail = ""
+    if client is not None:
+        try:
+            detail = client._error_text()
+        except Exception:
+            detail = ""
+    if rc == _lib.ERRORS["DPP_ETIMEDOUT"]:
+        raise DppTimeoutError(rc, call, detail)
+    raise DppError(rc, call, detail)
