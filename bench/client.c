@@ -7,7 +7,7 @@
  * and SUBSCRIBE and streams pre-built uncompressed blocks (codec 0) one per
  * credit, exactly like dpp-worker: every split is K full blocks of batch_size
  * rows and one empty block marked `last`. The parent reads everything
- * through dpp_client_open() / dpp_client_next() / dpp_batch_release(),
+ * through dpp_client_open_opts() / dpp_client_next() / dpp_batch_release(),
  * touching one label per batch, and prints GB/s and the client's CPU seconds
  * per GB (getrusage of the parent: consumer and I/O thread). Then, when
  * iperf3 is installed, one TCP stream over loopback for comparison. */
@@ -261,6 +261,7 @@ static void serve(const blocks_t *bl, unsigned splits, unsigned per_split, int f
 typedef struct result {
     double secs, cpu_user, cpu_sys, server_cpu;
     uint64_t bytes, rows, batches;
+    dpp_client_stats_t st;
 } result_t;
 
 static double tv_secs(struct timeval tv)
@@ -268,7 +269,8 @@ static double tv_secs(struct timeval tv)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k)
+static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k,
+                         const dpp_client_options_t *opts)
 {
     int fds[2];
     if (pipe(fds) != 0) {
@@ -294,15 +296,18 @@ static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k)
     close(fds[0]);
     char master[64];
     snprintf(master, sizeof master, "127.0.0.1:%d", ports[0]);
+    dpp_client_options_t o = *opts;
+    o.master = master;
+    o.session = SESSION;
 
     result_t r = {0};
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t t0 = dpp_now_ns();
     dpp_client_t *c;
-    int rc = dpp_client_open(&c, master, SESSION, 0, 10000);
+    int rc = dpp_client_open_opts(&c, &o);
     if (rc != 0) {
-        fprintf(stderr, "bench_client: dpp_client_open: %s\n", dpp_strerror(rc));
+        fprintf(stderr, "bench_client: dpp_client_open_opts: %s\n", dpp_strerror(rc));
         exit(1);
     }
     volatile float sink = 0;
@@ -329,6 +334,7 @@ static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k)
     }
     r.secs = (double)(dpp_now_ns() - t0) / 1e9;
     getrusage(RUSAGE_SELF, &ru1);
+    dpp_client_get_stats(c, &r.st);
     dpp_client_close(c);
     (void)sink;
 
@@ -343,7 +349,7 @@ static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k)
     r.cpu_sys = tv_secs(ru1.ru_stime) - tv_secs(ru0.ru_stime);
     r.bytes = (uint64_t)splits * (k * bl->full_len + bl->empty_len);
     uint64_t want = (uint64_t)splits * k * bl->batch_size;
-    if (r.rows != want) {
+    if (r.rows != want || r.batches != r.st.batches) {
         fprintf(stderr, "bench_client: got %" PRIu64 " rows, expected %" PRIu64 "\n", r.rows,
                 want);
         exit(1);
@@ -457,6 +463,8 @@ int main(int argc, char **argv)
     double gb = 3;
     unsigned batch_size = 4096, k = 8;
     int rounds = 3, iperf_secs = 5, no_iperf = 0;
+    dpp_client_options_t opts;
+    dpp_client_options_init(&opts);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gb") == 0 && i + 1 < argc)
             gb = strtod(argv[++i], NULL);
@@ -468,18 +476,24 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--iperf-seconds") == 0 && i + 1 < argc)
             iperf_secs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--prefetch") == 0 && i + 1 < argc)
+            opts.prefetch = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--budget-mb") == 0 && i + 1 < argc)
+            opts.memory_budget = (size_t)strtoull(argv[++i], NULL, 10) << 20;
         else if (strcmp(argv[i], "--no-iperf") == 0)
             no_iperf = 1;
         else {
             fprintf(stderr,
                     "usage: bench_client [--gb G] [--batch-size N] [--blocks-per-split K]\n"
-                    "                    [--rounds R] [--iperf-seconds S] [--no-iperf]\n"
+                    "                    [--prefetch P] [--budget-mb M] [--rounds R]\n"
+                    "                    [--iperf-seconds S] [--no-iperf]\n"
                     "Streams about G (default 3) GB of uncompressed Criteo-like blocks from a\n"
                     "fake master and worker (a forked child, loopback) through libdppclient,\n"
                     "R (default 3) times, and prints the median GB/s and client CPU-s/GB;\n"
                     "then one S-second (default 5) single-stream iperf3 run over loopback\n"
                     "when iperf3 is installed. Splits are K (default 8) blocks of N (default\n"
-                    "4096) rows plus the empty last block.\n");
+                    "4096) rows plus the empty last block. --prefetch and --budget-mb set the\n"
+                    "client's options (default: the library's, 8 blocks and 256 MiB).\n");
             return 2;
         }
     }
@@ -511,20 +525,23 @@ int main(int argc, char **argv)
            splits, k, batch_size);
     printf("  %d dense (dim 1) + %d sparse features (1..%d ids per row), block %.2f MB\n", NDENSE,
            NSPARSE, MAX_LEN, (double)bl.full_len / 1e6);
+    printf("  client: prefetch %u blocks, memory budget %zu MiB\n", opts.prefetch,
+           opts.memory_budget >> 20);
     printf("  GB = 1e9 bytes; client CPU = user + sys of this process (consumer + I/O thread)\n");
 
     double *gbps = calloc((size_t)rounds, sizeof *gbps);
     double *cpu_gb = calloc((size_t)rounds, sizeof *cpu_gb);
     for (int i = 0; i < rounds; i++) {
-        result_t r = run_once(&bl, splits, k);
+        result_t r = run_once(&bl, splits, k, &opts);
         double g = (double)r.bytes / 1e9;
         gbps[i] = g / r.secs;
         cpu_gb[i] = (r.cpu_user + r.cpu_sys) / g;
         printf("round %d: %.3f GB raw block bytes, %" PRIu64 " rows in %" PRIu64
-               " batches, %.3f s, %.2f GB/s; client CPU %.2f s (user %.2f + sys %.2f) = %.3f "
-               "CPU-s/GB; fake server CPU %.2f s\n",
-               i + 1, g, r.rows, r.batches, r.secs, gbps[i], r.cpu_user + r.cpu_sys, r.cpu_user,
-               r.cpu_sys, cpu_gb[i], r.server_cpu);
+               " batches (%" PRIu64 " zero-copy), %.3f s, %.2f GB/s; client CPU %.2f s (user %.2f"
+               " + sys %.2f) = %.3f CPU-s/GB; waited in next() %.2f s; fake server CPU %.2f s\n",
+               i + 1, g, r.rows, r.batches, r.st.batches_zero_copy, r.secs, gbps[i],
+               r.cpu_user + r.cpu_sys, r.cpu_user, r.cpu_sys, cpu_gb[i], (double)r.st.wait_ns / 1e9,
+               r.server_cpu);
         fflush(stdout);
     }
     double client_gbps = median(gbps, rounds);

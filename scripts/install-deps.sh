@@ -7,6 +7,7 @@ packages=(
     build-essential cmake pkg-config
     libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev liburing-dev
     libjansson-dev libcmocka-dev
+    python3-torch python3-numpy
 )
 
 missing=()

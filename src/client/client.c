@@ -533,6 +533,7 @@ static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
     pthread_mutex_lock(&c->core->mu);
     c->core->refs++;
     c->core->held_bytes += len;
+    c->core->trainer_bytes += len;
     dpp__core_unhold(c->core, c->assembly_bytes);
     pthread_mutex_unlock(&c->core->mu);
     c->assembly_bytes = 0;
@@ -554,6 +555,7 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
             return -ENOMEM;
         pthread_mutex_lock(&core->mu);
         core->refs++;
+        core->trainer_bytes += batch->bytes;
         pthread_mutex_unlock(&core->mu);
         memset(cur, 0, sizeof *cur);
         c->stats.batches_zero_copy++;
@@ -817,6 +819,7 @@ void dpp_batch_release(dpp_batch_t *b)
     /* A lost credit only slows that worker link; it reconnects fresh. */
     if (b->link_id)
         dpp__core_credit(core, b->link_id);
+    core->trainer_bytes -= b->bytes;
     dpp__core_unhold(core, b->bytes);
     pthread_mutex_unlock(&core->mu);
     free(b->buf);

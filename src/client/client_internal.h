@@ -75,6 +75,7 @@ typedef struct dpp_core {
     /* memory: bytes of received blocks, blocks being consumed, the batch
      * being assembled and batches the trainer holds */
     size_t held_bytes;
+    size_t trainer_bytes;    /* of those, in batches the trainer holds */
     size_t max_block;        /* largest block seen on the wire, for credit decisions */
     /* I/O-side counters (the consumer's own are in dpp_client) */
     uint64_t bytes_wire, bytes_raw, blocks, blocks_duplicate, reconnects;

@@ -80,9 +80,11 @@ static void grant_credits(dpp_client_io_t *io)
             n++;
             inflight++;
         }
-        /* Never leave a link with no credit at all while it owes: with
-         * nothing in flight anywhere the budget is only the trainer's. */
-        if (n == 0 && l->owed && inflight == 0)
+        /* With nothing in flight and no batch held by the trainer, what the
+         * client holds is its own queue and the batch it is assembling: one
+         * more block must come, or a budget smaller than a batch would stall
+         * forever. A trainer holding batches gets nothing until it releases. */
+        if (n == 0 && l->owed && inflight == 0 && core->trainer_bytes == 0)
             n = 1;
         if (n && l->ready && !l->conn.closing) {
             l->owed -= n;

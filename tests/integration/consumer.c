@@ -55,9 +55,45 @@ int main(int argc, char **argv)
             fprintf(stderr, "consumer: accessors misbehave\n");
             return 1;
         }
+        /* The KJT view and the per-feature views are the same memory. */
+        dpp_kjt_t kjt;
+        if (dpp_batch_kjt(b, &kjt) != 0 || kjt.nkeys != dpp_client_num_sparse(c) ||
+            kjt.stride != dpp_batch_rows(b) || kjt.offsets[0] != 0) {
+            fprintf(stderr, "consumer: bad KJT view\n");
+            return 1;
+        }
+        size_t total = 0;
+        for (unsigned k = 0; k < kjt.nkeys; k++) {
+            const int64_t *v;
+            const int32_t *l;
+            size_t n;
+            if (dpp_batch_sparse_at(b, k, &v, &l, &n) != 0 ||
+                l != kjt.lengths + (size_t)k * kjt.stride || v != kjt.values + total) {
+                fprintf(stderr, "consumer: KJT and per-key views disagree at key %u\n", k);
+                return 1;
+            }
+            for (size_t r = 0; r < kjt.stride; r++)
+                if (kjt.offsets[k * kjt.stride + r + 1] - kjt.offsets[k * kjt.stride + r] !=
+                    l[r]) {
+                    fprintf(stderr, "consumer: offsets are not the prefix sums\n");
+                    return 1;
+                }
+            total += n;
+        }
+        if (total != kjt.nvalues || (size_t)kjt.offsets[kjt.nkeys * kjt.stride] != total) {
+            fprintf(stderr, "consumer: KJT value count %zu != %zu\n", kjt.nvalues, total);
+            return 1;
+        }
         rows += dpp_batch_rows(b);
         batches++;
         dpp_batch_release(b);
+    }
+    dpp_client_stats_t st;
+    dpp_client_get_stats(c, &st);
+    if (st.rows != rows || st.batches != batches || st.bytes_raw == 0 || st.blocks == 0) {
+        fprintf(stderr, "consumer: stats disagree: rows %llu batches %llu\n",
+                (unsigned long long)st.rows, (unsigned long long)st.batches);
+        return 1;
     }
     dpp_client_close(c);
     printf("rows %llu batches %llu epochs %llu\n", rows, batches, epochs);
