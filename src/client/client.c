@@ -79,6 +79,7 @@ static dpp_core_t *core_new(void)
     core->ready_tail = &core->ready;
     core->track[0].epoch = core->track[1].epoch = -1;
     core->rank_splits = -1;
+    core->rank_records = -1;
     return core;
 }
 

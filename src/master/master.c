@@ -24,6 +24,10 @@
 
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
+/* A rank whose client has not attached for this long gets no new leases
+ * (clients refresh their attach every second). */
+#define RANK_ABSENT_MS 5000
+
 typedef struct peer {
     dpp_conn_t conn;
     dpp_master_t *m;
@@ -156,11 +160,18 @@ static void grant_leases(dpp_master_t *m)
                 }
             }
         }
+        int64_t now = dpp_now_ms();
         for (size_t si = 0; si < m->nsessions && n < p->lease_want; si++) {
             dpp_session_t *s = m->sessions[si];
             if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
                 continue;
             for (size_t i = 0; i < s->nsplits && n < p->lease_want; i++) {
+                /* Only for a rank whose client is attached: blocks nobody
+                 * reads would fill the worker's buffer and starve every
+                 * other session it serves. */
+                int64_t seen = s->rank_seen_ms[dpp_session_rank_of(s, i)];
+                if (seen == 0 || now - seen > RANK_ABSENT_MS)
+                    continue;
                 if (s->splits[i].state == SPLIT_PENDING) {
                     lease_split(m, p, s, i, &leases[n]);
                     ptrs[n] = &leases[n];
@@ -566,6 +577,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
 
 static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
 {
+    int newly_present = 0;
     dpp_master_t *m = p->m;
     dpp_session_t *s = find_session(m, req->session_id);
     if (s == NULL) {
@@ -577,6 +589,10 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
                             req->rank, s->id, s->spec.consumers);
         return;
     }
+    int64_t now = dpp_now_ms();
+    int64_t *seen = &s->rank_seen_ms[req->rank];
+    newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
+    *seen = now;
     Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
     r.session_id = s->id;
     r.rank = req->rank;
@@ -617,6 +633,8 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     free(r.sparse_names);
     free(r.sparse_weighted);
     free(r.workers);
+    if (newly_present)
+        grant_leases(m);
 }
 
 static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)

@@ -37,6 +37,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     }
     free(files);
     s->state = SESSION_INDEXING;
+    s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
     return s;
 }
 
@@ -55,6 +56,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->files);
     free(s->splits);
     free(s->error);
+    free(s->rank_seen_ms);
     free(s);
 }
 

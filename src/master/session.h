@@ -74,6 +74,7 @@ typedef struct dpp_session {
     size_t counts[4]; /* splits of the current epoch per split_state_t */
     uint64_t rows_produced, rows_filtered;
     dpp_rejects_t rejects;
+    int64_t *rank_seen_ms; /* [consumers]: last attach of each rank's client, 0: never */
 } dpp_session_t;
 
 /* Makes a session at epoch 0 from the listed files (absolute paths under
