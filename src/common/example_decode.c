@@ -33,30 +33,59 @@ struct proj_name {
 
 struct dpp_projection {
     size_t n;
-    uint32_t mask; /* slots - 1; slots is a power of two at most half full */
+    uint32_t mask; /* slots - 1; slots is a power of two at most a quarter full */
     struct proj_slot *slots;
     struct proj_name *names;
     char *pool;
 };
 
-/* FNV-1a: names are a few bytes long, where it beats anything fancier. */
-static inline uint32_t name_hash(const uint8_t *s, size_t len)
+static inline uint32_t load16(const uint8_t *p)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ s[i]) * 16777619u;
-    return h ^ (h >> 16);
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
-/* Feature names are short: a byte loop beats a call to memcmp there. */
+static inline uint32_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Names are a few bytes long ("i1", "c26"). Up to 8 bytes they are read as
+ * two overlapping loads that cover every byte, so neither the hash nor the
+ * comparison loops per byte: those loops' exits, at lengths that vary from
+ * entry to entry, were the decoder's most mispredicted branches. Longer
+ * names take FNV-1a. */
+static inline uint32_t name_hash(const uint8_t *s, size_t len)
+{
+    uint32_t a, b;
+    if (len >= 4 && len <= 8) {
+        a = load32(s);
+        b = load32(s + len - 4);
+    } else if (len >= 2 && len < 4) {
+        a = load16(s);
+        b = load16(s + len - 2);
+    } else if (len == 1) {
+        a = s[0];
+        b = 0;
+    } else {
+        uint32_t h = 2166136261u;
+        for (size_t i = 0; i < len; i++)
+            h = (h ^ s[i]) * 16777619u;
+        return h ^ (h >> 16);
+    }
+    uint32_t h = a * 0x9E3779B1u ^ (b * 0x85EBCA77u + (uint32_t)len * 0xC2B2AE3Du);
+    return h ^ (h >> 15);
+}
+
 static inline int bytes_equal(const char *a, const uint8_t *b, size_t len)
 {
-    if (len > 16)
-        return memcmp(a, b, len) == 0;
-    for (size_t i = 0; i < len; i++)
-        if ((uint8_t)a[i] != b[i])
-            return 0;
-    return 1;
+    const uint8_t *x = (const uint8_t *)a;
+    if (len >= 4 && len <= 8)
+        return load32(x) == load32(b) && load32(x + len - 4) == load32(b + len - 4);
+    if (len >= 2 && len < 4)
+        return load16(x) == load16(b) && load16(x + len - 2) == load16(b + len - 2);
+    return memcmp(a, b, len) == 0;
 }
 
 /* Index of the name equal to key[0..len), or -1. */
@@ -81,14 +110,14 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
     int err = -ENOMEM;
 
     *out = NULL;
-    if (n >= SLOT_EMPTY / 4)
+    if (n >= SLOT_EMPTY / 8) /* 4n slots must fit the 32-bit mask */
         return DPP_EINVAL;
     for (size_t i = 0; i < n; i++) {
         if (names[i] == NULL || names[i][0] == '\0')
             return DPP_EINVAL;
         pool_len += strlen(names[i]) + 1;
     }
-    while (nslots < 2 * n)
+    while (nslots < 4 * n) /* a quarter full: few probes past the first slot */
         nslots *= 2;
 
     p = calloc(1, sizeof(*p));
@@ -341,7 +370,7 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
         return 0;
 
     /* No value, or a value with no kind set, is a present, empty feature. */
-    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0};
+    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0, NULL};
     int has_list = 0;
     if (nval == 1) {
         if (decode_feature(val, val + val_len, &ref, &has_list) != 0)
@@ -415,6 +444,8 @@ int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t 
             return DPP_EEXAMPLE;
         }
     }
+    for (size_t i = 0; i < proj->n; i++)
+        out[i].rec_end = end;
     return 0;
 }
 
@@ -595,15 +626,22 @@ static inline int varint_word(const uint8_t **pp, uint64_t *out)
 
 /* Decodes a packed varint run into out (at most cap - *w more values) and
  * counts every value into *total. */
-static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
-                                 size_t *w, size_t *total)
+static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, const uint8_t *limit,
+                                 int64_t *out, size_t cap, size_t *w, size_t *total)
 {
     uint64_t v;
     size_t i = *w, t = *total;
+    /* Words may be loaded up to limit (the record's end) so that the last
+     * ids of a list take the word path too; a varint that would end past
+     * the list is then re-read byte by byte, which reports it. */
+    if (limit == NULL || limit < qend)
+        limit = qend;
     while (q < qend) {
+        const uint8_t *at = q;
         if (*q < 0x80) { /* ids below 128 and small counts: one byte */
             v = *q++;
-        } else if (qend - q < 8 || varint_word(&q, &v) != 0) {
+        } else if (limit - q < 8 || varint_word(&q, &v) != 0 || q > qend) {
+            q = at;
             if (read_varint(&q, qend, &v) != 0)
                 return DPP_EEXAMPLE;
         }
@@ -632,7 +670,7 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
     /* Fast path: one packed run filling the list, as writers emit it. */
     if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
         (size_t)p[1] == f->list_len - 2) {
-        if (unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
+        if (unpack_varints(p + 2, end, f->rec_end, out, cap, &w, &total) != 0)
             return DPP_EEXAMPLE;
         *n = total;
         return 0;
@@ -646,7 +684,7 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
             return DPP_EEXAMPLE;
         if (tag == TAG(1, WT_LEN)) {
             if (read_len(&p, end, &data, &len) != 0 ||
-                unpack_varints(data, data + len, out, cap, &w, &total) != 0)
+                unpack_varints(data, data + len, f->rec_end, out, cap, &w, &total) != 0)
                 return DPP_EEXAMPLE;
         } else if (tag == TAG(1, WT_VARINT)) {
             if (read_varint(&p, end, &v) != 0)
