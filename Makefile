@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-fast demo install clean
+.PHONY: all deps build build-asan test test-fast demo demo-train install clean
 
 all: build
 
@@ -37,6 +37,10 @@ test-fast: build
 
 demo: build
 	scripts/demo.sh $(BUILD)
+
+# dpp feeding a real (small, CPU) PyTorch trainer: examples/train_dlrm.py.
+demo-train: build
+	scripts/demo_train.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD)

@@ -462,7 +462,7 @@ int main(int argc, char **argv)
 {
     double gb = 3;
     unsigned batch_size = 4096, k = 8;
-    int rounds = 3, iperf_secs = 5, no_iperf = 0;
+    int rounds = 5, iperf_secs = 5, no_iperf = 0;
     dpp_client_options_t opts;
     dpp_client_options_init(&opts);
     for (int i = 1; i < argc; i++) {
@@ -489,7 +489,7 @@ int main(int argc, char **argv)
                     "                    [--iperf-seconds S] [--no-iperf]\n"
                     "Streams about G (default 3) GB of uncompressed Criteo-like blocks from a\n"
                     "fake master and worker (a forked child, loopback) through libdppclient,\n"
-                    "R (default 3) times, and prints the median GB/s and client CPU-s/GB;\n"
+                    "R (default 5) times, and prints the median GB/s and client CPU-s/GB;\n"
                     "then one S-second (default 5) single-stream iperf3 run over loopback\n"
                     "when iperf3 is installed. Splits are K (default 8) blocks of N (default\n"
                     "4096) rows plus the empty last block. --prefetch and --budget-mb set the\n"

@@ -53,4 +53,4 @@ __all__ = [
     "WORKERS_MESSAGE",
     "library_path",
     "strerror",
-] + sorted(ERRORS)
+]  # and the DPP_E* constants, set above

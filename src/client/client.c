@@ -258,7 +258,8 @@ static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
 {
     *out = NULL;
-    if (o == NULL || o->master == NULL || o->session == NULL || o->prefetch == 0 ||
+    if (o == NULL || o->master == NULL || o->session == NULL || o->session[0] == '\0' ||
+        o->master[0] == '\0' || o->prefetch == 0 ||
         o->prefetch > 1024 || o->memory_budget == 0)
         return DPP_EINVAL;
     if (strlen(o->session) >= 24)

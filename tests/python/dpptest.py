@@ -29,12 +29,15 @@ PYTHON = "/usr/bin/python3"
 _live = []  # every Cluster not yet stopped
 
 
+# Resolved here, not in the forked child (which must not dlopen while the
+# client library's I/O thread may hold a lock).
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _die_with_parent():
-    # PR_SET_PDEATHSIG = 1: SIGTERM this daemon when the test process dies.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-    except Exception:
-        pass
+    # PR_SET_PDEATHSIG = 1: SIGTERM this daemon when the test process dies
+    # (even by SIGKILL, as on a ctest timeout). Kept across exec.
+    _prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
 def _stop_all_at_exit():

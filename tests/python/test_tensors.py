@@ -16,6 +16,7 @@
 """
 import ctypes
 import gc
+import importlib.util
 import os
 import sys
 import weakref
@@ -121,6 +122,44 @@ def check_batch(client, b, weighted_keys):
             assert bool((j.weights == 1.0).all()), "weights of unweighted %s are not 1.0" % key
 
 
+def check_to_kjt(b):
+    """to_kjt(): a KeyedJaggedTensor over the same tensors with torchrec, else
+    an ImportError that says what to do."""
+    if importlib.util.find_spec("torchrec") is None:
+        try:
+            b.sparse.to_kjt()
+            raise AssertionError("to_kjt() without torchrec did not raise")
+        except ImportError as e:
+            assert "torchrec" in str(e) and "sparse.keys" in str(e), str(e)
+            T.log("to_kjt() without torchrec:", e)
+        # With a stand-in for torchrec: the constructor gets the batch's views.
+        import types
+
+        class KeyedJaggedTensor:
+            def __init__(self, keys, values, weights=None, lengths=None, offsets=None, stride=None):
+                self.args = dict(keys=keys, values=values, weights=weights, lengths=lengths, offsets=offsets, stride=stride)
+
+        names = ("torchrec", "torchrec.sparse", "torchrec.sparse.jagged_tensor")
+        mods = {n: types.ModuleType(n) for n in names}
+        mods["torchrec.sparse.jagged_tensor"].KeyedJaggedTensor = KeyedJaggedTensor
+        sys.modules.update(mods)
+        try:
+            a = b.sparse.to_kjt().args
+        finally:
+            for n in names:
+                del sys.modules[n]
+        sp = b.sparse
+        assert a["keys"] == sp.keys and a["stride"] == sp.stride == b.rows
+        for f in ("values", "lengths", "offsets"):
+            assert a[f] is getattr(sp, f), f
+        assert a["weights"] is sp.weights
+        return
+    k = b.sparse.to_kjt()
+    assert k.keys() == b.sparse.keys
+    assert k.values().data_ptr() == b.sparse.values.data_ptr()
+    T.log("to_kjt():", type(k).__name__)
+
+
 def read_session(cl, sid, spec, table, weighted_keys=(), epochs=2):
     """Reads every batch, checking each, and compares the sums with dpp-refsum."""
     with dpp.Client(cl.master, sid, timeout_s=30) as c:
@@ -148,6 +187,8 @@ def read_session(cl, sid, spec, table, weighted_keys=(), epochs=2):
             assert not short, "a batch after the short one of epoch %d" % sums.epoch
             short = b.rows < spec["batch_size"]
             check_batch(c, b, weighted_keys)
+            if batches == 0:
+                check_to_kjt(b)
             sums.add(b)
             batches += 1
             total_rows += b.rows
