@@ -139,9 +139,8 @@ static void flush(peer_t *p)
         h.raw_size = last ? s->bl->empty_len : s->bl->full_len;
         p->credits--;
         /* The same read-only buffer goes out every time; nothing to free. */
-        dpp_conn_send_payload(&p->conn, DPP_MSG_BLOCK, &h.base,
-                              last ? s->bl->empty : s->bl->full, (uint32_t)h.raw_size, NULL,
-                              NULL);
+        dpp_conn_send_payload(&p->conn, DPP_MSG_BLOCK, &h.base, last ? s->bl->empty : s->bl->full,
+                              (uint32_t)h.raw_size, NULL, NULL);
     }
 }
 
@@ -350,8 +349,7 @@ static result_t run_once(const blocks_t *bl, unsigned splits, unsigned k,
     r.bytes = (uint64_t)splits * (k * bl->full_len + bl->empty_len);
     uint64_t want = (uint64_t)splits * k * bl->batch_size;
     if (r.rows != want || r.batches != r.st.batches) {
-        fprintf(stderr, "bench_client: got %" PRIu64 " rows, expected %" PRIu64 "\n", r.rows,
-                want);
+        fprintf(stderr, "bench_client: got %" PRIu64 " rows, expected %" PRIu64 "\n", r.rows, want);
         exit(1);
     }
     return r;
@@ -384,8 +382,12 @@ static char *run_capture(const char *cmd)
     size_t n;
     while (out && (n = fread(out + len, 1, cap - len - 1, f)) > 0) {
         len += n;
-        if (cap - len < 4096)
-            out = realloc(out, cap *= 2);
+        if (cap - len < 4096) {
+            char *more = realloc(out, cap *= 2);
+            if (more == NULL)
+                free(out);
+            out = more;
+        }
     }
     pclose(f);
     if (out)
@@ -405,11 +407,12 @@ static double iperf3_bps(int seconds)
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t server;
-    if (posix_spawnp(&server, "iperf3", &fa, NULL, argv, environ) != 0) {
-        perror("bench_client: iperf3 -s");
+    int rc = posix_spawnp(&server, "iperf3", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "bench_client: iperf3 -s: %s\n", strerror(rc));
         return 0;
     }
-    posix_spawn_file_actions_destroy(&fa);
     double bps = 0;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "iperf3 -c 127.0.0.1 -p %d -t %d -J 2>&1", port, seconds);
@@ -547,6 +550,14 @@ int main(int argc, char **argv)
     double client_gbps = median(gbps, rounds);
     printf("client (median of %d): %.2f GB/s, %.3f client CPU-s per GB\n", rounds, client_gbps,
            median(cpu_gb, rounds));
+    free(gbps);
+    free(cpu_gb);
+    free(bl.full);
+    free(bl.empty);
+    for (unsigned i = 0; i < NDENSE; i++)
+        free(dense_names[i]);
+    for (unsigned i = 0; i < NSPARSE; i++)
+        free(sparse_names[i]);
 
     if (no_iperf) {
         printf("iperf3: skipped (--no-iperf)\n");
