@@ -370,7 +370,7 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
         return 0;
 
     /* No value, or a value with no kind set, is a present, empty feature. */
-    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0, NULL};
+    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0};
     int has_list = 0;
     if (nval == 1) {
         if (decode_feature(val, val + val_len, &ref, &has_list) != 0)
@@ -444,8 +444,6 @@ int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t 
             return DPP_EEXAMPLE;
         }
     }
-    for (size_t i = 0; i < proj->n; i++)
-        out[i].rec_end = end;
     return 0;
 }
 
@@ -595,55 +593,18 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
     return 0;
 }
 
-/* A varint of at most 8 bytes from one unaligned 64-bit load, without a
- * branch per byte: ids hashed into a large space take 5 to 7 bytes, where
- * the byte loop's exit branch mispredicts. Needs 8 readable bytes at *pp.
- * Returns 0, or -1 for a longer varint (the caller takes the byte loop). */
-static inline int varint_word(const uint8_t **pp, uint64_t *out)
-{
-    uint64_t x;
-    memcpy(&x, *pp, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    x = __builtin_bswap64(x);
-#endif
-    uint64_t stop = ~x & 0x8080808080808080ull; /* bytes without the continuation bit */
-    if (stop == 0)
-        return -1;
-    unsigned bits = (unsigned)__builtin_ctzll(stop); /* 7, 15, ..., 63 */
-    uint64_t keep = bits == 63 ? x : x & ((2ull << bits) - 1);
-    uint64_t v = keep & 0x7f;
-    v |= (keep >> 1) & (0x7full << 7);
-    v |= (keep >> 2) & (0x7full << 14);
-    v |= (keep >> 3) & (0x7full << 21);
-    v |= (keep >> 4) & (0x7full << 28);
-    v |= (keep >> 5) & (0x7full << 35);
-    v |= (keep >> 6) & (0x7full << 42);
-    v |= (keep >> 7) & (0x7full << 49);
-    *out = v;
-    *pp += (bits >> 3) + 1;
-    return 0;
-}
-
 /* Decodes a packed varint run into out (at most cap - *w more values) and
  * counts every value into *total. */
-static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, const uint8_t *limit,
-                                 int64_t *out, size_t cap, size_t *w, size_t *total)
+static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
+                                 size_t *w, size_t *total)
 {
     uint64_t v;
     size_t i = *w, t = *total;
-    /* Words may be loaded up to limit (the record's end) so that the last
-     * ids of a list take the word path too; a varint that would end past
-     * the list is then re-read byte by byte, which reports it. */
-    if (limit == NULL || limit < qend)
-        limit = qend;
     while (q < qend) {
-        const uint8_t *at = q;
         if (*q < 0x80) { /* ids below 128 and small counts: one byte */
             v = *q++;
-        } else if (limit - q < 8 || varint_word(&q, &v) != 0 || q > qend) {
-            q = at;
-            if (read_varint(&q, qend, &v) != 0)
-                return DPP_EEXAMPLE;
+        } else if (read_varint(&q, qend, &v) != 0) {
+            return DPP_EEXAMPLE;
         }
         if (i < cap)
             out[i++] = (int64_t)v;
@@ -670,7 +631,7 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
     /* Fast path: one packed run filling the list, as writers emit it. */
     if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
         (size_t)p[1] == f->list_len - 2) {
-        if (unpack_varints(p + 2, end, f->rec_end, out, cap, &w, &total) != 0)
+        if (unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
             return DPP_EEXAMPLE;
         *n = total;
         return 0;
@@ -684,7 +645,7 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
             return DPP_EEXAMPLE;
         if (tag == TAG(1, WT_LEN)) {
             if (read_len(&p, end, &data, &len) != 0 ||
-                unpack_varints(data, data + len, f->rec_end, out, cap, &w, &total) != 0)
+                unpack_varints(data, data + len, out, cap, &w, &total) != 0)
                 return DPP_EEXAMPLE;
         } else if (tag == TAG(1, WT_VARINT)) {
             if (read_varint(&p, end, &v) != 0)

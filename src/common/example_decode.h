@@ -23,8 +23,6 @@ typedef struct dpp_feat_ref {
     dpp_feat_kind_t kind;
     const uint8_t *list;
     size_t list_len;
-    const uint8_t *rec_end; /* end of the record holding list: the accessors may load
-                             * whole words up to it; NULL: only up to the list's end */
 } dpp_feat_ref_t;
 
 /* The feature names a decoder looks for. Built once per split, read-only
