@@ -53,6 +53,8 @@ void dpp__core_unref(dpp_core_t *core)
     }
     free_track(&core->track[0]);
     free_track(&core->track[1]);
+    for (size_t i = 0; i < core->npool; i++)
+        free(core->pool[i].p);
     free(core->credit_q);
     free(core->ack_q);
     free_names(core->dense_names, core->ndense);
@@ -151,6 +153,41 @@ int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split)
     core->nack++;
     wake_io(core);
     return 0;
+}
+
+void *dpp__pool_get(dpp_core_t *core, size_t size, size_t *cap)
+{
+    size_t best = core->npool;
+    for (size_t i = 0; i < core->npool; i++) {
+        size_t c = core->pool[i].cap;
+        /* not more than twice the size: a big buffer stays for a big block */
+        if (c >= size && c / 2 <= size && (best == core->npool || c < core->pool[best].cap))
+            best = i;
+    }
+    if (best < core->npool) {
+        void *p = core->pool[best].p;
+        *cap = core->pool[best].cap;
+        core->pool_bytes -= *cap;
+        core->pool[best] = core->pool[--core->npool];
+        return p;
+    }
+    *cap = size ? size : 1;
+    return malloc(*cap);
+}
+
+void dpp__pool_put(dpp_core_t *core, void *p, size_t cap)
+{
+    if (p == NULL)
+        return;
+    if (core->npool == DPP_CLIENT_POOL_SLOTS ||
+        core->held_bytes + core->pool_bytes + cap > core->budget) {
+        free(p);
+        return;
+    }
+    core->pool[core->npool].p = p;
+    core->pool[core->npool].cap = cap;
+    core->npool++;
+    core->pool_bytes += cap;
 }
 
 void dpp__core_unhold(dpp_core_t *core, size_t bytes)
@@ -456,19 +493,24 @@ static int load_block(dpp_client_t *c, rblock_t *b)
 {
     dpp_core_t *core = c->core;
     uint8_t *raw = b->data;
-    size_t raw_len = b->len;
+    size_t raw_len = b->len, raw_cap = b->cap;
     int rc = 0;
     if (b->codec == 1) {
         unsigned long long n = ZSTD_getFrameContentSize(b->data, b->len);
         if (n != b->raw_size || n > MAX_RAW_BLOCK) {
             rc = DPP_EBLOCK;
-        } else if ((raw = malloc(n ? n : 1)) == NULL) {
-            rc = -ENOMEM;
         } else {
-            size_t got = ZSTD_decompressDCtx(c->zctx, raw, n, b->data, b->len);
-            if (ZSTD_isError(got) || got != n)
-                rc = DPP_EBLOCK;
-            raw_len = n;
+            pthread_mutex_lock(&core->mu);
+            raw = dpp__pool_get(core, n, &raw_cap);
+            pthread_mutex_unlock(&core->mu);
+            if (raw == NULL) {
+                rc = -ENOMEM;
+            } else {
+                size_t got = ZSTD_decompressDCtx(c->zctx, raw, n, b->data, b->len);
+                if (ZSTD_isError(got) || got != n)
+                    rc = DPP_EBLOCK;
+                raw_len = n;
+            }
         }
     } else if (b->codec != 0 || b->raw_size != b->len) {
         rc = DPP_EBLOCK;
@@ -478,24 +520,23 @@ static int load_block(dpp_client_t *c, rblock_t *b)
         rc = dpp_block_parse(raw, raw_len, &core->shape, &info);
     pthread_mutex_lock(&core->mu);
     core->bytes_raw += raw_len;
-    if (raw != b->data) { /* the compressed copy goes, the raw one is held */
-        core->held_bytes += rc == 0 ? raw_len : 0;
-        dpp__core_unhold(core, b->len);
-    } else if (rc) {
-        dpp__core_unhold(core, b->len);
-    }
-    if (rc)
-        dpp__core_credit(core, b->link_id);
-    pthread_mutex_unlock(&core->mu);
-    if (raw != b->data)
-        free(b->data); /* the compressed copy */
+    dpp__core_unhold(core, b->len);
+    if (raw != b->data) /* the compressed copy goes back, the raw one is held */
+        dpp__pool_put(core, b->data, b->cap);
     if (rc) {
-        free(raw);
+        dpp__core_credit(core, b->link_id);
+        dpp__pool_put(core, raw, raw_cap);
+    } else {
+        core->held_bytes += raw_len;
+    }
+    pthread_mutex_unlock(&core->mu);
+    if (rc) {
         free(b);
         return rc;
     }
     c->cur.raw = raw;
     c->cur.raw_len = raw_len;
+    c->cur.raw_cap = raw_cap;
     c->cur.rows = info.rows;
     c->cur.row_off = 0;
     c->cur.epoch = b->epoch;
@@ -504,8 +545,8 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     return 0;
 }
 
-static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t rows,
-                              uint64_t link_id)
+static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t cap,
+                              size_t rows, uint64_t link_id)
 {
     dpp_batch_t *batch = calloc(1, sizeof *batch);
     if (batch == NULL)
@@ -513,6 +554,7 @@ static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_
     batch->core = c->core;
     batch->buf = buf;
     batch->bytes = bytes;
+    batch->cap = cap;
     batch->rows = rows;
     batch->epoch = c->epoch;
     batch->link_id = link_id;
@@ -527,7 +569,7 @@ static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
     int rc = dpp_block_builder_finish(&c->assembly, &buf, &len);
     if (rc)
         return rc;
-    dpp_batch_t *batch = new_batch(c, buf, len, rows, 0);
+    dpp_batch_t *batch = new_batch(c, buf, len, len, rows, 0);
     if (batch == NULL) {
         free(buf);
         return -ENOMEM;
@@ -552,7 +594,8 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     dpp_core_t *core = c->core;
     cur_block_t *cur = &c->cur;
     if (c->assembly.rows == 0 && cur->row_off == 0 && cur->rows == c->batch_size) {
-        dpp_batch_t *batch = new_batch(c, cur->raw, cur->raw_len, cur->rows, cur->link_id);
+        dpp_batch_t *batch =
+            new_batch(c, cur->raw, cur->raw_len, cur->raw_cap, cur->rows, cur->link_id);
         if (batch == NULL)
             return -ENOMEM;
         pthread_mutex_lock(&core->mu);
@@ -579,12 +622,10 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     if (cur->row_off == cur->rows) { /* the block is spent: its worker may send another */
         dpp__core_credit(core, cur->link_id);
         dpp__core_unhold(core, cur->raw_len);
-    }
-    pthread_mutex_unlock(&core->mu);
-    if (cur->row_off == cur->rows) {
-        free(cur->raw);
+        dpp__pool_put(core, cur->raw, cur->raw_cap);
         memset(cur, 0, sizeof *cur);
     }
+    pthread_mutex_unlock(&core->mu);
     if (c->assembly.rows == c->batch_size)
         return finish_assembly(c, out) == 0 ? 1 : -ENOMEM;
     return 0;
@@ -685,23 +726,19 @@ static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
             continue;
         }
         int rc = account_taken(core, t, b);
-        if (rc == 0 && b->rows == 0) {
-            /* a split's empty end marker: nothing for the trainer */
+        if (rc == 0 && b->rows == 0) /* a split's empty end marker: nothing for the trainer */
             rc = dpp__core_credit(core, b->link_id);
+        if (rc || b->rows == 0) {
             dpp__core_unhold(core, b->len);
-            free(b->data);
+            dpp__pool_put(core, b->data, b->cap);
             free(b);
             if (rc == 0)
                 continue;
+            pthread_mutex_unlock(&core->mu);
+            return rc;
         }
         pthread_mutex_unlock(&core->mu);
-        if (rc == 0)
-            rc = load_block(c, b);
-        else {
-            free(b->data);
-            free(b);
-        }
-        if (rc)
+        if ((rc = load_block(c, b)) != 0)
             return rc;
         pthread_mutex_lock(&core->mu);
     }
@@ -823,8 +860,12 @@ void dpp_batch_release(dpp_batch_t *b)
         dpp__core_credit(core, b->link_id);
     core->trainer_bytes -= b->bytes;
     dpp__core_unhold(core, b->bytes);
+    /* after the client closed, nobody would take it from the pool */
+    if (core->closed)
+        free(b->buf);
+    else
+        dpp__pool_put(core, b->buf, b->cap);
     pthread_mutex_unlock(&core->mu);
-    free(b->buf);
     free(b);
     dpp__core_unref(core);
 }

@@ -17,6 +17,13 @@
 #define DPP_CLIENT_DEFAULT_PREFETCH 8
 #define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
 #define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
+/* Buffers kept for reuse after a batch is released or a block is spent. */
+#define DPP_CLIENT_POOL_SLOTS 16
+
+typedef struct pool_buf {
+    void *p;
+    size_t cap;
+} pool_buf_t;
 
 /* A block received from a worker, waiting for the consumer. */
 typedef struct rblock {
@@ -28,7 +35,7 @@ typedef struct rblock {
     uint32_t codec;
     uint64_t raw_size;
     uint8_t *data;
-    size_t len;
+    size_t len, cap; /* cap: bytes allocated, for the pool */
 } rblock_t;
 
 /* Which blocks of one split arrived and how many reached the trainer. */
@@ -77,6 +84,9 @@ typedef struct dpp_core {
     size_t held_bytes;
     size_t trainer_bytes;    /* of those, in batches the trainer holds */
     size_t max_block;        /* largest block seen on the wire, for credit decisions */
+    /* released buffers kept for reuse; their bytes count against the budget */
+    pool_buf_t pool[DPP_CLIENT_POOL_SLOTS];
+    size_t npool, pool_bytes;
     /* I/O-side counters (the consumer's own are in dpp_client) */
     uint64_t bytes_wire, bytes_raw, blocks, blocks_duplicate, reconnects;
     /* consumer <-> I/O */
@@ -97,7 +107,7 @@ typedef struct dpp_client_io dpp_client_io_t;
 /* The block the consumer is cutting batches from. */
 typedef struct cur_block {
     uint8_t *raw; /* decompressed, validated; NULL: none */
-    size_t raw_len;
+    size_t raw_len, raw_cap;
     uint32_t rows, row_off;
     uint32_t epoch;
     uint64_t link_id;
@@ -124,6 +134,7 @@ struct dpp_batch {
     dpp_core_t *core;
     uint8_t *buf; /* a block, 8-byte aligned */
     size_t bytes; /* counted in held_bytes until released */
+    size_t cap;   /* allocated, for the pool */
     size_t rows;
     unsigned epoch;
     uint64_t link_id; /* owed a credit on release; 0: none */
@@ -148,6 +159,13 @@ void dpp__core_fail(dpp_core_t *core, int err, const char *text);
  * the only thread). */
 struct Dpp__AttachReply;
 void dpp__core_plan(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* A buffer of at least size bytes: a pooled one that is not much larger, or
+ * a new one; *cap is its real size. NULL on -ENOMEM. Caller holds core->mu. */
+void *dpp__pool_get(dpp_core_t *core, size_t size, size_t *cap);
+/* Keeps p (cap bytes) for reuse while the budget has room, else frees it.
+ * Accepts NULL. Caller holds core->mu. */
+void dpp__pool_put(dpp_core_t *core, void *p, size_t cap);
 
 /* Memory leaves the client (caller holds core->mu): wakes the I/O thread,
  * which may now send credits it held back. */

@@ -29,6 +29,14 @@ typedef struct wlink {
     struct wlink *prev, *next;
 } wlink_t;
 
+/* A worker address the client has connected to, and when to try again
+ * after failed connections (100 ms doubling to 5 s; reset once subscribed). */
+typedef struct worker_seen {
+    char addr[64];
+    int64_t next_try_ms;
+    unsigned backoff_ms;
+} worker_seen_t;
+
 typedef struct mlink {
     dpp_conn_t conn;
     dpp_client_io_t *io;
@@ -49,12 +57,20 @@ struct dpp_client_io {
     int attach_inflight;
     wlink_t *links;
     uint64_t next_link_id;
-    char (*seen_addrs)[64]; /* workers connected at least once: a new link is a reconnect */
+    worker_seen_t *seen; /* workers connected at least once: a new link is a reconnect */
     size_t nseen;
     int master_connected_once;
     atomic_int stop;
     int stopping;
 };
+
+static worker_seen_t *find_seen(dpp_client_io_t *io, const char *addr)
+{
+    for (size_t i = 0; i < io->nseen; i++)
+        if (strcmp(io->seen[i].addr, addr) == 0)
+            return &io->seen[i];
+    return NULL;
+}
 
 static void send_credit(wlink_t *l, uint32_t n)
 {
@@ -104,10 +120,11 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         return;
     }
     rblock_t *b = calloc(1, sizeof *b);
-    uint8_t *data = malloc(f->payload_len ? f->payload_len : 1);
+    size_t cap = 0;
     if (l->inflight)
         l->inflight--;
     pthread_mutex_lock(&core->mu);
+    uint8_t *data = dpp__pool_get(core, f->payload_len, &cap);
     core->blocks++;
     core->bytes_wire += f->payload_len;
     if (f->payload_len > core->max_block)
@@ -157,6 +174,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         b->raw_size = h->raw_size;
         b->data = data;
         b->len = f->payload_len;
+        b->cap = cap;
         *core->ready_tail = b;
         core->ready_tail = &b->next;
         core->nready++;
@@ -165,12 +183,11 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     } else {
         l->owed++; /* nothing kept: the block's credit comes straight back */
         grant_credits(l->io);
+        dpp__pool_put(core, data, cap);
     }
     pthread_mutex_unlock(&core->mu);
-    if (!keep) {
+    if (!keep)
         free(b);
-        free(data);
-    }
 }
 
 static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
@@ -190,6 +207,9 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0) {
             l->ready = 1;
             l->inflight = sub.credits;
+            worker_seen_t *w = find_seen(l->io, l->addr);
+            if (w)
+                w->backoff_ms = 0;
         }
         break;
     }
@@ -207,6 +227,11 @@ static void on_link_closed(dpp_conn_t *conn)
 {
     wlink_t *l = dpp_container_of(conn, wlink_t, conn);
     dpp_client_io_t *io = l->io;
+    worker_seen_t *w = find_seen(io, l->addr);
+    if (w && !l->ready) { /* never got to subscribe: back off before the next try */
+        w->backoff_ms = w->backoff_ms ? (w->backoff_ms >= 2500 ? 5000 : w->backoff_ms * 2) : 100;
+        w->next_try_ms = dpp_now_ms() + w->backoff_ms;
+    }
     if (l->prev)
         l->prev->next = l->next;
     else
@@ -229,26 +254,31 @@ static void on_connected(dpp_conn_t *conn, int status)
     dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
 }
 
-/* Counts a connection to a worker connected before as a reconnect. */
-static void note_worker(dpp_client_io_t *io, const char *addr)
+/* Whether to connect to addr now; counts a connection to a worker connected
+ * before as a reconnect. */
+static int worker_due(dpp_client_io_t *io, const char *addr)
 {
-    for (size_t i = 0; i < io->nseen; i++) {
-        if (strcmp(io->seen_addrs[i], addr) == 0) {
-            pthread_mutex_lock(&io->core->mu);
-            io->core->reconnects++;
-            pthread_mutex_unlock(&io->core->mu);
-            return;
-        }
+    worker_seen_t *w = find_seen(io, addr);
+    if (w) {
+        if (dpp_now_ms() < w->next_try_ms)
+            return 0;
+        pthread_mutex_lock(&io->core->mu);
+        io->core->reconnects++;
+        pthread_mutex_unlock(&io->core->mu);
+        return 1;
     }
-    char(*seen)[64] = realloc(io->seen_addrs, (io->nseen + 1) * sizeof *seen);
+    worker_seen_t *seen = realloc(io->seen, (io->nseen + 1) * sizeof *seen);
     if (seen == NULL)
-        return; /* only the counter suffers */
-    io->seen_addrs = seen;
-    snprintf(seen[io->nseen++], sizeof seen[0], "%s", addr);
+        return 1; /* only the counter and the backoff suffer */
+    io->seen = seen;
+    memset(&seen[io->nseen], 0, sizeof seen[0]);
+    snprintf(seen[io->nseen++].addr, sizeof seen[0].addr, "%s", addr);
+    return 1;
 }
 
 /* Connects to every listed worker not connected yet. A worker whose link
- * dropped is connected again at the next attach refresh. */
+ * dropped is connected again at an attach refresh, with backoff when its
+ * connections keep failing. */
 static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
 {
     for (size_t i = 0; i < n && !io->stopping; i++) {
@@ -260,7 +290,8 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
         struct sockaddr_storage ss;
         if (dpp_addr_parse(addrs[i], &ss) != 0)
             continue;
-        note_worker(io, addrs[i]);
+        if (!worker_due(io, addrs[i]))
+            continue;
         l = calloc(1, sizeof *l);
         if (l == NULL)
             return;
@@ -481,7 +512,7 @@ int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *
         close_all(io);
         uv_run(&io->loop, UV_RUN_DEFAULT);
         uv_loop_close(&io->loop);
-        free(io->seen_addrs);
+        free(io->seen);
         free(io);
         c->io = NULL;
         return rc;
@@ -497,6 +528,6 @@ void dpp__io_stop(dpp_client_io_t *io)
     uv_async_send(&io->wake);
     uv_thread_join(&io->thread);
     uv_loop_close(&io->loop);
-    free(io->seen_addrs);
+    free(io->seen);
     free(io);
 }
