@@ -9,10 +9,13 @@
 
 typedef void (*dpp_daemon_stop_cb)(void *arg);
 
-/* Runs loop until it has no more handles. The first SIGINT or SIGTERM logs
- * `<name>_stopping` and calls stop(arg), which must close the daemon's
- * handles. Returns 0, or 1 when the loop could not be closed cleanly (a
- * handle leaked). */
-int dpp_daemon_run(uv_loop_t *loop, const char *name, dpp_daemon_stop_cb stop, void *arg);
+/* Runs loop until it has no more handles. SIGINT logs `<name>_stopping` and
+ * calls stop(arg), which must close the daemon's handles. SIGTERM does the
+ * same, or, when drain is not NULL, logs `<name>_draining` and calls
+ * drain(arg), which stops the daemon once it has finished its work; a second
+ * signal then stops it at once. Returns 0, or 1 when the loop could not be
+ * closed cleanly (a handle leaked). */
+int dpp_daemon_run(uv_loop_t *loop, const char *name, dpp_daemon_stop_cb stop,
+                   dpp_daemon_stop_cb drain, void *arg);
 
 #endif

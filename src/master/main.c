@@ -106,7 +106,7 @@ int main(int argc, char **argv)
     dpp_master_t *master;
     int rc = dpp_master_new(&master, &loop, &cfg);
     if (rc == 0) {
-        rc = dpp_daemon_run(&loop, "master", stop_master, master);
+        rc = dpp_daemon_run(&loop, "master", stop_master, NULL, master);
         dpp_master_free(master);
     } else {
         uv_loop_close(&loop);

@@ -196,10 +196,10 @@ static void release_worker(dpp_master_t *m, uint64_t worker_id)
     size_t n = 0;
     for (size_t i = 0; i < m->nsessions; i++)
         n += dpp_session_release_worker(m->sessions[i], worker_id);
-    if (n > 0) {
-        DPP_WARN("worker_lost worker=%" PRIu64 " splits_requeued=%zu", worker_id, n);
+    dpp_log(n ? DPP_LOG_WARN : DPP_LOG_INFO, "worker_lost worker=%" PRIu64 " splits_requeued=%zu",
+            worker_id, n);
+    if (n > 0)
         grant_leases(m);
-    }
 }
 
 static void on_peer_closed(dpp_conn_t *c)
@@ -452,6 +452,7 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     Dpp__RegisterReply reply = DPP__REGISTER_REPLY__INIT;
     reply.worker_id = p->worker_id;
     reply.heartbeat_ms = m->heartbeat_ms;
+    reply.lease_timeout_ms = m->worker_timeout_ms;
     dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
@@ -726,7 +727,11 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
             handle_register(p, (Dpp__RegisterRequest *)msg);
         break;
     case DPP_MSG_HEARTBEAT:
-        expect_role(p, f->type, ROLE_WORKER);
+        if (expect_role(p, f->type, ROLE_WORKER) && p->worker_id != 0) {
+            Dpp__Heartbeat echo = DPP__HEARTBEAT__INIT;
+            echo.worker_id = p->worker_id;
+            dpp_conn_send(c, DPP_MSG_HEARTBEAT, &echo.base);
+        }
         break;
     case DPP_MSG_LEASE:
         if (expect_role(p, f->type, ROLE_WORKER) && p->worker_id != 0) {

@@ -38,12 +38,28 @@ static const char usage[] =
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  -h, --help            show this help\n"
     "\n"
+    "  --drain-timeout-s N   on SIGTERM, how long to finish running splits and\n"
+    "                        deliver their blocks before exiting (default 30)\n"
+    "\n"
     "Environment: DPP_FORCE_PREAD=1 does what --force-pread does.\n"
-    "SIGINT or SIGTERM stops the worker.\n";
+    "SIGTERM drains (no new leases; running splits finish; then exit 0); a\n"
+    "second signal, or SIGINT, stops at once.\n";
+
+/* What the signal handlers act on. */
+typedef struct worker_main {
+    dpp_worker_t *worker;
+    unsigned drain_grace_ms;
+} worker_main_t;
 
 static void stop_worker(void *arg)
 {
-    dpp_worker_stop(arg);
+    dpp_worker_stop(((worker_main_t *)arg)->worker);
+}
+
+static void drain_worker(void *arg)
+{
+    worker_main_t *wm = arg;
+    dpp_worker_drain(wm->worker, wm->drain_grace_ms);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -69,12 +85,14 @@ int main(int argc, char **argv)
         {"read-depth", required_argument, NULL, 'd'},
         {"direct-io", no_argument, NULL, 'D'},
         {"force-pread", no_argument, NULL, 'P'},
+        {"drain-timeout-s", required_argument, NULL, 'g'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    worker_main_t wm = {.drain_grace_ms = 30000};
     dpp_worker_config_t cfg = {
         .listen = "127.0.0.1:0",
         .threads = ncpu > 0 ? (unsigned)ncpu : 1,
@@ -122,6 +140,11 @@ int main(int argc, char **argv)
         case 'D':
             cfg.reader.direct = 1;
             break;
+        case 'g':
+            if (parse_uint(optarg, 86400, &v))
+                goto bad_value;
+            wm.drain_grace_ms = (unsigned)v * 1000;
+            break;
         case 'P':
             cfg.reader.force_pread = 1;
             break;
@@ -152,13 +175,12 @@ int main(int argc, char **argv)
 
     uv_loop_t loop;
     uv_loop_init(&loop);
-    dpp_worker_t *worker;
-    if (dpp_worker_new(&worker, &loop, &cfg) != 0) {
+    if (dpp_worker_new(&wm.worker, &loop, &cfg) != 0) {
         uv_loop_close(&loop);
         return 1;
     }
-    int rc = dpp_daemon_run(&loop, "worker", stop_worker, worker);
-    dpp_worker_free(worker);
+    int rc = dpp_daemon_run(&loop, "worker", stop_worker, drain_worker, &wm);
+    dpp_worker_free(wm.worker);
     return rc;
 
 bad_value:

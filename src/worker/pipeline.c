@@ -156,6 +156,7 @@ static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, s
     if (b == NULL)
         return NULL;
     memcpy(b->session, x->task->session, sizeof b->session);
+    b->generation = x->task->generation;
     b->rank = x->task->rank;
     b->epoch = x->task->epoch;
     b->split = x->task->split;
@@ -609,9 +610,10 @@ static int emit_block(void *arg, dpp_out_block_t *b)
 {
     dpp_pipeline_t *p = arg;
     pthread_mutex_lock(&p->mu);
-    while (!p->stopping && p->buffered > 0 && p->buffered + b->len > p->cfg.budget_bytes)
+    while (!p->stopping && b->generation == p->generation && p->buffered > 0 &&
+           p->buffered + b->len > p->cfg.budget_bytes)
         pthread_cond_wait(&p->space_cv, &p->mu);
-    if (p->stopping) {
+    if (p->stopping || b->generation != p->generation) { /* stopping, or the lease is gone */
         pthread_mutex_unlock(&p->mu);
         dpp_out_block_free(b);
         return DPP_ECLOSED;
@@ -676,6 +678,7 @@ static void *thread_main(void *arg)
             dpp_pipeline_run_split(&p->cfg, reader, zctx, client_loopback(p, t), t, emit_block,
                                    p, res, NULL);
         }
+        res->generation = t->generation; /* the runners reset res */
         dpp_task_free(t);
         pthread_mutex_lock(&p->mu);
         *p->results_tail = res;
@@ -741,6 +744,46 @@ void dpp_pipeline_release(dpp_pipeline_t *p, size_t bytes)
     p->buffered -= bytes;
     pthread_cond_broadcast(&p->space_cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+unsigned dpp_pipeline_generation(dpp_pipeline_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    unsigned g = p->generation;
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
+
+/* Frees the queued tasks; caller holds p->mu. */
+static size_t drop_queued(dpp_pipeline_t *p)
+{
+    size_t n = 0;
+    while (p->tasks) {
+        dpp_task_t *t = p->tasks;
+        p->tasks = t->next;
+        dpp_task_free(t);
+        n++;
+    }
+    p->tasks_tail = &p->tasks;
+    return n;
+}
+
+size_t dpp_pipeline_revoke(dpp_pipeline_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->generation++;
+    size_t n = drop_queued(p);
+    pthread_cond_broadcast(&p->space_cv); /* emitters waiting for budget drop out */
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = drop_queued(p);
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback)

@@ -29,6 +29,7 @@ typedef struct dpp_task {
     char *path;     /* absolute */
     char *rel_path; /* relative to the table; part of each row's identity */
     char *spec_json;
+    unsigned generation; /* the pipeline's generation when leased (fencing) */
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
     uint32_t split_rows;                 /* INDEX */
@@ -44,6 +45,7 @@ typedef struct dpp_out_block {
     uint64_t raw_size;
     uint8_t *data;
     size_t len;
+    unsigned generation; /* of its task */
     void *owner; /* the loop thread's, once taken */
 } dpp_out_block_t;
 
@@ -56,6 +58,7 @@ typedef struct dpp_split_result {
     struct dpp_split_result *next;
     dpp_task_kind_t kind;
     uint64_t lease_id;
+    unsigned generation;
     uint32_t blocks;
     uint64_t rows, filtered, bytes_read;
     dpp_reject_counts_t rejects;
@@ -108,6 +111,7 @@ typedef struct dpp_pipeline {
     dpp_out_block_t *blocks, **blocks_tail;
     dpp_split_result_t *results, **results_tail;
     size_t buffered, buffered_peak;
+    unsigned generation; /* bumped when the worker's leases are revoked */
     dpp_client_place_t local[DPP_PIPELINE_MAX_CLIENTS];
     size_t nlocal;
     int stopping;
@@ -135,6 +139,19 @@ void dpp_pipeline_stop(dpp_pipeline_t *p);
 
 void dpp_task_free(dpp_task_t *t);
 void dpp_out_block_free(dpp_out_block_t *b);
+
+/* The generation new tasks get (under the lock). */
+unsigned dpp_pipeline_generation(dpp_pipeline_t *p);
+
+/* Loop thread: every lease the worker holds is gone (the master dropped it):
+ * bumps the generation, so that running tasks stop at their next block and
+ * their blocks are not sent, and frees the tasks not started yet. Returns
+ * how many queued tasks were dropped. */
+size_t dpp_pipeline_revoke(dpp_pipeline_t *p);
+
+/* Loop thread: drops the tasks not started yet (a draining worker), keeping
+ * the generation. Returns how many. */
+size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p);
 
 /* Loop thread: the client of (session, rank) subscribed from loopback (1)
  * or from elsewhere (0); decides compression "auto" for later splits. */

@@ -70,6 +70,10 @@ struct dpp_worker {
     unsigned outstanding; /* leases given to the pipeline and not finished */
     unsigned backoff_ms;
     int64_t next_connect_ms, next_heartbeat_ms;
+    int64_t master_heard_ms; /* last frame from the master */
+    unsigned fence_ms;       /* past this silence, leases may be someone else's */
+    int draining;
+    int64_t drain_deadline_ms;
     stream_t *streams;
     client_t *clients;
     int stopping;
@@ -116,10 +120,40 @@ static void on_block_written(void *payload, void *arg)
     dpp_out_block_free(b);
 }
 
+/* Whether the worker may still act on its leases: it heard from the master
+ * within half the master's lease timeout. A worker paused (SIGSTOP) or cut
+ * off longer than that holds its blocks; when it then finds the master
+ * connection gone, its leases are revoked and the blocks dropped, so a stale
+ * lease never delivers (the master re-leases only after the full timeout). */
+static int leases_fresh(const dpp_worker_t *w)
+{
+    return w->mstate == MLINK_REGISTERED && dpp_now_ms() - w->master_heard_ms <= w->fence_ms;
+}
+
+/* Drops every queued block (their leases were revoked). */
+static void drop_streams(dpp_worker_t *w)
+{
+    size_t n = 0;
+    for (stream_t *s = w->streams; s; s = s->next) {
+        while (s->head) {
+            dpp_out_block_t *b = s->head;
+            s->head = b->next;
+            dpp_pipeline_release(&w->pipe, b->len);
+            dpp_out_block_free(b);
+            n++;
+        }
+        s->tail = &s->head;
+        s->nblocks = 0;
+    }
+    if (n)
+        DPP_WARN("blocks_dropped count=%zu reason=\"leases revoked\"", n);
+}
+
 /* Sends queued blocks while a subscriber has credits. */
 static void flush_stream(dpp_worker_t *w, stream_t *s)
 {
-    (void)w;
+    if (!leases_fresh(w))
+        return; /* fenced: held until the master is heard from again */
     while (s->head) {
         client_t *c = s->subs;
         while (c && (c->credits == 0 || c->conn.closing))
@@ -275,7 +309,7 @@ static void on_client_connection(uv_stream_t *server, int status)
 
 static void request_leases(dpp_worker_t *w)
 {
-    if (w->mstate != MLINK_REGISTERED || w->lease_requested || w->stopping ||
+    if (w->mstate != MLINK_REGISTERED || w->lease_requested || w->stopping || w->draining ||
         w->outstanding >= w->cfg.threads)
         return;
     Dpp__LeaseRequest req = DPP__LEASE_REQUEST__INIT;
@@ -304,6 +338,7 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->record_start = l->record_start;
         t->record_count = l->record_count;
         t->split_rows = l->split_rows;
+        t->generation = dpp_pipeline_generation(&w->pipe);
         DPP_DEBUG("lease_taken kind=%s session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",
                   t->kind == DPP_TASK_INDEX ? "index" : "split", t->session, t->epoch, t->split,
                   t->lease_id, t->path);
@@ -322,7 +357,14 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         dpp_conn_close(conn, DPP_EMSG);
         return;
     }
+    int was_fresh = leases_fresh(w);
+    w->master_heard_ms = dpp_now_ms();
     switch (f->type) {
+    case DPP_MSG_HEARTBEAT:
+        if (!was_fresh && w->mstate == MLINK_REGISTERED) /* blocks held while fenced */
+            for (stream_t *s = w->streams; s; s = s->next)
+                flush_stream(w, s);
+        break;
     case DPP_MSG_HELLO_REPLY: {
         Dpp__RegisterRequest req = DPP__REGISTER_REQUEST__INIT;
         req.data_addr = w->data_addr;
@@ -334,6 +376,7 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         Dpp__RegisterReply *r = (Dpp__RegisterReply *)msg;
         w->worker_id = r->worker_id;
         w->heartbeat_ms = r->heartbeat_ms ? r->heartbeat_ms : 1000;
+        w->fence_ms = (r->lease_timeout_ms ? r->lease_timeout_ms : 10000) / 2;
         w->mstate = MLINK_REGISTERED;
         w->backoff_ms = BACKOFF_MIN_MS;
         DPP_INFO("worker_registered worker=%" PRIu64 " master=%s data_addr=%s", w->worker_id,
@@ -368,11 +411,18 @@ static void on_master_closed(dpp_conn_t *conn)
 {
     mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
     dpp_worker_t *w = ml->w;
-    if (w->mstate == MLINK_REGISTERED)
-        DPP_WARN("master_lost master=%s reason=\"%s\"", w->master_addr,
-                 dpp_strerror(conn->error));
+    int was_registered = w->mstate == MLINK_REGISTERED;
     w->mlink = NULL;
     w->mstate = MLINK_DOWN;
+    if (was_registered && !w->stopping) {
+        /* The master re-leases whatever this worker held: stop producing it
+         * and drop what is queued, so no stale lease delivers. */
+        size_t dropped = dpp_pipeline_revoke(&w->pipe);
+        w->outstanding -= dropped < w->outstanding ? dropped : w->outstanding;
+        drop_streams(w);
+        DPP_WARN("master_lost master=%s reason=\"%s\" leases=revoked queued_tasks_dropped=%zu",
+                 w->master_addr, dpp_strerror(conn->error), dropped);
+    }
     w->lease_requested = 0;
     free(ml);
     if (!w->stopping)
@@ -459,11 +509,17 @@ static void on_pipeline_ready(uv_async_t *a)
     dpp_out_block_t *blocks;
     dpp_split_result_t *results;
     dpp_pipeline_take(&w->pipe, &blocks, &results);
+    unsigned gen = dpp_pipeline_generation(&w->pipe);
     while (blocks) {
         dpp_out_block_t *b = blocks;
         blocks = b->next;
         b->next = NULL;
         b->owner = w;
+        if (b->generation != gen) { /* made under a revoked lease */
+            dpp_pipeline_release(&w->pipe, b->len);
+            dpp_out_block_free(b);
+            continue;
+        }
         stream_t *s = find_stream(w, b->session, b->rank, 1);
         *s->tail = b;
         s->tail = &b->next;
@@ -473,11 +529,12 @@ static void on_pipeline_ready(uv_async_t *a)
     while (results) {
         dpp_split_result_t *r = results;
         results = r->next;
-        w->outstanding--;
-        if (w->mstate == MLINK_REGISTERED)
+        if (w->outstanding)
+            w->outstanding--;
+        if (w->mstate == MLINK_REGISTERED && r->generation == gen)
             report_result(w, r);
         char q[1100];
-        if (r->error)
+        if (r->error && r->generation == gen)
             DPP_ERROR("task_failed lease=%" PRIu64 " error=%s", r->lease_id,
                       dpp_log_quote(r->message, q, sizeof q));
         else if (r->kind == DPP_TASK_SPLIT)
@@ -489,10 +546,31 @@ static void on_pipeline_ready(uv_async_t *a)
     request_leases(w);
 }
 
+/* A draining worker is done when its running tasks are finished and every
+ * block for a subscribed client is written. Blocks nobody subscribed to
+ * cannot be delivered by waiting. */
+static int drained(const dpp_worker_t *w)
+{
+    if (w->outstanding > 0)
+        return 0;
+    for (const stream_t *s = w->streams; s; s = s->next)
+        if (s->head && s->subs)
+            return 0;
+    for (const client_t *c = w->clients; c; c = c->next)
+        if (c->conn.queued > 0)
+            return 0;
+    return 1;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     dpp_worker_t *w = dpp_container_of(t, dpp_worker_t, timer);
     int64_t now = dpp_now_ms();
+    if (w->draining && !w->stopping && (drained(w) || now >= w->drain_deadline_ms)) {
+        DPP_INFO("worker_drained complete=%d tasks_left=%u", drained(w), w->outstanding);
+        dpp_worker_stop(w);
+        return;
+    }
     if (w->mstate == MLINK_DOWN && now >= w->next_connect_ms)
         connect_master(w);
     if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
@@ -576,6 +654,20 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
              w->master_addr, cfg->threads, cfg->max_buffer_bytes);
     *out = w;
     return 0;
+}
+
+void dpp_worker_drain(dpp_worker_t *w, unsigned grace_ms)
+{
+    if (w->draining || w->stopping)
+        return;
+    w->draining = 1;
+    w->drain_deadline_ms = dpp_now_ms() + grace_ms;
+    /* Tasks not started go back to the master when this worker disconnects;
+     * the running ones finish and their blocks are delivered. */
+    size_t dropped = dpp_pipeline_cancel_queued(&w->pipe);
+    w->outstanding -= dropped < w->outstanding ? dropped : w->outstanding;
+    DPP_INFO("worker_draining running_tasks=%u queued_tasks_dropped=%zu grace_ms=%u",
+             w->outstanding, dropped, grace_ms);
 }
 
 void dpp_worker_stop(dpp_worker_t *w)

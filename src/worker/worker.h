@@ -29,6 +29,11 @@ typedef struct dpp_worker dpp_worker_t;
  * *out set or a negative error (logged). */
 int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_t *cfg);
 
+/* Stops taking leases, lets the running tasks finish and their blocks reach
+ * their clients for at most grace_ms, then stops as dpp_worker_stop() does
+ * (splits not finished go to other workers when this one disconnects). */
+void dpp_worker_drain(dpp_worker_t *w, unsigned grace_ms);
+
 /* Stops the threads, closes every handle; the loop then ends by itself. */
 void dpp_worker_stop(dpp_worker_t *w);
 

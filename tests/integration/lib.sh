@@ -125,8 +125,10 @@ dpp_dump_logs() {
 # running after DPP_STOP_TIMEOUT seconds. Safe to call more than once.
 dpp_stop_all() {
     local i pid alive deadline
+    # SIGINT stops a daemon at once; SIGTERM would make a worker drain first
+    # (tests of draining send it themselves).
     for pid in "${DPP_DAEMON_PIDS[@]}"; do
-        [[ -z $pid ]] || kill -TERM "$pid" 2>/dev/null || true
+        [[ -z $pid ]] || kill -INT "$pid" 2>/dev/null || true
     done
     deadline=$((SECONDS + DPP_STOP_TIMEOUT))
     while :; do
@@ -150,14 +152,15 @@ dpp_stop_all() {
     DPP_DAEMON_PIDS=()
 }
 
-# dpp_stop NAME: stops one daemon (SIGTERM, SIGKILL after DPP_STOP_TIMEOUT).
+# dpp_stop NAME: stops one daemon (SIGINT, or $DPP_STOP_SIGNAL; SIGKILL after
+# DPP_STOP_TIMEOUT).
 dpp_stop() {
     local i pid deadline
     for i in "${!DPP_DAEMON_NAMES[@]}"; do
         [[ ${DPP_DAEMON_NAMES[i]} == "$1" ]] || continue
         pid=${DPP_DAEMON_PIDS[i]:-}
         [[ -n $pid ]] || return 0
-        kill -TERM "$pid" 2>/dev/null || true
+        kill -"${DPP_STOP_SIGNAL:-INT}" "$pid" 2>/dev/null || true
         deadline=$((SECONDS + DPP_STOP_TIMEOUT))
         while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true

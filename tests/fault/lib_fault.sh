@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# Shared set-up of the fault tests: a table whose rows carry a unique row_id,
+# a spec that delivers row_id as a sparse feature, and dpp-fault-check, which
+# counts missing and duplicate rows per epoch. Sourced after lib.sh.
+
+# fault_setup ROWS: table, spec ($FAULT_SPEC) and expected ids ($FAULT_IDS).
+fault_setup() {
+    local rows=$1
+    FAULT_ROOT=$DPP_TMP/root
+    dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 5150 --out "$FAULT_ROOT/criteo"
+    FAULT_SPEC=$DPP_TMP/spec.json
+    cat >"$FAULT_SPEC" <<JSON
+{
+  "table": "criteo",
+  "batch_size": 500,
+  "remainder": "keep",
+  "epochs": 2,
+  "split_rows": 2000,
+  "compression": "zstd",
+  "features": {
+    "dense": [{"name": "i1", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]}],
+    "sparse": [{"name": "row_id"},
+               {"name": "c1", "transforms": [{"op": "modulo", "n": 1000}]}]
+  },
+  "label": {"name": "label"}
+}
+JSON
+    FAULT_IDS=$DPP_TMP/ids.txt
+    seq 0 $((rows - 1)) >"$FAULT_IDS"
+}
+
+# fault_check_bg DELAY_MS: starts dpp-fault-check on the submitted session
+# (rank 0) in the background; its output goes to $DPP_TMP/check.out.
+fault_check_bg() {
+    timeout -k 5 180 "$DPP_FAULT_CHECK" "$DPP_MASTER_ADDR" "$DPP_SESSION" 0 "$FAULT_IDS" "$1" \
+        >"$DPP_TMP/check.out" 2>&1 &
+    FAULT_CHECK_PID=$!
+    dpp_track "$FAULT_CHECK_PID"
+}
+
+# fault_check_wait: waits for the checker; fails unless every epoch had 0
+# missing and 0 duplicate rows.
+fault_check_wait() {
+    local rc=0
+    wait "$FAULT_CHECK_PID" || rc=$?
+    cat -- "$DPP_TMP/check.out"
+    ((rc == 0)) || dpp_fail "dpp-fault-check exited $rc: rows missing, duplicated or the read failed"
+    local epochs
+    epochs=$(grep -c ' missing 0 duplicates 0 foreign 0$' "$DPP_TMP/check.out" || true)
+    ((epochs == 2)) || dpp_fail "expected 2 clean epochs, got $epochs"
+}
+
+# pid_of NAME: the pid of a daemon started by lib.sh.
+pid_of() {
+    local i
+    for i in "${!DPP_DAEMON_NAMES[@]}"; do
+        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || { echo "${DPP_DAEMON_PIDS[i]}"; return; }
+    done
+}
+
+# ms_of_log_line LINE: the ts= of a log line as milliseconds since the epoch.
+ms_of_log_line() {
+    local ts
+    ts=$(sed -n 's/^ts=\([^ ]*\) .*/\1/p' <<<"$1")
+    date -d "$ts" +%s%3N
+}
