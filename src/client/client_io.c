@@ -130,6 +130,10 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     if (f->payload_len > core->max_block)
         core->max_block = f->payload_len;
     int keep = 0;
+    /* An epoch this client has finished: every split of it was done here,
+     * so a block of it is a re-lease after a lost acknowledgement. */
+    if (h->epoch < core->cur_epoch && h->last)
+        dpp__core_ack(core, h->epoch, h->split_id);
     if (b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
         epoch_track_t *t = dpp__core_epoch(core, h->epoch, 1);
         split_track_t *st = t ? dpp__track_split(t, h->split_id) : NULL;
@@ -160,6 +164,12 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
             keep = 1;
         } else if (st) {
             core->blocks_duplicate++;
+            /* The last block of a split this client already finished comes
+             * again: the master lost the acknowledgement (it restarted, or
+             * the ack was in flight when a connection dropped) and leased
+             * the split again. Acknowledge once more. */
+            if (st->done && h->last)
+                dpp__core_ack(core, h->epoch, h->split_id);
         }
     }
     if (keep) {
