@@ -21,6 +21,7 @@
 #include "master.h"
 #include "session.h"
 #include "common/table.h"
+#include "journal.h"
 
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
@@ -67,6 +68,7 @@ struct dpp_master {
     size_t nsessions;
     peer_t *peers;
     index_entry_t *index_cache;
+    dpp_journal_t *journal;
     uint64_t next_worker_id, next_lease_id;
     int stopping;
 };
@@ -228,30 +230,42 @@ static void new_session_id(char *out, size_t len)
     snprintf(out, len, "s%016" PRIx64, r);
 }
 
-/* Keeps the accepted spec in the state dir (temp file, fsync, rename) before
- * the submit is acknowledged. Replaying it after a restart is the journal's
- * job (issue #5). */
-static int persist_session(dpp_master_t *m, const dpp_session_t *s)
+/* Journal record types (payloads: the Journal* messages of proto/dpp.proto). */
+enum { J_SESSION = 1, J_INDEXED = 2, J_CONSUMED = 3, J_FAILED = 4 };
+
+/* Packs msg into a new buffer for a journal record. */
+static dpp_journal_rec_t pack_rec(uint8_t type, const ProtobufCMessage *msg)
 {
-    char dir[4096], tmp[4200], path[4200];
-    snprintf(dir, sizeof dir, "%s/sessions", m->state_dir);
-    if (mkdir(dir, 0750) != 0 && errno != EEXIST)
-        return -errno;
-    snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp", dir, s->id);
-    snprintf(path, sizeof path, "%s/%s.json", dir, s->id);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(s->spec_json);
-    int rc = 0;
-    if (write(fd, s->spec_json, len) != (ssize_t)len || fsync(fd) != 0)
-        rc = errno ? -errno : -EIO;
-    close(fd);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc)
-        unlink(tmp);
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = dpp_xmalloc(len ? len : 1);
+    protobuf_c_message_pack(msg, buf);
+    return (dpp_journal_rec_t){.type = type, .payload = buf, .len = len};
+}
+
+/* Appends records durably (one fsync). A master that cannot journal would
+ * acknowledge state a restart loses: it stops, and its replacement replays. */
+static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+{
+    int rc = dpp_journal_append_many(m->journal, recs, n);
+    for (size_t i = 0; i < n; i++)
+        free((void *)recs[i].payload);
+    if (rc) {
+        DPP_ERROR("journal_write_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
+                  dpp_strerror(rc));
+        dpp_master_stop(m);
+    }
     return rc;
+}
+
+static dpp_journal_rec_t indexed_rec(const dpp_session_t *s, size_t i)
+{
+    Dpp__JournalIndexed r = DPP__JOURNAL_INDEXED__INIT;
+    r.session_id = (char *)s->id;
+    r.file = (uint32_t)i;
+    r.records = s->files[i].records;
+    r.n_boundaries = s->files[i].nbounds;
+    r.boundaries = s->files[i].bounds;
+    return pack_rec(J_INDEXED, &r.base);
 }
 
 static index_entry_t *cache_find(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows)
@@ -324,15 +338,33 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
     table_path = NULL;
     files = NULL;
-    rc = persist_session(m, s);
+    size_t cached = apply_index_cache(m, s);
+    /* Journaled (the files indexed from the cache too, so that a replay does
+     * not depend on it) before the submit is answered. */
+    dpp_journal_rec_t *recs = dpp_xcalloc(1 + s->nfiles, sizeof *recs);
+    size_t nrecs = 0;
+    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
+    js.session_id = s->id;
+    js.spec_json = s->spec_json;
+    js.table_path = s->table_path;
+    js.n_files = s->nfiles;
+    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        js.files[i] = s->files[i].path;
+    recs[nrecs++] = pack_rec(J_SESSION, &js.base);
+    free(js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].indexed)
+            recs[nrecs++] = indexed_rec(s, i);
+    rc = journal_put(m, recs, nrecs);
+    free(recs);
     if (rc) {
-        snprintf(err, sizeof err, "state dir %s: %s", m->state_dir, dpp_strerror(rc));
+        snprintf(err, sizeof err, "state dir %s: journal: %s", m->state_dir, dpp_strerror(rc));
         dpp_session_free(s);
         goto reject;
     }
     m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
     m->sessions[m->nsessions++] = s;
-    size_t cached = apply_index_cache(m, s);
     DPP_INFO("session_submitted session=%s table=%s files=%zu files_indexed=%zu state=%s "
              "epochs=%u consumers=%u",
              s->id, s->spec.table, s->nfiles, cached, dpp_session_state_name(s->state),
@@ -490,12 +522,18 @@ static dpp_session_t *find_index_lease(dpp_master_t *m, uint64_t lease_id, size_
     return NULL;
 }
 
-static void fail_session(dpp_session_t *s, const char *what, const char *message)
+static void fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
+                         const char *message)
 {
     char q[1100];
     DPP_ERROR("session_failed session=%s %s error=%s", s->id, what,
               dpp_log_quote(message, q, sizeof q));
     dpp_session_fail(s, message);
+    Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
+    jf.session_id = s->id;
+    jf.error = (char *)message;
+    dpp_journal_rec_t rec = pack_rec(J_FAILED, &jf.base);
+    journal_put(m, &rec, 1);
 }
 
 static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
@@ -519,7 +557,7 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
     if (counters_only)
         return;
     if (msg->error_code != 0) {
-        fail_session(s, "cause=split", msg->error_message);
+        fail_session(p->m, s, "cause=split", msg->error_message);
         return;
     }
     sp->rows = msg->rows;
@@ -538,7 +576,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
         return;
     dpp_file_t *f = &s->files[i];
     if (msg->error_code != 0) {
-        fail_session(s, "cause=index", msg->error_message);
+        fail_session(m, s, "cause=index", msg->error_message);
         return;
     }
     if (msg->n_boundaries == 0 || msg->n_boundaries - 1 > msg->records ||
@@ -546,7 +584,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
          msg->n_boundaries - 1 != (msg->records + s->spec.split_rows - 1) / s->spec.split_rows)) {
         char text[512];
         snprintf(text, sizeof text, "file %s: worker sent an inconsistent index", f->rel_path);
-        fail_session(s, "cause=index", text);
+        fail_session(m, s, "cause=index", text);
         return;
     }
     add_rejects(&s->rejects, msg->rejects);
@@ -557,12 +595,21 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
         if (s->spec.on_corrupt_fail) {
             char text[1100];
             snprintf(text, sizeof text, "%s (on_corrupt: fail)", msg->reject_detail);
-            fail_session(s, "cause=corrupt", text);
+            fail_session(m, s, "cause=corrupt", text);
             return;
         }
     }
     /* The worker saw the file as it is now; trust its size and mtime for the
      * cache only if they match what the session listed. */
+    Dpp__JournalIndexed ji = DPP__JOURNAL_INDEXED__INIT;
+    ji.session_id = s->id;
+    ji.file = (uint32_t)i;
+    ji.records = msg->records;
+    ji.n_boundaries = msg->n_boundaries;
+    ji.boundaries = msg->boundaries;
+    dpp_journal_rec_t rec = pack_rec(J_INDEXED, &ji.base);
+    if (journal_put(m, &rec, 1) != 0)
+        return;
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries,
                                            msg->n_boundaries);
     if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
@@ -646,6 +693,15 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
         msg->split_id >= s->nsplits ||
         dpp_session_rank_of(s, msg->split_id) != msg->rank)
         return; /* late or foreign acknowledgement: nothing to change */
+    if (s->splits[msg->split_id].state == SPLIT_CONSUMED)
+        return; /* a repeated acknowledgement */
+    Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
+    jc.session_id = s->id;
+    jc.epoch = msg->epoch;
+    jc.split_id = msg->split_id;
+    dpp_journal_rec_t rec = pack_rec(J_CONSUMED, &jc.base);
+    if (journal_put(m, &rec, 1) != 0)
+        return;
     unsigned epoch = s->epoch;
     int more = dpp_session_consumed(s, msg->split_id);
     if (s->state == SESSION_DONE)
@@ -800,6 +856,61 @@ static void on_timer(uv_timer_t *t)
     }
 }
 
+/* Rebuilds one journaled change. A record that no longer applies (its
+ * session gone, an epoch already past) is skipped: replay must reach the
+ * state the master had acknowledged, never refuse to start over one record. */
+static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len)
+{
+    dpp_master_t *m = arg;
+    const ProtobufCMessageDescriptor *d = type == J_SESSION    ? &dpp__journal_session__descriptor
+                                          : type == J_INDEXED  ? &dpp__journal_indexed__descriptor
+                                          : type == J_CONSUMED ? &dpp__journal_consumed__descriptor
+                                          : type == J_FAILED   ? &dpp__journal_failed__descriptor
+                                                               : NULL;
+    if (d == NULL) {
+        DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
+        return 0;
+    }
+    ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, len, payload);
+    if (msg == NULL)
+        return DPP_EMSG; /* CRC-valid but not ours: stop rather than guess */
+    if (type == J_SESSION) {
+        const Dpp__JournalSession *js = (const Dpp__JournalSession *)msg;
+        dpp_spec_t spec;
+        char err[DPP_SPEC_ERRLEN];
+        if (find_session(m, js->session_id) == NULL &&
+            dpp_spec_parse(js->spec_json, strlen(js->spec_json), &spec, err, sizeof err) == 0) {
+            char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
+            for (size_t i = 0; i < js->n_files; i++)
+                files[i] = dpp_xstrdup(js->files[i]);
+            dpp_session_t *s = dpp_session_new(js->session_id, &spec,
+                                               dpp_xstrdup(js->table_path), files, js->n_files);
+            m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
+            m->sessions[m->nsessions++] = s;
+        }
+    } else if (type == J_INDEXED) {
+        const Dpp__JournalIndexed *ji = (const Dpp__JournalIndexed *)msg;
+        dpp_session_t *s = find_session(m, ji->session_id);
+        if (s && ji->file < s->nfiles && ji->n_boundaries > 0) {
+            dpp_session_file_indexed(s, ji->file, ji->records, ji->boundaries, ji->n_boundaries);
+            if (s->files[ji->file].indexed)
+                cache_put(m, &s->files[ji->file], s->spec.split_rows);
+        }
+    } else if (type == J_CONSUMED) {
+        const Dpp__JournalConsumed *jc = (const Dpp__JournalConsumed *)msg;
+        dpp_session_t *s = find_session(m, jc->session_id);
+        if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch && jc->split_id < s->nsplits)
+            dpp_session_consumed(s, jc->split_id);
+    } else {
+        const Dpp__JournalFailed *jf = (const Dpp__JournalFailed *)msg;
+        dpp_session_t *s = find_session(m, jf->session_id);
+        if (s)
+            dpp_session_fail(s, jf->error);
+    }
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}
+
 static int lock_state_dir(dpp_master_t *m)
 {
     if (mkdir(m->state_dir, 0750) != 0 && errno != EEXIST)
@@ -841,6 +952,22 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
                   rc == -EBUSY ? " hint=\"another master uses it\"" : "");
         goto fail_early;
     }
+    dpp_journal_report_t report;
+    rc = dpp_journal_open(&m->journal, m->state_dir, replay_record, m, &report);
+    if (rc) {
+        DPP_ERROR("journal_unusable dir=%s error=\"%s\" detail=\"%s\"", m->state_dir,
+                  dpp_strerror(rc), report.text);
+        goto fail_early;
+    }
+    if (report.truncated)
+        DPP_WARN("journal_torn_tail dir=%s torn_bytes=%" PRIu64 " detail=\"%s\"", m->state_dir,
+                 report.torn_bytes, report.text);
+    size_t running = 0;
+    for (size_t i = 0; i < m->nsessions; i++)
+        running += m->sessions[i]->state == SESSION_RUNNING ||
+                   m->sessions[i]->state == SESSION_INDEXING;
+    DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
+             m->state_dir, report.records, m->nsessions, running);
     struct sockaddr_storage ss;
     rc = dpp_addr_parse(cfg->listen, &ss);
     if (rc) {
@@ -903,6 +1030,7 @@ void dpp_master_free(dpp_master_t *m)
         free(m->roots[i]);
     free(m->roots);
     free(m->state_dir);
+    dpp_journal_close(m->journal);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);

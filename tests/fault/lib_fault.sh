@@ -50,12 +50,13 @@ fault_check_wait() {
     ((epochs == 2)) || dpp_fail "expected 2 clean epochs, got $epochs"
 }
 
-# pid_of NAME: the pid of a daemon started by lib.sh.
+# pid_of NAME: the pid of the latest daemon started by lib.sh under NAME.
 pid_of() {
-    local i
+    local i pid=""
     for i in "${!DPP_DAEMON_NAMES[@]}"; do
-        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || { echo "${DPP_DAEMON_PIDS[i]}"; return; }
+        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || pid=${DPP_DAEMON_PIDS[i]}
     done
+    echo "$pid"
 }
 
 # ms_of_log_line LINE: the ts= of a log line as milliseconds since the epoch.
