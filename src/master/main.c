@@ -16,9 +16,9 @@
 static const char usage[] =
     "usage: dpp-master --data-root DIR [--data-root DIR ...] --state-dir DIR [options]\n"
     "\n"
-    "The dpp master: accepts session specs from dppctl, splits their tables into\n"
-    "splits (one per file), leases splits to workers and tells trainer clients\n"
-    "which workers serve their session.\n"
+    "The dpp master: accepts session specs from dppctl, has the tables' files\n"
+    "indexed, splits them into record ranges (split_rows), leases splits to\n"
+    "workers and tells trainer clients which workers serve their session.\n"
     "\n"
     "  --listen HOST:PORT     address to listen on (default 127.0.0.1:7070;\n"
     "                         port 0 picks a free port)\n"
