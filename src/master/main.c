@@ -31,6 +31,8 @@ static const char usage[] =
     "  --heartbeat-ms N       interval workers heartbeat at (default 1000)\n"
     "  --worker-timeout-ms N  drop a silent worker after N ms and re-lease\n"
     "                         its splits (default 10000)\n"
+    "  --journal-compact-kb N rewrite the journal as a snapshot once it passes\n"
+    "                         N KiB and twice its last snapshot (default 65536)\n"
     "  --log-level LEVEL      debug, info, warn or error (default info)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -50,6 +52,7 @@ int main(int argc, char **argv)
         {"port-file", required_argument, NULL, 'p'},
         {"heartbeat-ms", required_argument, NULL, 'b'},
         {"worker-timeout-ms", required_argument, NULL, 't'},
+        {"journal-compact-kb", required_argument, NULL, 'j'},
         {"log-level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -76,6 +79,9 @@ int main(int argc, char **argv)
             break;
         case 't':
             cfg.worker_timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'j':
+            cfg.journal_compact_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
             break;
         case 'L': {
             dpp_log_level_t lvl;

@@ -69,6 +69,7 @@ struct dpp_master {
     peer_t *peers;
     index_entry_t *index_cache;
     dpp_journal_t *journal;
+    size_t journal_compact_bytes;
     uint64_t next_worker_id, next_lease_id;
     int stopping;
 };
@@ -231,7 +232,7 @@ static void new_session_id(char *out, size_t len)
 }
 
 /* Journal record types (payloads: the Journal* messages of proto/dpp.proto). */
-enum { J_SESSION = 1, J_INDEXED = 2, J_CONSUMED = 3, J_FAILED = 4 };
+enum { J_SESSION = 1, J_INDEXED = 2, J_CONSUMED = 3, J_FAILED = 4, J_EPOCH = 5 };
 
 /* Packs msg into a new buffer for a journal record. */
 static dpp_journal_rec_t pack_rec(uint8_t type, const ProtobufCMessage *msg)
@@ -244,6 +245,8 @@ static dpp_journal_rec_t pack_rec(uint8_t type, const ProtobufCMessage *msg)
 
 /* Appends records durably (one fsync). A master that cannot journal would
  * acknowledge state a restart loses: it stops, and its replacement replays. */
+static void maybe_compact(dpp_master_t *m);
+
 static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
 {
     int rc = dpp_journal_append_many(m->journal, recs, n);
@@ -253,8 +256,11 @@ static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
         DPP_ERROR("journal_write_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
                   dpp_strerror(rc));
         dpp_master_stop(m);
+        return rc;
     }
-    return rc;
+    /* Compaction comes after the change is applied (maybe_compact() at the
+     * end of each handler): a snapshot taken here would miss it. */
+    return 0;
 }
 
 static dpp_journal_rec_t indexed_rec(const dpp_session_t *s, size_t i)
@@ -373,6 +379,7 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     reply.session_id = s->id;
     dpp_conn_send(&p->conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
     grant_leases(m);
+    maybe_compact(m);
     return;
 
 reject:
@@ -533,7 +540,8 @@ static void fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
     jf.session_id = s->id;
     jf.error = (char *)message;
     dpp_journal_rec_t rec = pack_rec(J_FAILED, &jf.base);
-    journal_put(m, &rec, 1);
+    if (journal_put(m, &rec, 1) == 0)
+        maybe_compact(m);
 }
 
 static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
@@ -621,6 +629,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
                  s->nsplits, dpp_session_state_name(s->state));
     if (planned)
         grant_leases(m);
+    maybe_compact(m);
 }
 
 static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
@@ -711,6 +720,7 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
         DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
     if (more)
         grant_leases(m);
+    maybe_compact(m);
 }
 
 static int expect_role(peer_t *p, uint16_t type, peer_role_t role)
@@ -866,6 +876,7 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
                                           : type == J_INDEXED  ? &dpp__journal_indexed__descriptor
                                           : type == J_CONSUMED ? &dpp__journal_consumed__descriptor
                                           : type == J_FAILED   ? &dpp__journal_failed__descriptor
+                                          : type == J_EPOCH    ? &dpp__journal_epoch__descriptor
                                                                : NULL;
     if (d == NULL) {
         DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
@@ -901,6 +912,11 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
         dpp_session_t *s = find_session(m, jc->session_id);
         if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch && jc->split_id < s->nsplits)
             dpp_session_consumed(s, jc->split_id);
+    } else if (type == J_EPOCH) {
+        const Dpp__JournalEpoch *je = (const Dpp__JournalEpoch *)msg;
+        dpp_session_t *s = find_session(m, je->session_id);
+        if (s && s->state == SESSION_RUNNING && je->epoch > s->epoch && je->epoch < s->spec.epochs)
+            dpp_session_set_epoch(s, je->epoch);
     } else {
         const Dpp__JournalFailed *jf = (const Dpp__JournalFailed *)msg;
         dpp_session_t *s = find_session(m, jf->session_id);
@@ -909,6 +925,76 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
     }
     protobuf_c_message_free_unpacked(msg, NULL);
     return 0;
+}
+
+/* Appends to recs the records that rebuild session s. */
+static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
+{
+    size_t need = *n + 3 + s->nfiles + s->nsplits;
+    if (need > *cap) {
+        *cap = need * 2;
+        *recs = dpp_xrealloc(*recs, *cap * sizeof **recs);
+    }
+    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
+    js.session_id = s->id;
+    js.spec_json = s->spec_json;
+    js.table_path = s->table_path;
+    js.n_files = s->nfiles;
+    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        js.files[i] = s->files[i].path;
+    (*recs)[(*n)++] = pack_rec(J_SESSION, &js.base);
+    free(js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].indexed)
+            (*recs)[(*n)++] = indexed_rec(s, i);
+    if (s->epoch > 0) {
+        Dpp__JournalEpoch je = DPP__JOURNAL_EPOCH__INIT;
+        je.session_id = s->id;
+        je.epoch = s->epoch;
+        (*recs)[(*n)++] = pack_rec(J_EPOCH, &je.base);
+    }
+    for (size_t i = 0; i < s->nsplits; i++) {
+        if (s->splits[i].state != SPLIT_CONSUMED)
+            continue;
+        Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
+        jc.session_id = s->id;
+        jc.epoch = s->epoch;
+        jc.split_id = (uint32_t)i;
+        (*recs)[(*n)++] = pack_rec(J_CONSUMED, &jc.base);
+    }
+    if (s->state == SESSION_FAILED) {
+        Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
+        jf.session_id = s->id;
+        jf.error = s->error ? s->error : (char *)"";
+        (*recs)[(*n)++] = pack_rec(J_FAILED, &jf.base);
+    }
+}
+
+/* Rewrites the journal as a snapshot of the current state once it has grown
+ * past the threshold and to more than twice its last snapshot. */
+static void maybe_compact(dpp_master_t *m)
+{
+    dpp_journal_stats_t st;
+    dpp_journal_get_stats(m->journal, &st);
+    if (st.file_size <= m->journal_compact_bytes || st.file_size <= 2 * st.snapshot_bytes)
+        return;
+    dpp_journal_rec_t *recs = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < m->nsessions; i++)
+        snapshot_session(m->sessions[i], &recs, &n, &cap);
+    int rc = dpp_journal_compact(m->journal, recs, n);
+    for (size_t i = 0; i < n; i++)
+        free((void *)recs[i].payload);
+    free(recs);
+    if (rc) {
+        DPP_ERROR("journal_compaction_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
+                  dpp_strerror(rc));
+        dpp_master_stop(m);
+        return;
+    }
+    DPP_INFO("journal_compacted dir=%s bytes_before=%" PRIu64 " records=%zu", m->state_dir,
+             st.file_size, n);
 }
 
 static int lock_state_dir(dpp_master_t *m)
@@ -933,6 +1019,8 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->lock_fd = -1;
     m->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
+    m->journal_compact_bytes = cfg->journal_compact_bytes ? cfg->journal_compact_bytes
+                                                          : (size_t)64 << 20;
     m->state_dir = dpp_xstrdup(cfg->state_dir);
     m->roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->roots);
     for (size_t i = 0; i < cfg->nroots; i++) {

@@ -18,6 +18,7 @@ typedef struct dpp_master_config {
     const char *port_file; /* optional: bound address is written here */
     unsigned heartbeat_ms; /* workers heartbeat this often */
     unsigned worker_timeout_ms; /* silence after which a worker is dropped */
+    size_t journal_compact_bytes; /* compact the journal past this size (0: 64 MiB) */
 } dpp_master_config_t;
 
 typedef struct dpp_master dpp_master_t;

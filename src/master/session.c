@@ -162,6 +162,15 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
     return n;
 }
 
+void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch)
+{
+    s->epoch = epoch;
+    for (size_t j = 0; j < s->nsplits; j++) {
+        dpp_session_set(s, j, SPLIT_PENDING);
+        s->splits[j].rows = 0;
+    }
+}
+
 void dpp_session_fail(dpp_session_t *s, const char *message)
 {
     s->state = SESSION_FAILED;

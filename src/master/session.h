@@ -112,6 +112,10 @@ int dpp_session_consumed(dpp_session_t *s, size_t i);
  * produced but not yet consumed) to pending. Returns how many went back. */
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id);
 
+/* Puts a running session at `epoch` with every split pending (replaying a
+ * journal snapshot). */
+void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch);
+
 /* Marks the session failed with a message (copied). */
 void dpp_session_fail(dpp_session_t *s, const char *message);
 

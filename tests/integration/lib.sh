@@ -190,7 +190,8 @@ dpp_start_daemon() {
     shift 2
     local port_file=$DPP_TMP/$name.port log=$DPP_TMP/$name.log
     rm -f -- "$port_file"
-    "$bin" "$@" --port-file "$port_file" >"$log" 2>&1 </dev/null &
+    # appended: a daemon restarted under the same name keeps its earlier log
+    "$bin" "$@" --port-file "$port_file" >>"$log" 2>&1 </dev/null &
     local pid=$!
     DPP_DAEMON_NAMES+=("$name")
     DPP_DAEMON_PIDS+=("$pid")
