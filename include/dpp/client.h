@@ -44,7 +44,8 @@ typedef struct dpp_client_options {
     unsigned world_size;    /* 0 (default): any; else must equal the session's consumers */
     unsigned prefetch;      /* blocks in flight per worker connection (default 8) */
     size_t memory_budget;   /* bytes of received blocks and held batches (default 256 MiB) */
-    int connect_timeout_ms; /* for the first answer of the master (default 10000) */
+    int connect_timeout_ms; /* for the first answer of the master, which is waited
+                             * for with backoff if it is not up yet (default 10000) */
     const char *token;      /* cluster token (issue #6); NULL: none */
 } dpp_client_options_t;
 

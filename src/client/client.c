@@ -12,6 +12,7 @@
 #include "client_internal.h"
 #include "common/block.h"
 #include "common/net.h"
+#include "common/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
 
@@ -317,7 +318,21 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     core->budget = o->memory_budget;
     struct sockaddr_storage master_ss;
     int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
-    rc = attach(c, o->master, timeout, &master_ss, &r);
+    /* A master that is not up yet (or restarting) is waited for until the
+     * timeout, with backoff; any answer it gives ends the wait. */
+    int64_t deadline = dpp_now_ms() + timeout;
+    unsigned backoff_ms = 100;
+    for (;;) {
+        int64_t left = deadline - dpp_now_ms();
+        rc = attach(c, o->master, left > 0 ? (int)left : 1, &master_ss, &r);
+        if (rc != -ECONNREFUSED && rc != DPP_ECLOSED && rc != -ECONNRESET)
+            break;
+        if (dpp_now_ms() + (int64_t)backoff_ms >= deadline)
+            break;
+        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        backoff_ms = backoff_ms >= 500 ? 1000 : backoff_ms * 2;
+    }
     if (rc)
         goto fail;
     if (o->world_size && o->world_size != r->consumers) {
