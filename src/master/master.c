@@ -137,6 +137,8 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
     l->byte_end = sp->byte_end;
     l->record_start = sp->record_start;
     l->record_count = sp->record_count;
+    l->record_skip = sp->record_skip;
+    l->record_take = sp->record_count;
     DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64,
               s->id, s->epoch, i, p->worker_id, l->lease_id);
 }
@@ -659,9 +661,7 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.rank_splits_per_epoch =
         s->state == SESSION_INDEXING ? 0 : (uint32_t)dpp_session_rank_splits(s, req->rank);
     r.keep_remainder = s->spec.remainder_keep;
-    for (size_t i = 0; i < s->nsplits; i++)
-        if (dpp_session_rank_of(s, i) == req->rank)
-            r.rank_records += s->splits[i].record_count;
+    r.rank_records = dpp_session_rank_records(s, req->rank);
     r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;
     r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));

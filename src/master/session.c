@@ -60,30 +60,78 @@ void dpp_session_free(dpp_session_t *s)
     free(s);
 }
 
-/* Lays out every file's record ranges as splits, in file order. */
+/* Records of rank r when `total` records are dealt to n ranks: with
+ * remainder "drop" every rank gets the same whole number of batches (fewer
+ * than n x batch_size records are left out); with "keep" the records are
+ * spread as evenly as they go. */
+static uint64_t rank_quota(const dpp_session_t *s, uint64_t total, unsigned r)
+{
+    unsigned n = s->spec.consumers;
+    if (s->spec.remainder_keep)
+        return total / n + (r < total % n ? 1 : 0);
+    uint64_t bs = s->spec.batch_size;
+    return total / n / bs * bs;
+}
+
+uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < s->nsplits; i++)
+        if (s->splits[i].rank == rank)
+            n += s->splits[i].record_count;
+    return n;
+}
+
+/* Deals the files' index ranges to the ranks in file order: rank 0 takes
+ * records until its quota is met, then rank 1, and so on; a range that
+ * straddles two quotas becomes two splits (windows of it). Every rank thus
+ * gets the same number of batches, whichever files hold how many records. */
 static void plan_splits(dpp_session_t *s)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->nfiles; i++)
-        n += s->files[i].nbounds ? s->files[i].nbounds - 1 : 0;
-    s->splits = dpp_xcalloc(n ? n : 1, sizeof *s->splits);
-    s->nsplits = n;
-    size_t k = 0;
+    uint64_t total = 0;
+    size_t ranges = 0;
     for (size_t i = 0; i < s->nfiles; i++) {
+        total += s->files[i].records;
+        ranges += s->files[i].nbounds ? s->files[i].nbounds - 1 : 0;
+    }
+    unsigned nr = s->spec.consumers;
+    /* at most one extra split per rank boundary */
+    s->splits = dpp_xcalloc(ranges + nr + 1, sizeof *s->splits);
+    size_t k = 0;
+    unsigned rank = 0;
+    uint64_t left = rank_quota(s, total, 0);
+    for (size_t i = 0; i < s->nfiles && rank < nr; i++) {
         const dpp_file_t *f = &s->files[i];
-        for (size_t b = 0; b + 1 < f->nbounds; b++, k++) {
-            dpp_split_t *sp = &s->splits[k];
-            sp->file = (uint32_t)i;
-            sp->record_start = (uint64_t)b * s->spec.split_rows;
-            uint64_t end = sp->record_start + s->spec.split_rows;
-            sp->record_count = (end < f->records ? end : f->records) - sp->record_start;
-            sp->byte_start = f->bounds[b];
-            sp->byte_end = f->bounds[b + 1];
+        for (size_t b = 0; b + 1 < f->nbounds && rank < nr; b++) {
+            uint64_t start = (uint64_t)b * s->spec.split_rows;
+            uint64_t end = start + s->spec.split_rows;
+            uint64_t count = (end < f->records ? end : f->records) - start;
+            uint64_t skip = 0;
+            while (skip < count && rank < nr) {
+                if (left == 0) {
+                    if (++rank == nr)
+                        break;
+                    left = rank_quota(s, total, rank);
+                    continue;
+                }
+                uint64_t take = count - skip < left ? count - skip : left;
+                dpp_split_t *sp = &s->splits[k++];
+                sp->file = (uint32_t)i;
+                sp->rank = rank;
+                sp->record_start = start;
+                sp->record_skip = skip;
+                sp->record_count = take;
+                sp->byte_start = f->bounds[b];
+                sp->byte_end = f->bounds[b + 1];
+                skip += take;
+                left -= take;
+            }
         }
     }
+    s->nsplits = k;
     memset(s->counts, 0, sizeof s->counts);
-    s->counts[SPLIT_PENDING] = n;
-    s->state = n ? SESSION_RUNNING : SESSION_DONE;
+    s->counts[SPLIT_PENDING] = k;
+    s->state = k ? SESSION_RUNNING : SESSION_DONE;
 }
 
 int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records,
@@ -115,8 +163,10 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
 
 size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank)
 {
-    size_t n = s->nsplits / s->spec.consumers;
-    return n + (rank < s->nsplits % s->spec.consumers ? 1 : 0);
+    size_t n = 0;
+    for (size_t i = 0; i < s->nsplits; i++)
+        n += s->splits[i].rank == rank;
+    return n;
 }
 
 int dpp_session_consumed(dpp_session_t *s, size_t i)

@@ -45,13 +45,18 @@ typedef struct dpp_file {
     dpp_lease_ref_t index_lease;
 } dpp_file_t;
 
+/* A split: a window of records of one file, for one rank. The byte range is
+ * the index's (whole records from a split_rows boundary); the worker passes
+ * over record_skip records of it and produces record_count. */
 typedef struct dpp_split {
     split_state_t state;
     dpp_lease_ref_t lease;
     uint64_t prev_lease_id; /* last epoch's lease: its SPLIT_DONE may come late */
     uint64_t rows; /* as produced */
     uint32_t file;
-    uint64_t record_start, record_count;
+    unsigned rank;
+    uint64_t record_start; /* index in the file of the byte range's first record */
+    uint64_t record_skip, record_count;
     uint64_t byte_start, byte_end;
 } dpp_split_t;
 
@@ -97,8 +102,11 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st);
 /* The rank that consumes split i. */
 static inline unsigned dpp_session_rank_of(const dpp_session_t *s, size_t i)
 {
-    return (unsigned)(i % s->spec.consumers);
+    return s->splits[i].rank;
 }
+
+/* Records rank `rank` gets per epoch (0 while indexing). */
+uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank);
 
 /* Splits of one epoch that go to `rank` (0 while indexing). */
 size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank);

@@ -467,16 +467,28 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     }
     uint64_t path_hash = dpp_path_hash(t->rel_path);
     uint64_t record_index = t->record_start;
+    /* The split may be a window of the byte range (ranks are balanced by
+     * cutting ranges): records before it are passed over undecoded, and
+     * reading stops after it. */
+    uint64_t first = t->record_start + t->record_skip;
+    uint64_t stop = t->record_take ? first + t->record_take : UINT64_MAX;
     for (;; record_index++) {
         const uint8_t *rec;
         size_t len;
         uint64_t off = 0;
+        if (record_index >= stop)
+            break;
         uint64_t t0 = times ? dpp_now_ns() : 0;
         rc = dpp_reader_next(reader, &rec, &len, &off);
         if (times)
             times->read_ns += dpp_now_ns() - t0;
         if (rc == 0)
             break;
+        if (record_index < first) {
+            if (rc < 0 && dpp_reader_stuck(reader))
+                break; /* the window's own reading would fail the same way */
+            continue;
+        }
         if (rc == 1) {
             if (cfg->stop_after == DPP_STAGE_READ) {
                 res->filtered++;

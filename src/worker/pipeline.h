@@ -32,6 +32,7 @@ typedef struct dpp_task {
     unsigned generation; /* the pipeline's generation when leased (fencing) */
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
+    uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
     uint32_t split_rows;                 /* INDEX */
 } dpp_task_t;
 

@@ -337,6 +337,8 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->byte_end = l->byte_end;
         t->record_start = l->record_start;
         t->record_count = l->record_count;
+        t->record_skip = l->record_skip;
+        t->record_take = l->record_take;
         t->split_rows = l->split_rows;
         t->generation = dpp_pipeline_generation(&w->pipe);
         DPP_DEBUG("lease_taken kind=%s session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",

@@ -844,23 +844,15 @@ static int add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *
     return 1;
 }
 
-/* Where the splits stand while files are walked in order: split k (counted
- * over every file) belongs to rank k % consumers, and the rows it delivers
- * counts toward the rank's rows (batches are counted per epoch). */
+/* Which records belong to the rank, as the master deals them: the records
+ * of all files in order (index order: every framed record up to a broken
+ * frame counts, corrupt payloads included) are cut into one contiguous run
+ * per rank, rank r getting total / consumers records plus one for the first
+ * total % consumers ranks (remainder "keep", the only one refsum checks). */
 typedef struct split_walk {
-    int64_t rank;
-    int64_t next_split;   /* global index of the current file's first split */
-    int64_t current;      /* global index of the split being filled, -1 none */
-    int64_t current_rows; /* rows it delivered so far */
+    uint64_t lo, hi; /* the rank's global record indexes [lo, hi) */
+    uint64_t base;   /* global index of the current file's first record */
 } split_walk_t;
-
-static void split_flush(const ref_spec_t *s, split_walk_t *w, totals_t *t)
-{
-    (void)s;
-    (void)t;
-    w->current = -1;
-    w->current_rows = 0;
-}
 
 /* Walks one file's framing, verifying both CRCs, and adds the records of the
  * splits of this rank. A file of N records has ceil(N / split_rows) splits;
@@ -912,13 +904,9 @@ static void scan_file(const char *path, const char *rel_path, const ref_spec_t *
             break;
         }
         off += 16 + len;
-        int64_t split = w->next_split + (int64_t)(record_index / (uint64_t)s->split_rows);
-        if (split % s->consumers != w->rank)
-            continue; /* another rank's split: only counted */
-        if (split != w->current) {
-            split_flush(s, w, t);
-            w->current = split;
-        }
+        uint64_t g = w->base + record_index;
+        if (g < w->lo || g >= w->hi)
+            continue; /* another rank's record: only counted */
         if (crc_mask(crc32c_bitwise(payload, (size_t)len)) != le32(crcbuf)) {
             if (!skip_corrupt)
                 die("%s: corrupted record (payload CRC)", where);
@@ -929,16 +917,39 @@ static void scan_file(const char *path, const char *rel_path, const ref_spec_t *
         Tfex__Example *ex = tfex__example__unpack(NULL, (size_t)len, payload);
         if (!ex)
             die("%s: not a tf.Example", where);
-        w->current_rows += add_record(s, ex, where, rel_path, record_index, t, x);
+        add_record(s, ex, where, rel_path, record_index, t, x);
         tfex__example__free_unpacked(ex, NULL);
     }
     if (ferror(f))
         die("%s: read error", path);
     fclose(f);
     free(payload);
-    split_flush(s, w, t);
-    w->next_split +=
-        (int64_t)((record_index + (uint64_t)s->split_rows - 1) / (uint64_t)s->split_rows);
+    w->base += record_index;
+}
+
+/* Records a file's index would list: whole frames up to a broken one. */
+static uint64_t count_records(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    uint8_t hdr[12];
+    uint64_t n = 0;
+    for (;;) {
+        if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr)
+            break;
+        uint64_t len = le64(hdr);
+        if (crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8) || len > MAX_RECORD ||
+            fseeko(f, (off_t)len, SEEK_CUR) != 0)
+            break;
+        /* a payload cut short shows as a missing CRC: fseeko past EOF succeeds */
+        uint8_t crc[4];
+        if (fread(crc, 1, 4, f) != 4)
+            break;
+        n++;
+    }
+    fclose(f);
+    return n;
 }
 
 static void print_num(FILE *out, double x)
@@ -1319,7 +1330,12 @@ static void walk_rank(const ref_spec_t *spec, const table_files_t *tf, long rank
     memset(t, 0, sizeof(*t));
     scratch_t scratch;
     scratch_init(&scratch, spec);
-    split_walk_t walk = {.rank = rank, .next_split = 0, .current = -1};
+    uint64_t total = 0;
+    for (size_t i = 0; i < tf->paths.n; i++)
+        total += count_records(tf->paths.v[i]);
+    uint64_t n = (uint64_t)spec->consumers, r = (uint64_t)rank;
+    uint64_t lo = r * (total / n) + (r < total % n ? r : total % n);
+    split_walk_t walk = {.lo = lo, .hi = lo + total / n + (r < total % n ? 1 : 0)};
     for (size_t i = 0; i < tf->paths.n; i++)
         scan_file(tf->paths.v[i], tf->rel[i], spec, t, skip_corrupt, &walk, &scratch);
     scratch_free(&scratch, spec);

@@ -14,17 +14,17 @@
 #include "common/alloc.h"
 #include "master/session.h"
 
-static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
-                           unsigned split_rows)
+static dpp_session_t *make_r(size_t nfiles, unsigned epochs, unsigned consumers,
+                             unsigned split_rows, const char *remainder)
 {
     dpp_spec_t spec;
     char err[DPP_SPEC_ERRLEN];
     char json[512];
     snprintf(json, sizeof json,
              "{\"table\":\"t\",\"batch_size\":4,\"epochs\":%u,\"consumers\":%u,"
-             "\"split_rows\":%u,"
+             "\"split_rows\":%u,\"remainder\":\"%s\","
              "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"label\":{\"name\":\"label\"}}",
-             epochs, consumers, split_rows);
+             epochs, consumers, split_rows, remainder);
     assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
     char **files = dpp_xcalloc(nfiles, sizeof *files);
     for (size_t i = 0; i < nfiles; i++) {
@@ -37,6 +37,12 @@ static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
     assert_int_equal(s->state, SESSION_INDEXING);
     assert_string_equal(s->files[0].rel_path, "ds=1/part-00000");
     return s;
+}
+
+static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
+                           unsigned split_rows)
+{
+    return make_r(nfiles, epochs, consumers, split_rows, "keep");
 }
 
 /* Indexes every file as one split of `records` records of 100 bytes. */
@@ -83,6 +89,7 @@ static void test_planning(void **state)
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(s->splits[i].file, want[i].file);
         assert_int_equal(s->splits[i].record_start, want[i].rec_start);
+        assert_int_equal(s->splits[i].record_skip, 0);
         assert_int_equal(s->splits[i].record_count, want[i].rec_count);
         assert_int_equal(s->splits[i].byte_start, want[i].byte_start);
         assert_int_equal(s->splits[i].byte_end, want[i].byte_end);
@@ -101,21 +108,61 @@ static void test_all_empty_is_done(void **state)
     dpp_session_free(s);
 }
 
+/* Records are dealt to ranks in file order, cutting index ranges into
+ * windows where a rank's share ends: every rank gets the same number of
+ * batches ("drop"), or the records as evenly as they go ("keep"). */
+static void check_windows(const dpp_session_t *s, unsigned consumers)
+{
+    /* windows of one file never overlap and stay inside their range */
+    for (size_t i = 0; i < s->nsplits; i++) {
+        const dpp_split_t *sp = &s->splits[i];
+        assert_true(sp->record_count > 0);
+        assert_true(sp->record_skip + sp->record_count <= 10);
+        assert_true(sp->rank < consumers);
+        if (i > 0 && s->splits[i - 1].file == sp->file &&
+            s->splits[i - 1].record_start == sp->record_start)
+            assert_int_equal(s->splits[i - 1].record_skip + s->splits[i - 1].record_count,
+                             sp->record_skip);
+        if (i > 0)
+            assert_true(s->splits[i - 1].rank <= sp->rank); /* contiguous per rank */
+    }
+}
+
 static void test_ranks(void **state)
 {
     (void)state;
-    dpp_session_t *s = make(7, 1, 3, 100);
+    /* 7 files x 10 records = 70, 3 ranks, batch 4 */
+    dpp_session_t *s = make_r(7, 1, 3, 100, "drop");
     index_all(s, 10);
-    /* 7 splits over 3 ranks: 0,3,6 / 1,4 / 2,5 */
-    assert_int_equal(dpp_session_rank_splits(s, 0), 3);
-    assert_int_equal(dpp_session_rank_splits(s, 1), 2);
-    assert_int_equal(dpp_session_rank_splits(s, 2), 2);
+    check_windows(s, 3);
+    /* drop: 70 / 3 = 23 -> 20 records (5 batches) each; 10 dropped (< 3 x 4) */
+    for (unsigned r = 0; r < 3; r++)
+        assert_int_equal(dpp_session_rank_records(s, r), 20);
     size_t per_rank[3] = {0};
-    for (size_t i = 0; i < 7; i++)
+    for (size_t i = 0; i < s->nsplits; i++)
         per_rank[dpp_session_rank_of(s, i)]++;
-    assert_int_equal(per_rank[0], 3);
-    assert_int_equal(per_rank[1], 2);
-    assert_int_equal(per_rank[2], 2);
+    assert_int_equal(per_rank[0] + per_rank[1] + per_rank[2], s->nsplits);
+    assert_int_equal(per_rank[0], dpp_session_rank_splits(s, 0));
+    /* rank 0: files 0, 1 whole; rank 1 starts at file 2 */
+    assert_int_equal(s->splits[0].rank, 0);
+    assert_int_equal(s->splits[2].rank, 1);
+    assert_int_equal(s->splits[2].file, 2);
+    dpp_session_free(s);
+
+    /* keep: 70 = 24 + 23 + 23, the boundary cuts a file's range */
+    s = make_r(7, 1, 3, 100, "keep");
+    index_all(s, 10);
+    check_windows(s, 3);
+    assert_int_equal(dpp_session_rank_records(s, 0), 24);
+    assert_int_equal(dpp_session_rank_records(s, 1), 23);
+    assert_int_equal(dpp_session_rank_records(s, 2), 23);
+    /* file 2 is split: 4 records for rank 0, 6 for rank 1 */
+    assert_int_equal(s->splits[2].file, 2);
+    assert_int_equal(s->splits[2].record_count, 4);
+    assert_int_equal(s->splits[3].file, 2);
+    assert_int_equal(s->splits[3].record_skip, 4);
+    assert_int_equal(s->splits[3].record_count, 6);
+    assert_int_equal(s->splits[3].rank, 1);
     dpp_session_free(s);
 }
 
