@@ -137,8 +137,11 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
     run_t r = {0};
     uint64_t t0 = dpp_now_ns();
     for (size_t i = 0; i < t->n; i++) {
-        dpp_task_t task = {.kind = DPP_TASK_SPLIT, .path = t->paths[i], .rel_path = t->rels[i],
-                           .spec_json = (char *)spec, .byte_end = UINT64_MAX};
+        dpp_task_t task = {.kind = DPP_TASK_SPLIT,
+                           .path = t->paths[i],
+                           .rel_path = t->rels[i],
+                           .spec_json = (char *)spec,
+                           .byte_end = UINT64_MAX};
         dpp_split_result_t res;
         if (dpp_pipeline_run_split(&cfg, reader, z, 0, &task, emit, &sink, &res, NULL) != 0) {
             fprintf(stderr, "bench_pipeline: %s\n", res.message);
@@ -245,7 +248,8 @@ int main(int argc, char **argv)
         crc = s_read;
 
     double mb = (double)t.bytes / 1e6;
-    printf("bench_pipeline: %" PRIu64 " rows, %zu files, %.1f MB, spec %s, 1 thread, median of %d\n",
+    printf("bench_pipeline: %" PRIu64
+           " rows, %zu files, %.1f MB, spec %s, 1 thread, median of %d\n",
            r_all.rows, t.n, mb, spec_path, ROUNDS);
     printf("without compression: %10.0f rows/s  %8.1f MB/s input  (%.3f s)\n",
            (double)r_all.rows / s_all, mb / s_all, s_all);
@@ -258,12 +262,9 @@ int main(int argc, char **argv)
         const char *name;
         double secs;
     } stages[] = {
-        {"read", s_read - crc},
-        {"crc", crc},
-        {"decode", s_decode - s_read},
-        {"transform", s_transform - s_decode},
-        {"encode", s_all - s_transform},
-        {"compress", s_zstd - s_all},
+        {"read", s_read - crc},          {"crc", crc},
+        {"decode", s_decode - s_read},   {"transform", s_transform - s_decode},
+        {"encode", s_all - s_transform}, {"compress", s_zstd - s_all},
     };
     for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
         printf("  %-10s %6.1f%%  %.3f s\n", stages[i].name, 100.0 * stages[i].secs / s_zstd,

@@ -59,8 +59,8 @@ void dpp_client_options_init(dpp_client_options_t *o);
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o);
 
 /* Shorthand for dpp_client_open_opts() with defaults and the given values. */
-int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session,
-                    unsigned rank, int timeout_ms);
+int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session, unsigned rank,
+                    int timeout_ms);
 
 /* Waits up to timeout_ms (< 0: forever) for the next batch of this rank.
  * Returns DPP_BATCH with *out set (release it with dpp_batch_release()),
@@ -109,14 +109,14 @@ int dpp_client_sparse_weighted(const dpp_client_t *c, unsigned i);
 /* Counters since open; read them from the consumer thread. */
 typedef struct dpp_client_stats {
     uint64_t batches, rows;
-    uint64_t wait_ns;             /* time spent inside next() waiting for data */
-    uint64_t wait_hist[16];       /* next() waits: bucket i counts waits < 2^i * 10 us
-                                   * (i = 15: every longer wait) */
-    uint64_t bytes_wire;          /* block bytes received, as sent (compressed or not) */
-    uint64_t bytes_raw;           /* the same blocks decompressed */
+    uint64_t wait_ns;                  /* time spent inside next() waiting for data */
+    uint64_t wait_hist[16];            /* next() waits: bucket i counts waits < 2^i * 10 us
+                                        * (i = 15: every longer wait) */
+    uint64_t bytes_wire;               /* block bytes received, as sent (compressed or not) */
+    uint64_t bytes_raw;                /* the same blocks decompressed */
     uint64_t blocks, blocks_duplicate; /* duplicates: re-sent by a re-leased split */
-    uint64_t reconnects;          /* worker and master connections made again */
-    uint64_t batches_zero_copy;   /* batches handed out as received, without a copy */
+    uint64_t reconnects;               /* worker and master connections made again */
+    uint64_t batches_zero_copy;        /* batches handed out as received, without a copy */
 } dpp_client_stats_t;
 
 void dpp_client_get_stats(const dpp_client_t *c, dpp_client_stats_t *out);

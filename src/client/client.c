@@ -297,8 +297,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
 {
     *out = NULL;
     if (o == NULL || o->master == NULL || o->session == NULL || o->session[0] == '\0' ||
-        o->master[0] == '\0' || o->prefetch == 0 ||
-        o->prefetch > 1024 || o->memory_budget == 0)
+        o->master[0] == '\0' || o->prefetch == 0 || o->prefetch > 1024 || o->memory_budget == 0)
         return DPP_EINVAL;
     if (strlen(o->session) >= 24)
         return DPP_ENOSESSION;
@@ -369,8 +368,8 @@ fail:
     return rc;
 }
 
-int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session,
-                    unsigned rank, int timeout_ms)
+int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session, unsigned rank,
+                    int timeout_ms)
 {
     dpp_client_options_t o;
     dpp_client_options_init(&o);
@@ -560,8 +559,8 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     return 0;
 }
 
-static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t cap,
-                              size_t rows, uint64_t link_id)
+static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t cap, size_t rows,
+                              uint64_t link_id)
 {
     dpp_batch_t *batch = calloc(1, sizeof *batch);
     if (batch == NULL)
@@ -625,8 +624,8 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     size_t want = c->batch_size - c->assembly.rows;
     size_t take = cur->rows - cur->row_off < want ? cur->rows - cur->row_off : want;
     size_t before = dpp_block_builder_size(&c->assembly);
-    int rc = dpp_block_builder_append_block(&c->assembly, cur->raw, cur->row_off,
-                                            cur->row_off + take);
+    int rc =
+        dpp_block_builder_append_block(&c->assembly, cur->raw, cur->row_off, cur->row_off + take);
     if (rc)
         return rc;
     size_t grown = dpp_block_builder_size(&c->assembly) - before;

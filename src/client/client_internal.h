@@ -65,8 +65,8 @@ typedef struct dpp_core {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* ready blocks or an error arrived */
     int refs;
-    int closed;          /* the I/O thread is gone; don't wake it */
-    uv_async_t *wake;    /* I/O thread's; valid while !closed */
+    int closed;       /* the I/O thread is gone; don't wake it */
+    uv_async_t *wake; /* I/O thread's; valid while !closed */
     /* schema, immutable after open */
     unsigned ndense, nsparse;
     char **dense_names, **sparse_names;
@@ -77,13 +77,13 @@ typedef struct dpp_core {
     int keep_remainder;
     unsigned prefetch;
     size_t budget;
-    int64_t rank_splits;     /* per epoch; -1 until the master has planned */
-    int64_t rank_records;    /* per epoch when rank_records_exact; -1 unknown */
+    int64_t rank_splits;  /* per epoch; -1 until the master has planned */
+    int64_t rank_records; /* per epoch when rank_records_exact; -1 unknown */
     /* memory: bytes of received blocks, blocks being consumed, the batch
      * being assembled and batches the trainer holds */
     size_t held_bytes;
-    size_t trainer_bytes;    /* of those, in batches the trainer holds */
-    size_t max_block;        /* largest block seen on the wire, for credit decisions */
+    size_t trainer_bytes; /* of those, in batches the trainer holds */
+    size_t max_block;     /* largest block seen on the wire, for credit decisions */
     /* released buffers kept for reuse; their bytes count against the budget */
     pool_buf_t pool[DPP_CLIENT_POOL_SLOTS];
     size_t npool, pool_bytes;
@@ -119,7 +119,7 @@ struct dpp_client {
     char session[24];
     unsigned rank;
     unsigned epochs, batch_size;
-    unsigned epoch;       /* current epoch of the consumer */
+    unsigned epoch; /* current epoch of the consumer */
     int session_ended;
     int epoch_end_pending; /* a kept remainder went out: EPOCH_END comes next */
     cur_block_t cur;
@@ -172,8 +172,8 @@ void dpp__pool_put(dpp_core_t *core, void *p, size_t cap);
 void dpp__core_unhold(dpp_core_t *core, size_t bytes);
 
 /* Starts the I/O thread for a client whose session info is filled in. */
-int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master,
-                  char *const *workers, size_t nworkers);
+int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *const *workers,
+                  size_t nworkers);
 /* Stops and joins the I/O thread, frees it. */
 void dpp__io_stop(dpp_client_io_t *io);
 

@@ -23,9 +23,9 @@ typedef struct wlink {
     dpp_client_io_t *io;
     uint64_t id;
     char addr[64];
-    int ready;           /* subscribed */
-    uint32_t inflight;   /* credits granted and not yet used by a block */
-    uint32_t owed;       /* credits earned back, held while memory is short */
+    int ready;         /* subscribed */
+    uint32_t inflight; /* credits granted and not yet used by a block */
+    uint32_t owed;     /* credits earned back, held while memory is short */
     struct wlink *prev, *next;
 } wlink_t;
 
@@ -91,8 +91,7 @@ static void grant_credits(dpp_client_io_t *io)
         inflight += l->inflight;
     for (wlink_t *l = io->links; l; l = l->next) {
         uint32_t n = 0;
-        while (n < l->owed &&
-               core->held_bytes + (inflight + 1) * core->max_block <= core->budget) {
+        while (n < l->owed && core->held_bytes + (inflight + 1) * core->max_block <= core->budget) {
             n++;
             inflight++;
         }

@@ -294,9 +294,8 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     int32_t *lengths = (int32_t *)put_col(buf, &col, &off, cells * sizeof(int32_t));
     int32_t *offsets = (int32_t *)put_col(buf, &col, &off, (cells + 1) * sizeof(int32_t));
     int64_t *values = (int64_t *)put_col(buf, &col, &off, nv * sizeof(int64_t));
-    float *weights = builder_weighted(b)
-                         ? (float *)put_col(buf, &col, &off, nv * sizeof(float))
-                         : NULL;
+    float *weights =
+        builder_weighted(b) ? (float *)put_col(buf, &col, &off, nv * sizeof(float)) : NULL;
     size_t at = 0;
     offsets[0] = 0;
     for (unsigned k = 0; k < b->nsparse; k++) {

@@ -18,8 +18,8 @@
  * whoever holds the shape. */
 typedef struct dpp_block_shape {
     unsigned ndense, nsparse;
-    const unsigned *dims;     /* [ndense], values per row */
-    const uint8_t *weighted;  /* [nsparse], 1: the feature has a weights column; NULL: none */
+    const unsigned *dims;    /* [ndense], values per row */
+    const uint8_t *weighted; /* [nsparse], 1: the feature has a weights column; NULL: none */
 } dpp_block_shape_t;
 
 /* Accumulates rows. Column arrays grow as rows are appended and are reused
@@ -30,11 +30,11 @@ typedef struct dpp_block_builder {
     uint8_t *weighted;    /* per sparse feature */
     unsigned dense_width; /* sum of dims */
     size_t rows, cap_rows;
-    float *labels;        /* [cap_rows] */
-    float *dense;         /* [cap_rows * dense_width], row-major over all dense values */
-    int32_t *lengths;     /* [nsparse][cap_rows] */
-    int64_t **values;     /* per sparse feature */
-    float **weights;      /* per weighted sparse feature, parallel to values */
+    float *labels;    /* [cap_rows] */
+    float *dense;     /* [cap_rows * dense_width], row-major over all dense values */
+    int32_t *lengths; /* [nsparse][cap_rows] */
+    int64_t **values; /* per sparse feature */
+    float **weights;  /* per weighted sparse feature, parallel to values */
     size_t *nvalues, *cap_values;
 } dpp_block_builder_t;
 

@@ -32,8 +32,8 @@ struct dpp_conn {
     dpp_frame_limits_t limits;
     uint8_t *rbuf;
     size_t rlen, rcap;
-    size_t queued;  /* bytes handed to uv_write and not yet written */
-    int error;      /* why the connection closed; 0 when its owner closed it */
+    size_t queued; /* bytes handed to uv_write and not yet written */
+    int error;     /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;
     dpp_conn_frame_cb on_frame;

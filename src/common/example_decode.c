@@ -281,8 +281,8 @@ static int skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
 static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *ref, int *has_list)
 {
     /* Fast path: the Feature is exactly one list that ends it. */
-    if (!*has_list && end - p >= 2 && (p[0] == TAG(1, WT_LEN) || p[0] == TAG(2, WT_LEN) ||
-                                       p[0] == TAG(3, WT_LEN))) {
+    if (!*has_list && end - p >= 2 &&
+        (p[0] == TAG(1, WT_LEN) || p[0] == TAG(2, WT_LEN) || p[0] == TAG(3, WT_LEN))) {
         const uint8_t *q = p + 1;
         uint64_t len;
         if (read_varint(&q, end, &len) == 0 && len == (uint64_t)(end - q)) {

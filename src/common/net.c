@@ -212,8 +212,8 @@ int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int
         return -errno;
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    socklen_t slen = ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                              : sizeof(struct sockaddr_in6);
+    socklen_t slen =
+        ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     if (connect(c->fd, (struct sockaddr *)&ss, slen) != 0) {
         if (errno != EINPROGRESS) {
             rc = -errno;

@@ -224,7 +224,6 @@ static const char *get_string(parser_t *p, const jpath_t *path, json_t *obj, con
     return *rc ? NULL : json_string_value(v);
 }
 
-
 /* Registers a feature name; a second use of the same name is an error. */
 static int add_name(parser_t *p, const jpath_t *path, const char *name)
 {
@@ -663,8 +662,8 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
     s->compression_level = (int)x;
     choice = 0;
-    rc = get_choice(p, NULL, root, "remainder", 0, remainder_names, "\"drop\" or \"keep\"",
-                    &choice);
+    rc =
+        get_choice(p, NULL, root, "remainder", 0, remainder_names, "\"drop\" or \"keep\"", &choice);
     if (rc)
         return rc;
     s->remainder_keep = choice;

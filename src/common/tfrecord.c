@@ -10,7 +10,6 @@
 
 #define HEADER_LEN 12 /* u64 length + masked CRC of it */
 
-
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)

@@ -12,7 +12,7 @@
 #define DPP_TFRECORD_OVERHEAD 16 /* 8 length + 4 length CRC + 4 payload CRC */
 
 typedef struct dpp_tfrecord_iter {
-    const uint8_t *buf;  /* not owned; must outlive the iterator */
+    const uint8_t *buf; /* not owned; must outlive the iterator */
     size_t len;
     size_t off;          /* offset of the next record in buf */
     uint64_t base;       /* file offset of buf[0], for error messages */
@@ -21,8 +21,8 @@ typedef struct dpp_tfrecord_iter {
 } dpp_tfrecord_iter_t;
 
 /* Sets up an iterator over buf[0..len), which starts at file offset base. */
-void dpp_tfrecord_iter_init(dpp_tfrecord_iter_t *it, const uint8_t *buf, size_t len,
-                            uint64_t base, uint64_t max_record);
+void dpp_tfrecord_iter_init(dpp_tfrecord_iter_t *it, const uint8_t *buf, size_t len, uint64_t base,
+                            uint64_t max_record);
 
 /* Reads the next record. Returns 1 with *payload and *payload_len pointing into
  * the buffer (valid as long as the buffer), 0 at a clean end (no bytes left at

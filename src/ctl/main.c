@@ -100,8 +100,8 @@ static int cmd_validate(const char *path)
 }
 
 /* One request/reply with the master; an Error reply is printed and fails. */
-static int call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req,
-                       uint16_t want, ProtobufCMessage **reply)
+static int call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
+                       ProtobufCMessage **reply)
 {
     dpp_sync_conn_t conn;
     int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms);
@@ -162,23 +162,22 @@ static int cmd_status(const ctl_t *ctl, const char *session)
             json_t *o = json_pack(
                 "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
                 "s:I, s:I, s:i, s:s}",
-                "session", s->session_id, "state", s->state, "table", s->table, "epochs",
-                s->epochs, "epoch", s->current_epoch, "consumers", s->consumers, "files",
-                s->files, "files_indexed", s->files_indexed, "splits_per_epoch",
-                s->splits_per_epoch, "splits_pending", s->splits_pending, "splits_leased",
-                s->splits_leased, "splits_produced", s->splits_produced, "splits_consumed",
-                s->splits_consumed, "rows_produced", (json_int_t)s->rows_produced,
-                "rows_filtered", (json_int_t)s->rows_filtered, "records_rejected",
-                (json_int_t)s->records_rejected, "workers", s->workers, "error", s->error);
+                "session", s->session_id, "state", s->state, "table", s->table, "epochs", s->epochs,
+                "epoch", s->current_epoch, "consumers", s->consumers, "files", s->files,
+                "files_indexed", s->files_indexed, "splits_per_epoch", s->splits_per_epoch,
+                "splits_pending", s->splits_pending, "splits_leased", s->splits_leased,
+                "splits_produced", s->splits_produced, "splits_consumed", s->splits_consumed,
+                "rows_produced", (json_int_t)s->rows_produced, "rows_filtered",
+                (json_int_t)s->rows_filtered, "records_rejected", (json_int_t)s->records_rejected,
+                "workers", s->workers, "error", s->error);
             const Dpp__Rejects *rj = s->rejects;
             if (o && rj)
                 json_object_set_new(
                     o, "rejects",
-                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt",
-                              (json_int_t)rj->corrupt, "truncated", (json_int_t)rj->truncated,
-                              "too_big", (json_int_t)rj->too_big, "example",
-                              (json_int_t)rj->example, "missing", (json_int_t)rj->missing,
-                              "type", (json_int_t)rj->type));
+                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt", (json_int_t)rj->corrupt,
+                              "truncated", (json_int_t)rj->truncated, "too_big",
+                              (json_int_t)rj->too_big, "example", (json_int_t)rj->example,
+                              "missing", (json_int_t)rj->missing, "type", (json_int_t)rj->type));
             json_array_append_new(arr, o);
             continue;
         }
@@ -278,8 +277,8 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
                ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
                "%s,\"rows_per_s\":%.1f}\n",
                epoch, e->rows, e->batches, json_double(e->label_sum, lsum, sizeof lsum),
-               json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum,
-               (int64_t)e->ids_sum, (int64_t)e->ids_wsum, weights, rate);
+               json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum, (int64_t)e->ids_sum,
+               (int64_t)e->ids_wsum, weights, rate);
     } else {
         printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
                "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",
@@ -380,12 +379,9 @@ static int cmd_index(const char *dir)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"master", required_argument, NULL, 'm'},
-        {"output", required_argument, NULL, 'o'},
-        {"rank", required_argument, NULL, 'r'},
-        {"timeout-s", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
+        {"master", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
+        {"rank", required_argument, NULL, 'r'},   {"timeout-s", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0},
     };
     const char *env = getenv("DPP_MASTER");
     ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000};

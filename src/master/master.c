@@ -139,8 +139,8 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
     l->record_count = sp->record_count;
     l->record_skip = sp->record_skip;
     l->record_take = sp->record_count;
-    DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64,
-              s->id, s->epoch, i, p->worker_id, l->lease_id);
+    DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,
+              s->epoch, i, p->worker_id, l->lease_id);
 }
 
 /* Answers every waiting LeaseRequest that pending work can serve: index
@@ -488,8 +488,8 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     p->worker_id = ++m->next_worker_id;
     snprintf(p->data_addr, sizeof p->data_addr, "%s", req->data_addr);
     p->last_seen_ms = dpp_now_ms();
-    DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u",
-             p->worker_id, p->conn.peer, p->data_addr, req->threads);
+    DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u", p->worker_id,
+             p->conn.peer, p->data_addr, req->threads);
     Dpp__RegisterReply reply = DPP__REGISTER_REPLY__INIT;
     reply.worker_id = p->worker_id;
     reply.heartbeat_ms = m->heartbeat_ms;
@@ -500,8 +500,7 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
 /* The split a lease id names: its current lease, or (*late = 1) the lease
  * of the epoch before, whose split its client consumed before the worker's
  * SPLIT_DONE arrived. */
-static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split,
-                                       int *late)
+static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split, int *late)
 {
     for (size_t si = 0; si < m->nsessions; si++) {
         dpp_session_t *s = m->sessions[si];
@@ -531,8 +530,7 @@ static dpp_session_t *find_index_lease(dpp_master_t *m, uint64_t lease_id, size_
     return NULL;
 }
 
-static void fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
-                         const char *message)
+static void fail_session(dpp_master_t *m, dpp_session_t *s, const char *what, const char *message)
 {
     char q[1100];
     DPP_ERROR("session_failed session=%s %s error=%s", s->id, what,
@@ -620,8 +618,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
     dpp_journal_rec_t rec = pack_rec(J_INDEXED, &ji.base);
     if (journal_put(m, &rec, 1) != 0)
         return;
-    int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries,
-                                           msg->n_boundaries);
+    int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
     if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
         cache_put(m, f, s->spec.split_rows);
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
@@ -644,8 +641,8 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
         return;
     }
     if (req->rank >= s->spec.consumers) {
-        dpp_conn_send_error(&p->conn, DPP_ERANK, "rank %u: session %s has %u consumers",
-                            req->rank, s->id, s->spec.consumers);
+        dpp_conn_send_error(&p->conn, DPP_ERANK, "rank %u: session %s has %u consumers", req->rank,
+                            s->id, s->spec.consumers);
         return;
     }
     int64_t now = dpp_now_ms();
@@ -699,8 +696,7 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
     dpp_master_t *m = p->m;
     dpp_session_t *s = find_session(m, msg->session_id);
     if (s == NULL || s->state != SESSION_RUNNING || msg->epoch != s->epoch ||
-        msg->split_id >= s->nsplits ||
-        dpp_session_rank_of(s, msg->split_id) != msg->rank)
+        msg->split_id >= s->nsplits || dpp_session_rank_of(s, msg->split_id) != msg->rank)
         return; /* late or foreign acknowledgement: nothing to change */
     if (s->splits[msg->split_id].state == SPLIT_CONSUMED)
         return; /* a repeated acknowledgement */
@@ -894,8 +890,8 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
             char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
             for (size_t i = 0; i < js->n_files; i++)
                 files[i] = dpp_xstrdup(js->files[i]);
-            dpp_session_t *s = dpp_session_new(js->session_id, &spec,
-                                               dpp_xstrdup(js->table_path), files, js->n_files);
+            dpp_session_t *s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path),
+                                               files, js->n_files);
             m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
             m->sessions[m->nsessions++] = s;
         }
@@ -1019,8 +1015,8 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->lock_fd = -1;
     m->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
-    m->journal_compact_bytes = cfg->journal_compact_bytes ? cfg->journal_compact_bytes
-                                                          : (size_t)64 << 20;
+    m->journal_compact_bytes =
+        cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;
     m->state_dir = dpp_xstrdup(cfg->state_dir);
     m->roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->roots);
     for (size_t i = 0; i < cfg->nroots; i++) {
@@ -1052,8 +1048,8 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
                  report.torn_bytes, report.text);
     size_t running = 0;
     for (size_t i = 0; i < m->nsessions; i++)
-        running += m->sessions[i]->state == SESSION_RUNNING ||
-                   m->sessions[i]->state == SESSION_INDEXING;
+        running +=
+            m->sessions[i]->state == SESSION_RUNNING || m->sessions[i]->state == SESSION_INDEXING;
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
     struct sockaddr_storage ss;

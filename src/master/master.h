@@ -15,9 +15,9 @@ typedef struct dpp_master_config {
     const char *const *roots; /* data roots */
     size_t nroots;
     const char *state_dir;
-    const char *port_file; /* optional: bound address is written here */
-    unsigned heartbeat_ms; /* workers heartbeat this often */
-    unsigned worker_timeout_ms; /* silence after which a worker is dropped */
+    const char *port_file;        /* optional: bound address is written here */
+    unsigned heartbeat_ms;        /* workers heartbeat this often */
+    unsigned worker_timeout_ms;   /* silence after which a worker is dropped */
     size_t journal_compact_bytes; /* compact the journal past this size (0: 64 MiB) */
 } dpp_master_config_t;
 

@@ -134,8 +134,8 @@ static void plan_splits(dpp_session_t *s)
     s->state = k ? SESSION_RUNNING : SESSION_DONE;
 }
 
-int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records,
-                             const uint64_t *bounds, size_t n)
+int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
+                             size_t n)
 {
     dpp_file_t *f = &s->files[i];
     if (f->indexed || s->state != SESSION_INDEXING)

@@ -52,7 +52,7 @@ typedef struct dpp_split {
     split_state_t state;
     dpp_lease_ref_t lease;
     uint64_t prev_lease_id; /* last epoch's lease: its SPLIT_DONE may come late */
-    uint64_t rows; /* as produced */
+    uint64_t rows;          /* as produced */
     uint32_t file;
     unsigned rank;
     uint64_t record_start; /* index in the file of the byte range's first record */
@@ -93,8 +93,8 @@ void dpp_session_free(dpp_session_t *s);
 /* Records file i's index: `records` records, split boundaries bounds[0..n)
  * (copied). When that was the last file missing, plans the splits and the
  * session starts running. Returns 1 when splits became pending. */
-int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records,
-                             const uint64_t *bounds, size_t n);
+int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
+                             size_t n);
 
 /* Moves split i to state st, keeping counts. */
 void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st);

@@ -184,7 +184,6 @@ int main(int argc, char **argv)
     return rc;
 
 bad_value:
-    fprintf(stderr, "dpp-worker: bad value \"%s\" for --%s (see --help)\n", optarg,
-            opts[idx].name);
+    fprintf(stderr, "dpp-worker: bad value \"%s\" for --%s (see --help)\n", optarg, opts[idx].name);
     return 2;
 }

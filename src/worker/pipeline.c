@@ -112,9 +112,9 @@ static int plan_init(plan_t *p, const char *spec_json, char *err, size_t errlen)
         p->weighted[k] = s->sparse[k].weights != NULL;
     }
     for (unsigned f = 0; f < s->nfilters; f++)
-        p->filter_slot[f] =
-            s->filters[f].kind == DPP_FILTER_REQUIRE ? slot_of(names, &n, s->filters[f].feature)
-                                                     : -1;
+        p->filter_slot[f] = s->filters[f].kind == DPP_FILTER_REQUIRE
+                                ? slot_of(names, &n, s->filters[f].feature)
+                                : -1;
     p->nslots = n;
     p->shape.ndense = s->ndense;
     p->shape.nsparse = s->nsparse;
@@ -175,8 +175,8 @@ static void compress_block(split_ctx_t *x, dpp_out_block_t *b)
     uint8_t *z = malloc(bound);
     if (z == NULL)
         return; /* sent raw: compression is an optimisation */
-    size_t zn = ZSTD_compressCCtx(x->zctx, z, bound, b->data, b->len,
-                                  x->plan->spec.compression_level);
+    size_t zn =
+        ZSTD_compressCCtx(x->zctx, z, bound, b->data, b->len, x->plan->spec.compression_level);
     if (ZSTD_isError(zn) || zn >= b->len) {
         free(z);
         return;
@@ -365,8 +365,8 @@ static void count_reject(dpp_reject_counts_t *r, int err)
 
 static int is_record_error(int rc)
 {
-    return rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG ||
-           rc == DPP_EEXAMPLE || rc == DPP_EMISSING || rc == DPP_ETYPE;
+    return rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG || rc == DPP_EEXAMPLE ||
+           rc == DPP_EMISSING || rc == DPP_ETYPE;
 }
 
 /* The words TensorFlow users know for framing errors (record_reader.cc). */
@@ -451,8 +451,13 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "spec: %s", rc == -ENOMEM ? "out of memory" : err);
         return rc;
     }
-    split_ctx_t x = {.cfg = cfg, .task = t, .plan = &plan, .zctx = zctx, .emit = emit,
-                     .emit_arg = arg, .times = times};
+    split_ctx_t x = {.cfg = cfg,
+                     .task = t,
+                     .plan = &plan,
+                     .zctx = zctx,
+                     .emit = emit,
+                     .emit_arg = arg,
+                     .times = times};
     /* auto: compress unless the client is known to be on loopback */
     x.compress = plan.spec.compression == DPP_COMPRESSION_ZSTD ||
                  (plan.spec.compression == DPP_COMPRESSION_AUTO && client_loopback != 1);
@@ -511,13 +516,12 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         }
         count_reject(&res->rejects, rc);
         if (plan.spec.on_corrupt_fail) {
-            set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)",
-                      t->rel_path, reject_words(rc), off);
+            set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
+                      reject_words(rc), off);
             goto out;
         }
-        uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated +
-                             res->rejects.too_big + res->rejects.example + res->rejects.missing +
-                             res->rejects.type;
+        uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated + res->rejects.too_big +
+                             res->rejects.example + res->rejects.missing + res->rejects.type;
         if (nrejected <= MAX_LOGGED_REJECTS)
             DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
                      reject_words(rc));
@@ -661,8 +665,7 @@ static void *thread_main(void *arg)
     int rc = dpp_reader_new(&reader, &p->cfg.reader);
     ZSTD_CCtx *zctx = ZSTD_createCCtx();
     if (rc || zctx == NULL) {
-        DPP_ERROR("pipeline_thread_failed error=\"%s\"",
-                  rc ? dpp_strerror(rc) : "no zstd context");
+        DPP_ERROR("pipeline_thread_failed error=\"%s\"", rc ? dpp_strerror(rc) : "no zstd context");
         abort(); /* a daemon: abort with a location, as alloc.h does */
     }
     for (;;) {
@@ -687,8 +690,8 @@ static void *thread_main(void *arg)
         if (t->kind == DPP_TASK_INDEX) {
             dpp_pipeline_run_index(&p->cfg, t, res);
         } else {
-            dpp_pipeline_run_split(&p->cfg, reader, zctx, client_loopback(p, t), t, emit_block,
-                                   p, res, NULL);
+            dpp_pipeline_run_split(&p->cfg, reader, zctx, client_loopback(p, t), t, emit_block, p,
+                                   res, NULL);
         }
         res->generation = t->generation; /* the runners reset res */
         dpp_task_free(t);

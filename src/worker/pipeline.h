@@ -29,7 +29,7 @@ typedef struct dpp_task {
     char *path;     /* absolute */
     char *rel_path; /* relative to the table; part of each row's identity */
     char *spec_json;
-    unsigned generation; /* the pipeline's generation when leased (fencing) */
+    unsigned generation;                 /* the pipeline's generation when leased (fencing) */
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
     uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
@@ -47,7 +47,7 @@ typedef struct dpp_out_block {
     uint8_t *data;
     size_t len;
     unsigned generation; /* of its task */
-    void *owner; /* the loop thread's, once taken */
+    void *owner;         /* the loop thread's, once taken */
 } dpp_out_block_t;
 
 /* Records turned away, by reason (the Rejects message). */

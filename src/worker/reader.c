@@ -76,7 +76,6 @@ struct dpp_reader {
 static atomic_int uring_fallback_logged;
 static atomic_int direct_fallback_logged;
 
-
 static void config_resolve(const dpp_reader_config_t *cfg, dpp_reader_config_t *out)
 {
     static const dpp_reader_config_t none = {0};

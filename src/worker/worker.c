@@ -22,7 +22,12 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 
-typedef enum mlink_state { MLINK_DOWN, MLINK_CONNECTING, MLINK_HELLO, MLINK_REGISTERED } mlink_state_t;
+typedef enum mlink_state {
+    MLINK_DOWN,
+    MLINK_CONNECTING,
+    MLINK_HELLO,
+    MLINK_REGISTERED
+} mlink_state_t;
 
 typedef struct stream stream_t;
 
@@ -32,8 +37,8 @@ typedef struct client {
     int hello_done;
     stream_t *stream;
     uint32_t credits;
-    struct client *prev, *next;       /* all clients */
-    struct client *sub_next;          /* subscribers of stream */
+    struct client *prev, *next; /* all clients */
+    struct client *sub_next;    /* subscribers of stream */
 } client_t;
 
 /* Blocks of one (session, rank) waiting for its client. */
@@ -268,8 +273,8 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         s->subs = c;
         int loopback = is_loopback(&c->conn);
         dpp_pipeline_set_client(&c->w->pipe, s->session, s->rank, loopback);
-        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d",
-                  conn->peer, s->session, s->rank, sub->credits, loopback);
+        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d", conn->peer,
+                  s->session, s->rank, sub->credits, loopback);
         flush_stream(c->w, s);
         break;
     }
@@ -495,8 +500,8 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     d.lease_id = r->lease_id;
     d.blocks = r->blocks;
     d.rows = r->rows;
-    d.records_rejected = rej.corrupt + rej.truncated + rej.too_big + rej.example + rej.missing +
-                         rej.type;
+    d.records_rejected =
+        rej.corrupt + rej.truncated + rej.too_big + rej.example + rej.missing + rej.type;
     d.rejects = &rej;
     d.rows_filtered = r->filtered;
     d.bytes_read = r->bytes_read;

@@ -13,12 +13,12 @@
 #include "reader.h"
 
 typedef struct dpp_worker_config {
-    const char *master;    /* HOST:PORT of the master */
-    const char *listen;    /* HOST:PORT for clients; port 0 picks one */
-    const char *advertise; /* address given to clients; default: the bound one */
-    const char *port_file; /* optional: bound address written here */
-    unsigned threads;      /* pipeline threads; 0 = one per core */
-    size_t max_buffer_bytes; /* blocks waiting for clients + readers' buffers */
+    const char *master;         /* HOST:PORT of the master */
+    const char *listen;         /* HOST:PORT for clients; port 0 picks one */
+    const char *advertise;      /* address given to clients; default: the bound one */
+    const char *port_file;      /* optional: bound address written here */
+    unsigned threads;           /* pipeline threads; 0 = one per core */
+    size_t max_buffer_bytes;    /* blocks waiting for clients + readers' buffers */
     dpp_reader_config_t reader; /* per pipeline thread */
 } dpp_worker_config_t;
 

@@ -65,8 +65,7 @@ int main(int argc, char **argv)
             const int64_t *ids;
             const int32_t *lens;
             size_t nv;
-            if (dpp_batch_sparse(b, "row_id", &ids, &lens, &nv) != 0 ||
-                nv != dpp_batch_rows(b)) {
+            if (dpp_batch_sparse(b, "row_id", &ids, &lens, &nv) != 0 || nv != dpp_batch_rows(b)) {
                 fprintf(stderr, "fault-check: the spec needs sparse feature row_id\n");
                 return 2;
             }

@@ -73,8 +73,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             for (size_t r = 0; r < kjt.stride; r++)
-                if (kjt.offsets[k * kjt.stride + r + 1] - kjt.offsets[k * kjt.stride + r] !=
-                    l[r]) {
+                if (kjt.offsets[k * kjt.stride + r + 1] - kjt.offsets[k * kjt.stride + r] != l[r]) {
                     fprintf(stderr, "consumer: offsets are not the prefix sums\n");
                     return 1;
                 }

@@ -1324,8 +1324,8 @@ typedef struct table_files {
 } table_files_t;
 
 /* One epoch of one rank over every file. */
-static void walk_rank(const ref_spec_t *spec, const table_files_t *tf, long rank,
-                      int skip_corrupt, totals_t *t)
+static void walk_rank(const ref_spec_t *spec, const table_files_t *tf, long rank, int skip_corrupt,
+                      totals_t *t)
 {
     memset(t, 0, sizeof(*t));
     scratch_t scratch;
@@ -1471,8 +1471,7 @@ int main(int argc, char **argv)
          * epoch is smaller. */
         t.batches = (t.rows + spec.batch_size - 1) / spec.batch_size;
         if (t.skipped)
-            fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n",
-                    t.skipped);
+            fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n", t.skipped);
         if (t.tails)
             fprintf(stderr, "refsum: %" PRId64 " broken file tails dropped\n", t.tails);
         if (t.filtered)

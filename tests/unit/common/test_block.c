@@ -16,8 +16,8 @@
 #define ROWS 300
 static const unsigned dims[2] = {1, 3};
 static const uint8_t weighted[2] = {0, 1}; /* sparse feature 1 carries weights */
-static const dpp_block_shape_t shape = {.ndense = 2, .nsparse = 2, .dims = dims,
-                                        .weighted = weighted};
+static const dpp_block_shape_t shape = {
+    .ndense = 2, .nsparse = 2, .dims = dims, .weighted = weighted};
 
 typedef struct rows {
     float label[ROWS];
@@ -35,8 +35,7 @@ static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
         const int64_t *ids[2] = {in->ids[0][r], in->ids[1][r]};
         const float *w[2] = {NULL, in->weights[r]};
         size_t lens[2] = {in->lens[0][r], in->lens[1][r]};
-        assert_int_equal(dpp_block_builder_append(&b, in->label[r], in->dense[r], ids, w, lens),
-                         0);
+        assert_int_equal(dpp_block_builder_append(&b, in->label[r], in->dense[r], ids, w, lens), 0);
     }
     size_t want = dpp_block_builder_size(&b);
     uint8_t *buf;

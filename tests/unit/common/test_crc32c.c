@@ -12,7 +12,6 @@
 #include "common/crc32c.h"
 #include "ref_tfrecord.h"
 
-
 static uint64_t rng_state;
 
 static uint64_t rng(void)

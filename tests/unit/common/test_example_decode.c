@@ -215,8 +215,7 @@ static int compare_feature(const dpp_feat_ref_t *got, const Tfex__Example *ex, c
         if (res == CMP_OK && n > 1) {
             /* a short buffer gets the first values and the full count */
             rc = dpp_feat_floats(got, v, n / 2, &w);
-            res = rc == 0 && w == n && memcmp(v, fl->value, n / 2 * 4) == 0 ? CMP_OK
-                                                                            : CMP_MISMATCH;
+            res = rc == 0 && w == n && memcmp(v, fl->value, n / 2 * 4) == 0 ? CMP_OK : CMP_MISMATCH;
         }
         free(v);
         return res;
@@ -236,8 +235,7 @@ static int compare_feature(const dpp_feat_ref_t *got, const Tfex__Example *ex, c
                                                                                     : CMP_MISMATCH;
         if (res == CMP_OK && n > 1) {
             rc = dpp_feat_int64s(got, v, n / 2, &w);
-            res = rc == 0 && w == n && memcmp(v, il->value, n / 2 * 8) == 0 ? CMP_OK
-                                                                            : CMP_MISMATCH;
+            res = rc == 0 && w == n && memcmp(v, il->value, n / 2 * 8) == 0 ? CMP_OK : CMP_MISMATCH;
         }
         free(v);
         return res;

@@ -39,7 +39,7 @@ static void test_layout(void **state)
     (void)state;
     uint8_t h[DPP_FRAME_HEADER_SIZE];
     dpp_frame_header_encode(h, 0x1234, 0x01020304, 0x0a0b0c0d);
-    const uint8_t want[] = {'D', 'P', 'P', '1', 0x34, 0x12, 0, 0,
+    const uint8_t want[] = {'D', 'P', 'P', '1', 0x34, 0x12, 0,    0,
                             4,   3,   2,   1,   0x0d, 0x0c, 0x0b, 0x0a};
     assert_memory_equal(h, want, sizeof want);
 }
@@ -169,8 +169,8 @@ static void test_undecodable_message(void **state)
 static void test_every_type_has_a_descriptor(void **state)
 {
     (void)state;
-    static const uint16_t types[] = {1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23, 24, 25, 30, 31, 32,
-                                     40, 41, 42};
+    static const uint16_t types[] = {1,  2,  3,  10, 11, 12, 13, 20, 21, 22,
+                                     23, 24, 25, 30, 31, 32, 40, 41, 42};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         assert_non_null(dpp_msg_descriptor(types[i]));
         assert_string_not_equal(dpp_msg_name(types[i]), "UNKNOWN");

@@ -298,7 +298,8 @@ static void test_numbers_round_trip_exactly(void **state)
 /* Every key and op added for the worker data path, with non-default values. */
 static const char new_spec[] =
     "{\"table\":\"t\",\"batch_size\":8,\"split_rows\":1000,\"on_corrupt\":\"fail\","
-    "\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":\"drop\",\"features\":{\"dense\":["
+    "\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":\"drop\",\"features\":{"
+    "\"dense\":["
     "{\"name\":\"emb\",\"dim\":16,\"transforms\":[{\"op\":\"fill_missing\",\"value\":0},"
     "{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25},"
     "{\"op\":\"bucketize\",\"boundaries\":[-1,0,0.1e1,2.5]},{\"op\":\"cast\",\"to\":\"bfloat16\"}]}"
@@ -388,7 +389,8 @@ static void test_new_keys(void **state)
     check_round_trip(
         new_spec,
         "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,\"split_rows\":1000,"
-        "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":\"drop\","
+        "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":"
+        "\"drop\","
         "\"features\":{\"dense\":[{\"name\":\"emb\",\"dim\":16,\"transforms\":["
         "{\"op\":\"fill_missing\",\"value\":0.0},{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25}"
         ","

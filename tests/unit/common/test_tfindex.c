@@ -22,7 +22,6 @@
 
 static char tmpdir[PATH_MAX];
 
-
 /* A TFRecord file image: records of the given payload sizes. */
 typedef struct image {
     uint8_t *data;

@@ -17,7 +17,6 @@
 
 #define MAX_REC (1u << 20)
 
-
 /* Appends a frame with the given length field (normally payload_len) and
  * returns its size. */
 static size_t ref_frame_len(uint8_t *out, uint64_t length_field, const uint8_t *payload,

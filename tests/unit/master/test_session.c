@@ -39,8 +39,7 @@ static dpp_session_t *make_r(size_t nfiles, unsigned epochs, unsigned consumers,
     return s;
 }
 
-static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers,
-                           unsigned split_rows)
+static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers, unsigned split_rows)
 {
     return make_r(nfiles, epochs, consumers, split_rows, "keep");
 }
@@ -232,10 +231,8 @@ static void test_release_worker(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_planning),
-        cmocka_unit_test(test_all_empty_is_done),
-        cmocka_unit_test(test_ranks),
-        cmocka_unit_test(test_epoch_turnover),
+        cmocka_unit_test(test_planning),       cmocka_unit_test(test_all_empty_is_done),
+        cmocka_unit_test(test_ranks),          cmocka_unit_test(test_epoch_turnover),
         cmocka_unit_test(test_release_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

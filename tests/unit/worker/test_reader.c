@@ -23,7 +23,6 @@
 
 #define MAX_RECORDS 256
 
-
 /* A file image built in memory: records and where they start. */
 typedef struct image {
     uint8_t *data;
