@@ -265,6 +265,21 @@ static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
     return 0;
 }
 
+static dpp_journal_rec_t session_rec(const dpp_session_t *s)
+{
+    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
+    js.session_id = (char *)s->id;
+    js.spec_json = s->spec_json;
+    js.table_path = s->table_path;
+    js.n_files = s->nfiles;
+    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        js.files[i] = s->files[i].path;
+    dpp_journal_rec_t rec = pack_rec(J_SESSION, &js.base);
+    free(js.files);
+    return rec;
+}
+
 static dpp_journal_rec_t indexed_rec(const dpp_session_t *s, size_t i)
 {
     Dpp__JournalIndexed r = DPP__JOURNAL_INDEXED__INIT;
@@ -351,16 +366,7 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
      * not depend on it) before the submit is answered. */
     dpp_journal_rec_t *recs = dpp_xcalloc(1 + s->nfiles, sizeof *recs);
     size_t nrecs = 0;
-    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
-    js.session_id = s->id;
-    js.spec_json = s->spec_json;
-    js.table_path = s->table_path;
-    js.n_files = s->nfiles;
-    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
-    for (size_t i = 0; i < s->nfiles; i++)
-        js.files[i] = s->files[i].path;
-    recs[nrecs++] = pack_rec(J_SESSION, &js.base);
-    free(js.files);
+    recs[nrecs++] = session_rec(s);
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].indexed)
             recs[nrecs++] = indexed_rec(s, i);
@@ -931,16 +937,7 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
         *cap = need * 2;
         *recs = dpp_xrealloc(*recs, *cap * sizeof **recs);
     }
-    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
-    js.session_id = s->id;
-    js.spec_json = s->spec_json;
-    js.table_path = s->table_path;
-    js.n_files = s->nfiles;
-    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
-    for (size_t i = 0; i < s->nfiles; i++)
-        js.files[i] = s->files[i].path;
-    (*recs)[(*n)++] = pack_rec(J_SESSION, &js.base);
-    free(js.files);
+    (*recs)[(*n)++] = session_rec(s);
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].indexed)
             (*recs)[(*n)++] = indexed_rec(s, i);
