@@ -21,10 +21,6 @@ if (($# < 1)) || [[ $1 == -h || $1 == --help ]]; then
     echo "usage: $0 BUILD_DIR [ROWS [ROUNDS]]   (ROWS default 1000000, ROUNDS default 3)" >&2
     exit 2
 fi
-bin_dir=$(cd "$1" 2>/dev/null && pwd) || {
-    echo "e2e: no build directory $1" >&2
-    exit 1
-}
 rows=${2:-1000000}
 rounds=${3:-3}
 for n in "$rows" "$rounds"; do
@@ -33,12 +29,11 @@ for n in "$rows" "$rounds"; do
         exit 2
     }
 done
-export DPP_BIN_DIR=$bin_dir
-export DPP_MISSING_RC=1 # a missing binary is an error here, not a skip
 export DPP_LOG_LEVEL=${DPP_LOG_LEVEL:-warn}
 
 # shellcheck source=../tests/integration/lib.sh source-path=SCRIPTDIR
 source "$DPP_SOURCE_DIR/tests/integration/lib.sh"
+dpp_use_build_dir e2e "$1"
 dpp_setup e2e
 
 spec=$DPP_SOURCE_DIR/examples/criteo.json

@@ -6,25 +6,9 @@
 # on failure and on Ctrl-C.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DPP_SOURCE_DIR=${DPP_SOURCE_DIR:-$(dirname "$here")}
-if (($# >= 1)); then
-    DPP_BIN_DIR=$1
-fi
-if [[ -z ${DPP_BIN_DIR:-} ]]; then
-    echo "usage: $0 BUILD_DIR   (or set DPP_BIN_DIR)" >&2
-    exit 2
-fi
-bin_dir=$(cd "$DPP_BIN_DIR" 2>/dev/null && pwd) || {
-    echo "demo: no build directory $DPP_BIN_DIR (build first: cmake -B build && cmake --build build)" >&2
-    exit 1
-}
-DPP_BIN_DIR=$bin_dir
-export DPP_BIN_DIR
-export DPP_MISSING_RC=1 # a missing binary is an error here, not a skip
-
 # shellcheck source=../tests/integration/lib.sh source-path=SCRIPTDIR
-source "$DPP_SOURCE_DIR/tests/integration/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/lib.sh"
+dpp_use_build_dir demo "${1:-}"
 dpp_setup demo
 
 rows=200000

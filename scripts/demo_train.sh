@@ -9,22 +9,9 @@
 # Every daemon it starts is stopped on exit, on failure and on Ctrl-C.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DPP_SOURCE_DIR=${DPP_SOURCE_DIR:-$(dirname "$here")}
-if (($# >= 1)); then
-    DPP_BIN_DIR=$1
-fi
-if [[ -z ${DPP_BIN_DIR:-} ]]; then
-    echo "usage: $0 BUILD_DIR   (or set DPP_BIN_DIR)" >&2
-    exit 2
-fi
-bin_dir=$(cd "$DPP_BIN_DIR" 2>/dev/null && pwd) || {
-    echo "demo-train: no build directory $DPP_BIN_DIR (build first: make build)" >&2
-    exit 1
-}
-DPP_BIN_DIR=$bin_dir
-export DPP_BIN_DIR
-export DPP_MISSING_RC=1 # a missing binary is an error here, not a skip
+# shellcheck source=../tests/integration/lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/lib.sh"
+dpp_use_build_dir demo-train "${1:-}"
 
 steps=${STEPS:-300}
 rows=${ROWS:-200000}
@@ -39,8 +26,6 @@ if ! "$python" -c 'import torch, numpy' 2>/dev/null; then
     exit 1
 fi
 
-# shellcheck source=../tests/integration/lib.sh source-path=SCRIPTDIR
-source "$DPP_SOURCE_DIR/tests/integration/lib.sh"
 dpp_setup demo-train
 
 spec_src=$DPP_SOURCE_DIR/examples/criteo.json

@@ -45,6 +45,24 @@ dpp_skip() {
     exit 77
 }
 
+# dpp_use_build_dir NAME [DIR]: for the scripts run outside ctest (the demos,
+# bench/e2e.sh): DIR, or $DPP_BIN_DIR, must be a build directory; a missing
+# binary is then an error, not a skip. Call before dpp_setup.
+dpp_use_build_dir() {
+    local name=$1 dir=${2:-${DPP_BIN_DIR:-}}
+    if [[ -z $dir ]]; then
+        echo "usage: $name BUILD_DIR   (or set DPP_BIN_DIR)" >&2
+        exit 2
+    fi
+    DPP_BIN_DIR=$(cd "$dir" 2>/dev/null && pwd) || {
+        echo "$name: no build directory $dir (build first: make build)" >&2
+        exit 1
+    }
+    export DPP_BIN_DIR
+    DPP_REFSUM=$DPP_BIN_DIR/tests/integration/dpp-refsum
+    DPP_MISSING_RC=1
+}
+
 # dpp_setup NAME [TOOL...]: checks that dpp-master, dpp-worker, dppctl,
 # dpp-gen and each extra TOOL (a path) exist, creates $DPP_TMP and registers
 # the cleanup. Sets DPP_MASTER_BIN, DPP_WORKER_BIN, DPPCTL, DPP_GEN.

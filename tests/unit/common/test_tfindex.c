@@ -19,6 +19,7 @@
 #include "common/tfindex.h"
 #include "dpp/error.h"
 #include "ref_tfrecord.h"
+#include "test_tmpdir.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -68,16 +69,13 @@ static void tmp_path(char *out, const char *name)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/dpp-test-tfindex-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return test_tmpdir_make(tmpdir, "tfindex");
 }
 
 static int teardown(void **state)
 {
-    char cmd[PATH_MAX + 16];
     (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_tmpdir_remove(tmpdir);
 }
 
 static void parse_ok(const char *text, uint64_t file_size, size_t want_n, dpp_tfindex_t *out)

@@ -19,6 +19,7 @@
 
 #include "dpp/error.h"
 #include "ref_tfrecord.h"
+#include "test_tmpdir.h"
 #include "worker/reader.h"
 
 #define MAX_RECORDS 256
@@ -161,16 +162,13 @@ static const dpp_reader_config_t configs[] = {
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/dpp-test-reader-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return test_tmpdir_make(tmpdir, "reader");
 }
 
 static int teardown(void **state)
 {
-    char cmd[PATH_MAX + 16];
     (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_tmpdir_remove(tmpdir);
 }
 
 static void test_whole_file_every_config(void **state)
