@@ -33,7 +33,8 @@ extern "C" {
     X(DPP_ENOFEATURE, -1018, "no such feature in the batch")                                       \
     X(DPP_EFAILED, -1019, "session failed")                                                        \
     X(DPP_ERANK, -1020, "rank out of range")                                                       \
-    X(DPP_EINVAL, -1021, "invalid argument")
+    X(DPP_EINVAL, -1021, "invalid argument")                                                       \
+    X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

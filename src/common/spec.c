@@ -71,7 +71,8 @@ static const op_info_t *op_by_kind(dpp_op_kind_t op)
 static const char *const cast_names[] = {"int", "bfloat16", "float16", NULL};
 static const char *const keep_names[] = {"first", "last", NULL};
 static const char *const on_corrupt_names[] = {"skip", "fail", NULL};
-static const char *const remainder_names[] = {"drop", "keep", NULL};
+static const char *const remainder_names[] = {"drop", "keep", "pad", NULL};
+static const char *const order_names[] = {"deterministic", "fastest", NULL};
 static const char *const compression_names[] = {"auto", "off", "zstd", NULL};
 
 static jpath_t at_key(const jpath_t *parent, const char *key)
@@ -636,6 +637,26 @@ static int parse_filters(parser_t *p, json_t *list, dpp_spec_t *s)
 
 /* split_rows, on_corrupt, compression and compression_level: how the data
  * is read and shipped, not what it becomes. */
+/* shuffle: false (default), true (seed 0) or {"seed": N}. */
+static int parse_shuffle(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const shuffle_keys[] = {"seed", NULL};
+    jpath_t kp = at_key(NULL, "shuffle");
+    json_t *v = json_object_get(root, "shuffle");
+    if (v == NULL || json_is_false(v))
+        return 0;
+    s->shuffle = 1;
+    if (json_is_true(v))
+        return 0;
+    if (!json_is_object(v))
+        return fail(p, &kp, "expected false, true or an object {\"seed\": N}");
+    int rc = check_keys(p, &kp, v, shuffle_keys, NULL);
+    if (rc)
+        return rc;
+    int found;
+    return get_int(p, &kp, v, "seed", 1, INT64_MIN, INT64_MAX, &s->shuffle_seed, &found);
+}
+
 static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
 {
     int64_t x = DPP_SPEC_DEFAULT_SPLIT_ROWS;
@@ -662,12 +683,18 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
     s->compression_level = (int)x;
     choice = 0;
-    rc =
-        get_choice(p, NULL, root, "remainder", 0, remainder_names, "\"drop\" or \"keep\"", &choice);
+    rc = get_choice(p, NULL, root, "remainder", 0, remainder_names,
+                    "\"drop\", \"keep\" or \"pad\"", &choice);
     if (rc)
         return rc;
-    s->remainder_keep = choice;
-    return 0;
+    s->remainder = (dpp_remainder_t)choice;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "order", 0, order_names, "\"deterministic\" or \"fastest\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->order_fastest = choice;
+    return parse_shuffle(p, root, s);
 }
 
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
@@ -675,7 +702,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     static const char *const top_keys[] = {
         "table",      "partitions",  "batch_size",        "epochs",   "consumers", "split_rows",
         "on_corrupt", "compression", "compression_level", "features", "label",     "filters",
-        "remainder",  NULL};
+        "remainder",  "shuffle",     "order",             NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -970,7 +997,12 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         set(root, "on_corrupt", json_string(on_corrupt)) != 0 ||
         set(root, "compression", json_string(compression_names[spec->compression])) != 0 ||
         set(root, "compression_level", json_integer(spec->compression_level)) != 0 ||
-        set(root, "remainder", json_string(remainder_names[spec->remainder_keep ? 1 : 0])) != 0)
+        set(root, "remainder", json_string(remainder_names[spec->remainder])) != 0 ||
+        set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0)
+        goto out;
+    json_t *shuffle = spec->shuffle ? json_object() : json_false();
+    if (set(root, "shuffle", shuffle) != 0 ||
+        (spec->shuffle && set(shuffle, "seed", json_integer(spec->shuffle_seed)) != 0))
         goto out;
     json_t *f = features;
     features = NULL;

@@ -83,6 +83,14 @@ typedef enum dpp_compression {
     DPP_COMPRESSION_ZSTD,
 } dpp_compression_t;
 
+/* What happens to the records that do not fill a last batch of every rank
+ * (docs/spec.md#remainder). */
+typedef enum dpp_remainder {
+    DPP_REMAINDER_DROP, /* equal full batches per rank, fewer than ranks x batch_size records left out */
+    DPP_REMAINDER_KEEP, /* every record; a rank's last batch may be short */
+    DPP_REMAINDER_PAD,  /* every record; last batches filled with masked empty rows */
+} dpp_remainder_t;
+
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
     char **partitions;    /* folder names such as "ds=2026-01-01" */
@@ -94,7 +102,10 @@ typedef struct dpp_spec {
     int on_corrupt_fail;           /* 0: skip corrupted records (default), 1: fail the session */
     dpp_compression_t compression; /* default auto */
     int compression_level;         /* 1 to 19, default 1 */
-    int remainder_keep; /* 0 ("drop", default): an epoch's last partial batch is dropped */
+    dpp_remainder_t remainder;     /* default drop */
+    int shuffle;                   /* 0: file order (default); 1: permuted by shuffle_seed */
+    int64_t shuffle_seed;
+    int order_fastest; /* 0 ("deterministic", default): blocks consumed in plan order */
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;

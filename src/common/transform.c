@@ -60,6 +60,25 @@ uint64_t dpp_mix64(uint64_t z)
     return mix64(z);
 }
 
+uint64_t dpp_shuffle_seed(int64_t seed, uint32_t epoch, uint64_t salt)
+{
+    return mix64(mix64(mix64((uint64_t)seed) + epoch) + salt);
+}
+
+void dpp_permute(uint32_t *idx, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)i;
+    uint64_t state = seed;
+    for (size_t i = n; i > 1; i--) {
+        state += GOLDEN_GAMMA;
+        size_t j = (size_t)(((unsigned __int128)mix64(state) * i) >> 64);
+        uint32_t t = idx[i - 1];
+        idx[i - 1] = idx[j];
+        idx[j] = t;
+    }
+}
+
 uint64_t dpp_hash_id(int64_t id, int64_t salt)
 {
     return mix64((uint64_t)id ^ ((uint64_t)salt * GOLDEN_GAMMA));

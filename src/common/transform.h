@@ -43,6 +43,16 @@ uint64_t dpp_hash_id(int64_t id, int64_t salt);
 /* SplitMix64's finalizer (dpp_hash_id with salt 0). */
 uint64_t dpp_mix64(uint64_t z);
 
+/* Seed of one shuffle (spec `shuffle`): mixes the spec's seed, the epoch and
+ * a salt naming what is permuted (0: the epoch's order of index ranges; the
+ * row key of a split's first record: that split's rows). */
+uint64_t dpp_shuffle_seed(int64_t seed, uint32_t epoch, uint64_t salt);
+
+/* Fills idx[0..n) with a permutation of 0..n-1: Fisher-Yates from the top,
+ * slot i swapped with slot (draw * (i + 1)) >> 64, draws from SplitMix64
+ * started at seed. */
+void dpp_permute(uint32_t *idx, size_t n, uint64_t seed);
+
 /* FNV-1a 64 of a file's path relative to the table folder, such as
  * "ds=2026-01-01/part-00000.tfrecord" (bytes, no terminating NUL). Computed
  * once per split. */

@@ -139,6 +139,8 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
     l->record_count = sp->record_count;
     l->record_skip = sp->record_skip;
     l->record_take = sp->record_count;
+    l->split_seq = sp->seq;
+    l->rank_splits = (uint32_t)dpp_session_rank_splits(s, sp->rank);
     DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,
               s->epoch, i, p->worker_id, l->lease_id);
 }
@@ -177,7 +179,7 @@ static void grant_leases(dpp_master_t *m)
                 int64_t seen = s->rank_seen_ms[dpp_session_rank_of(s, i)];
                 if (seen == 0 || now - seen > RANK_ABSENT_MS)
                     continue;
-                if (s->splits[i].state == SPLIT_PENDING) {
+                if (s->splits[i].state == SPLIT_PENDING && !dpp_session_split_held_back(s, i)) {
                     lease_split(m, p, s, i, &leases[n]);
                     ptrs[n] = &leases[n];
                     n++;
@@ -234,7 +236,7 @@ static void new_session_id(char *out, size_t len)
 }
 
 /* Journal record types (payloads: the Journal* messages of proto/dpp.proto). */
-enum { J_SESSION = 1, J_INDEXED = 2, J_CONSUMED = 3, J_FAILED = 4, J_EPOCH = 5 };
+enum { J_SESSION = 1, J_INDEXED = 2, J_CONSUMED = 3, J_FAILED = 4, J_EPOCH = 5, J_RESUME = 6 };
 
 /* Packs msg into a new buffer for a journal record. */
 static dpp_journal_rec_t pack_rec(uint8_t type, const ProtobufCMessage *msg)
@@ -503,17 +505,24 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
-/* The split a lease id names: its current lease, or (*late = 1) the lease
- * of the epoch before, whose split its client consumed before the worker's
- * SPLIT_DONE arrived. */
+/* The split a lease id names: its current lease, or (*late = 1, *split
+ * meaningless) a lease of the epoch before, whose split its client consumed
+ * before the worker's SPLIT_DONE arrived. */
 static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split, int *late)
 {
     for (size_t si = 0; si < m->nsessions; si++) {
         dpp_session_t *s = m->sessions[si];
         for (size_t i = 0; i < s->nsplits; i++) {
-            if (s->splits[i].lease.lease_id == lease_id || s->splits[i].prev_lease_id == lease_id) {
+            if (s->splits[i].lease.lease_id == lease_id) {
                 *split = i;
-                *late = s->splits[i].lease.lease_id != lease_id;
+                *late = 0;
+                return s;
+            }
+        }
+        for (size_t i = 0; i < s->nprev; i++) {
+            if (s->prev_leases[i] == lease_id) {
+                *split = 0;
+                *late = 1;
                 return s;
             }
         }
@@ -557,7 +566,7 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
     dpp_session_t *s = find_split_lease(p->m, msg->lease_id, &i, &late);
     if (s == NULL || s->state == SESSION_FAILED)
         return;
-    dpp_split_t *sp = &s->splits[i];
+    dpp_split_t *sp = late ? NULL : &s->splits[i];
     /* The client may acknowledge a split before its worker's SPLIT_DONE
      * arrives (they travel different connections): then only the counters
      * are taken. Otherwise the split must still be leased to this worker; a
@@ -651,6 +660,30 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
                             s->id, s->spec.consumers);
         return;
     }
+    if (req->resume) {
+        /* journaled first: a restarted master must not hand the rank what
+         * the token says it already has */
+        Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+        jr.session_id = s->id;
+        jr.rank = req->rank;
+        jr.epoch = req->resume_epoch;
+        jr.seq = req->resume_seq;
+        dpp_journal_rec_t rec = pack_rec(J_RESUME, &jr.base);
+        int rc = journal_put(m, &rec, 1);
+        if (rc == 0)
+            rc = dpp_session_resume(s, req->rank, req->resume_epoch, req->resume_seq);
+        if (rc) {
+            dpp_conn_send_error(&p->conn, rc,
+                                "rank %u of session %s cannot resume at epoch %u split %u%s",
+                                req->rank, s->id, req->resume_epoch, req->resume_seq,
+                                rc == DPP_ETOKEN ? ": not a position of this session" : "");
+            return;
+        }
+        DPP_INFO("rank_resumed session=%s rank=%u epoch=%u seq=%u now_epoch=%u", s->id, req->rank,
+                 req->resume_epoch, req->resume_seq, s->epoch);
+    }
+    if (req->prefetch_splits > 0)
+        s->rank_prefetch[req->rank] = req->prefetch_splits;
     int64_t now = dpp_now_ms();
     int64_t *seen = &s->rank_seen_ms[req->rank];
     newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
@@ -663,7 +696,9 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.batch_size = s->spec.batch_size;
     r.rank_splits_per_epoch =
         s->state == SESSION_INDEXING ? 0 : (uint32_t)dpp_session_rank_splits(s, req->rank);
-    r.keep_remainder = s->spec.remainder_keep;
+    r.keep_remainder = s->spec.remainder == DPP_REMAINDER_KEEP;
+    r.pad_batches = (uint32_t)dpp_session_pad_batches(s);
+    r.order_fastest = s->spec.order_fastest;
     r.rank_records = dpp_session_rank_records(s, req->rank);
     r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;
@@ -688,6 +723,9 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
     dpp_conn_send(&p->conn, DPP_MSG_ATTACH_REPLY, &r.base);
+    /* new splits may have come into a resumed or faster-prefetching rank's
+     * reach as well */
+    newly_present |= req->resume || req->prefetch_splits > 0;
     free(r.dense_names);
     free(r.dense_dims);
     free(r.sparse_names);
@@ -720,8 +758,7 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
                  s->rows_produced, rejects_total(&s->rejects));
     else if (more)
         DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
-    if (more)
-        grant_leases(m);
+    grant_leases(m); /* a new epoch, or (order deterministic) splits within reach */
     maybe_compact(m);
 }
 
@@ -879,6 +916,7 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
                                           : type == J_CONSUMED ? &dpp__journal_consumed__descriptor
                                           : type == J_FAILED   ? &dpp__journal_failed__descriptor
                                           : type == J_EPOCH    ? &dpp__journal_epoch__descriptor
+                                          : type == J_RESUME   ? &dpp__journal_resume__descriptor
                                                                : NULL;
     if (d == NULL) {
         DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
@@ -919,6 +957,11 @@ static int replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t
         dpp_session_t *s = find_session(m, je->session_id);
         if (s && s->state == SESSION_RUNNING && je->epoch > s->epoch && je->epoch < s->spec.epochs)
             dpp_session_set_epoch(s, je->epoch);
+    } else if (type == J_RESUME) {
+        const Dpp__JournalResume *jr = (const Dpp__JournalResume *)msg;
+        dpp_session_t *s = find_session(m, jr->session_id);
+        if (s)
+            dpp_session_resume(s, jr->rank, jr->epoch, jr->seq);
     } else {
         const Dpp__JournalFailed *jf = (const Dpp__JournalFailed *)msg;
         dpp_session_t *s = find_session(m, jf->session_id);

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include "common/alloc.h"
+#include "common/transform.h"
+#include "dpp/error.h"
 #include "session.h"
 
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
@@ -38,6 +40,9 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     free(files);
     s->state = SESSION_INDEXING;
     s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
+    s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
+    for (unsigned r = 0; r < s->spec.consumers; r++)
+        s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
     return s;
 }
 
@@ -57,17 +62,21 @@ void dpp_session_free(dpp_session_t *s)
     free(s->splits);
     free(s->error);
     free(s->rank_seen_ms);
+    free(s->rank_first);
+    free(s->rank_count);
+    free(s->rank_prefetch);
+    free(s->prev_leases);
     free(s);
 }
 
 /* Records of rank r when `total` records are dealt to n ranks: with
  * remainder "drop" every rank gets the same whole number of batches (fewer
- * than n x batch_size records are left out); with "keep" the records are
- * spread as evenly as they go. */
+ * than n x batch_size records are left out); with "keep" and "pad" the
+ * records are spread as evenly as they go. */
 static uint64_t rank_quota(const dpp_session_t *s, uint64_t total, unsigned r)
 {
     unsigned n = s->spec.consumers;
-    if (s->spec.remainder_keep)
+    if (s->spec.remainder != DPP_REMAINDER_DROP)
         return total / n + (r < total % n ? 1 : 0);
     uint64_t bs = s->spec.batch_size;
     return total / n / bs * bs;
@@ -82,56 +91,107 @@ uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank)
     return n;
 }
 
-/* Deals the files' index ranges to the ranks in file order: rank 0 takes
- * records until its quota is met, then rank 1, and so on; a range that
- * straddles two quotas becomes two splits (windows of it). Every rank thus
- * gets the same number of batches, whichever files hold how many records. */
-static void plan_splits(dpp_session_t *s)
+static uint64_t total_records(const dpp_session_t *s)
 {
     uint64_t total = 0;
-    size_t ranges = 0;
-    for (size_t i = 0; i < s->nfiles; i++) {
+    for (size_t i = 0; i < s->nfiles; i++)
         total += s->files[i].records;
+    return total;
+}
+
+uint64_t dpp_session_pad_batches(const dpp_session_t *s)
+{
+    if (s->spec.remainder != DPP_REMAINDER_PAD || s->state == SESSION_INDEXING)
+        return 0;
+    uint64_t most = rank_quota(s, total_records(s), 0); /* rank 0 gets the most */
+    return (most + s->spec.batch_size - 1) / s->spec.batch_size;
+}
+
+/* The plan of `epoch`: deals the files' index ranges to the ranks, in file
+ * order or (shuffle) in an order permuted by (seed, epoch): rank 0 takes
+ * records until its quota is met, then rank 1, and so on; a range that
+ * straddles two quotas becomes two splits (windows of it). Every rank thus
+ * gets the same number of batches, whichever files hold how many records,
+ * and a rank's splits are consecutive ids in the order it consumes them
+ * (rank_first, rank_count: [consumers]). Every split is pending. Pure: the
+ * same indexes, spec and epoch give the same plan. */
+static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *nsplits,
+                               size_t *rank_first, size_t *rank_count)
+{
+    uint64_t total = total_records(s);
+    size_t ranges = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
         ranges += s->files[i].nbounds ? s->files[i].nbounds - 1 : 0;
-    }
+    struct range_ref {
+        uint32_t file, b;
+    } *of = dpp_xcalloc(ranges + 1, sizeof *of);
+    size_t r = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        for (size_t b = 0; b + 1 < s->files[i].nbounds; b++)
+            of[r++] = (struct range_ref){(uint32_t)i, (uint32_t)b};
+    uint32_t *order = dpp_xcalloc(ranges + 1, sizeof *order);
+    if (s->spec.shuffle)
+        dpp_permute(order, ranges, dpp_shuffle_seed(s->spec.shuffle_seed, epoch, 0));
+    else
+        for (r = 0; r < ranges; r++)
+            order[r] = (uint32_t)r;
+
     unsigned nr = s->spec.consumers;
     /* at most one extra split per rank boundary */
-    s->splits = dpp_xcalloc(ranges + nr + 1, sizeof *s->splits);
+    dpp_split_t *splits = dpp_xcalloc(ranges + nr + 1, sizeof *splits);
+    memset(rank_first, 0, nr * sizeof *rank_first);
+    memset(rank_count, 0, nr * sizeof *rank_count);
     size_t k = 0;
     unsigned rank = 0;
     uint64_t left = rank_quota(s, total, 0);
-    for (size_t i = 0; i < s->nfiles && rank < nr; i++) {
-        const dpp_file_t *f = &s->files[i];
-        for (size_t b = 0; b + 1 < f->nbounds && rank < nr; b++) {
-            uint64_t start = (uint64_t)b * s->spec.split_rows;
-            uint64_t end = start + s->spec.split_rows;
-            uint64_t count = (end < f->records ? end : f->records) - start;
-            uint64_t skip = 0;
-            while (skip < count && rank < nr) {
-                if (left == 0) {
-                    if (++rank == nr)
-                        break;
-                    left = rank_quota(s, total, rank);
-                    continue;
-                }
-                uint64_t take = count - skip < left ? count - skip : left;
-                dpp_split_t *sp = &s->splits[k++];
-                sp->file = (uint32_t)i;
-                sp->rank = rank;
-                sp->record_start = start;
-                sp->record_skip = skip;
-                sp->record_count = take;
-                sp->byte_start = f->bounds[b];
-                sp->byte_end = f->bounds[b + 1];
-                skip += take;
-                left -= take;
+    for (r = 0; r < ranges && rank < nr; r++) {
+        const dpp_file_t *f = &s->files[of[order[r]].file];
+        size_t b = of[order[r]].b;
+        uint64_t start = (uint64_t)b * s->spec.split_rows;
+        uint64_t end = start + s->spec.split_rows;
+        uint64_t count = (end < f->records ? end : f->records) - start;
+        uint64_t skip = 0;
+        while (skip < count && rank < nr) {
+            if (left == 0) {
+                if (++rank == nr)
+                    break;
+                left = rank_quota(s, total, rank);
+                rank_first[rank] = k;
+                continue;
             }
+            uint64_t take = count - skip < left ? count - skip : left;
+            dpp_split_t *sp = &splits[k++];
+            sp->file = of[order[r]].file;
+            sp->rank = rank;
+            sp->seq = (uint32_t)rank_count[rank]++;
+            sp->record_start = start;
+            sp->record_skip = skip;
+            sp->record_count = take;
+            sp->byte_start = f->bounds[b];
+            sp->byte_end = f->bounds[b + 1];
+            skip += take;
+            left -= take;
         }
     }
-    s->nsplits = k;
+    for (unsigned q = rank + 1; q < nr; q++)
+        rank_first[q] = k; /* ranks left without records */
+    free(order);
+    free(of);
+    *nsplits = k;
+    return splits;
+}
+
+/* Installs the plan of s->epoch. */
+static void plan_splits(dpp_session_t *s)
+{
+    if (s->rank_first == NULL) {
+        s->rank_first = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_first);
+        s->rank_count = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_count);
+    }
+    free(s->splits);
+    s->splits = plan_epoch(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
     memset(s->counts, 0, sizeof s->counts);
-    s->counts[SPLIT_PENDING] = k;
-    s->state = k ? SESSION_RUNNING : SESSION_DONE;
+    s->counts[SPLIT_PENDING] = s->nsplits;
 }
 
 int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
@@ -149,6 +209,7 @@ int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const
     if (++s->files_indexed < s->nfiles)
         return 0;
     plan_splits(s);
+    s->state = s->nsplits ? SESSION_RUNNING : SESSION_DONE;
     return s->state == SESSION_RUNNING;
 }
 
@@ -161,12 +222,33 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
         s->splits[i].lease.lease_id = s->splits[i].lease.worker_id = 0;
 }
 
-size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank)
+int dpp_session_split_held_back(const dpp_session_t *s, size_t i)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->nsplits; i++)
-        n += s->splits[i].rank == rank;
-    return n;
+    if (s->spec.order_fastest)
+        return 0;
+    const dpp_split_t *sp = &s->splits[i];
+    size_t first = s->rank_first[sp->rank];
+    size_t unconsumed = 0; /* seq of the rank's first split not consumed */
+    while (unconsumed < sp->seq && s->splits[first + unconsumed].state == SPLIT_CONSUMED)
+        unconsumed++;
+    return sp->seq > unconsumed + s->rank_prefetch[sp->rank];
+}
+
+/* Every split of the epoch is consumed: starts the next epoch or ends the
+ * session. Returns 1 when new splits became pending. */
+static int epoch_complete(dpp_session_t *s)
+{
+    if (s->epoch + 1 >= s->spec.epochs) {
+        s->state = SESSION_DONE;
+        return 0;
+    }
+    s->prev_leases = dpp_xrealloc(s->prev_leases, (s->nsplits + 1) * sizeof *s->prev_leases);
+    s->nprev = s->nsplits;
+    for (size_t j = 0; j < s->nsplits; j++)
+        s->prev_leases[j] = s->splits[j].lease.lease_id;
+    s->epoch++;
+    plan_splits(s);
+    return 1;
 }
 
 int dpp_session_consumed(dpp_session_t *s, size_t i)
@@ -176,17 +258,7 @@ int dpp_session_consumed(dpp_session_t *s, size_t i)
     dpp_session_set(s, i, SPLIT_CONSUMED);
     if (s->counts[SPLIT_CONSUMED] < s->nsplits)
         return 0;
-    if (s->epoch + 1 >= s->spec.epochs) {
-        s->state = SESSION_DONE;
-        return 0;
-    }
-    s->epoch++;
-    for (size_t j = 0; j < s->nsplits; j++) {
-        s->splits[j].prev_lease_id = s->splits[j].lease.lease_id;
-        dpp_session_set(s, j, SPLIT_PENDING);
-        s->splits[j].rows = 0;
-    }
-    return 1;
+    return epoch_complete(s);
 }
 
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
@@ -215,10 +287,65 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
 void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch)
 {
     s->epoch = epoch;
-    for (size_t j = 0; j < s->nsplits; j++) {
-        dpp_session_set(s, j, SPLIT_PENDING);
-        s->splits[j].rows = 0;
+    plan_splits(s);
+}
+
+/* Puts split i back to pending for production again. */
+static void reset_split(dpp_session_t *s, size_t i)
+{
+    dpp_split_t *sp = &s->splits[i];
+    if (sp->state == SPLIT_PRODUCED || sp->state == SPLIT_CONSUMED)
+        s->rows_produced -= sp->rows; /* counted again when re-produced */
+    sp->rows = 0;
+    if (sp->state != SPLIT_PENDING)
+        dpp_session_set(s, i, SPLIT_PENDING);
+}
+
+int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned seq)
+{
+    if (rank >= s->spec.consumers || epoch >= s->spec.epochs)
+        return DPP_ETOKEN;
+    if (s->state == SESSION_FAILED)
+        return 0; /* the client learns of the failure from the reply */
+    if (s->state == SESSION_INDEXING)
+        return epoch == 0 && seq == 0 ? 0 : DPP_ETOKEN; /* nothing was consumed yet */
+    unsigned cur = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
+    if (epoch > cur)
+        return DPP_ETOKEN; /* epoch e+1 is leased only after e is consumed */
+    if (epoch == cur) {
+        if (seq > s->rank_count[rank])
+            return DPP_ETOKEN;
+    } else {
+        /* an earlier epoch: check the position against its plan first */
+        size_t n, *first = dpp_xcalloc(s->spec.consumers, sizeof *first);
+        size_t *count = dpp_xcalloc(s->spec.consumers, sizeof *count);
+        free(plan_epoch(s, epoch, &n, first, count));
+        int fits = seq <= count[rank];
+        free(first);
+        free(count);
+        if (!fits)
+            return DPP_ETOKEN;
+        /* Other ranks count as done with it; a rank that resumes too puts
+         * its own splits back. */
+        s->epoch = epoch;
+        s->state = SESSION_RUNNING;
+        plan_splits(s);
+        for (size_t i = 0; i < s->nsplits; i++)
+            if (s->splits[i].rank != rank)
+                dpp_session_set(s, i, SPLIT_CONSUMED);
     }
+    size_t first = s->rank_first[rank];
+    for (size_t j = seq; j < s->rank_count[rank]; j++)
+        reset_split(s, first + j);
+    /* the splits before the token's position reached the trainer (their
+     * acknowledgements may not have): consumed; the last one may end the
+     * epoch */
+    for (size_t j = 0; j < seq; j++)
+        if (s->splits[first + j].state != SPLIT_CONSUMED)
+            dpp_session_consumed(s, first + j);
+    if (s->state == SESSION_RUNNING && s->counts[SPLIT_CONSUMED] == s->nsplits)
+        epoch_complete(s); /* the rank has no splits and the others are done */
+    return 0;
 }
 
 void dpp_session_fail(dpp_session_t *s, const char *message)

@@ -2,9 +2,11 @@
 /* A session at the master: its spec, its files with their record counts, and
  * the state of every split of the current epoch. A file whose record count
  * is not known yet gets an index task first; splits (record ranges of about
- * split_rows records) are planned once every file is indexed. Epoch e+1 is
- * leased only after every split of epoch e is consumed, so one epoch's state
- * is kept. */
+ * split_rows records) are planned once every file is indexed, and again for
+ * every epoch (with `shuffle` each epoch deals its ranges in another order).
+ * A plan is a pure function of the indexes, the spec and the epoch, so a
+ * restarted master plans the same splits. Epoch e+1 is leased only after
+ * every split of epoch e is consumed, so one epoch's state is kept. */
 #ifndef DPP_MASTER_SESSION_H
 #define DPP_MASTER_SESSION_H
 
@@ -51,10 +53,10 @@ typedef struct dpp_file {
 typedef struct dpp_split {
     split_state_t state;
     dpp_lease_ref_t lease;
-    uint64_t prev_lease_id; /* last epoch's lease: its SPLIT_DONE may come late */
     uint64_t rows;          /* as produced */
     uint32_t file;
     unsigned rank;
+    uint32_t seq; /* position among its rank's splits, the order its client consumes them */
     uint64_t record_start; /* index in the file of the byte range's first record */
     uint64_t record_skip, record_count;
     uint64_t byte_start, byte_end;
@@ -80,7 +82,16 @@ typedef struct dpp_session {
     uint64_t rows_produced, rows_filtered;
     dpp_rejects_t rejects;
     int64_t *rank_seen_ms; /* [consumers]: last attach of each rank's client, 0: never */
+    size_t *rank_first;    /* [consumers]: id of each rank's first split this epoch */
+    size_t *rank_count;    /* [consumers]: splits of each rank this epoch */
+    unsigned *rank_prefetch; /* [consumers]: order deterministic: splits leased ahead */
+    uint64_t *prev_leases;   /* last epoch's lease ids: their SPLIT_DONE may come late */
+    size_t nprev;
 } dpp_session_t;
+
+/* Splits a rank's client may have in flight beyond its first unconsumed one
+ * when it does not say (order deterministic). */
+#define DPP_SESSION_DEFAULT_PREFETCH 4
 
 /* Makes a session at epoch 0 from the listed files (absolute paths under
  * table_path, taken over with the table path and the spec's contents; the
@@ -108,8 +119,28 @@ static inline unsigned dpp_session_rank_of(const dpp_session_t *s, size_t i)
 /* Records rank `rank` gets per epoch (0 while indexing). */
 uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank);
 
-/* Splits of one epoch that go to `rank` (0 while indexing). */
-size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank);
+/* Splits of the current epoch that go to `rank` (0 while indexing). */
+static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank)
+{
+    return s->rank_count ? s->rank_count[rank] : 0;
+}
+
+/* With order deterministic: 1 when split i is too far ahead of what its
+ * rank's client consumed to be leased now (more than rank_prefetch splits
+ * past its first unconsumed one), which bounds what the client buffers. */
+int dpp_session_split_held_back(const dpp_session_t *s, size_t i);
+
+/* Batches every rank gets per epoch with remainder "pad" (0 otherwise or
+ * while indexing). */
+uint64_t dpp_session_pad_batches(const dpp_session_t *s);
+
+/* Rank `rank` resumes from a checkpoint token at split position seq of
+ * epoch: its splits before it count as consumed, those from it on are
+ * produced again. A token from an earlier epoch rolls the session back to
+ * that epoch (every other rank's splits of it count as consumed: they
+ * resume with their own tokens). Returns 0, or DPP_ETOKEN when the
+ * position is not one of this session's (see docs/protocol.md#resume). */
+int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned seq);
 
 /* Marks split i consumed. When that completes the epoch, starts the next one
  * (every split pending again) or ends the session. Returns 1 when new splits
@@ -120,8 +151,8 @@ int dpp_session_consumed(dpp_session_t *s, size_t i);
  * produced but not yet consumed) to pending. Returns how many went back. */
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id);
 
-/* Puts a running session at `epoch` with every split pending (replaying a
- * journal snapshot). */
+/* Puts a running session at `epoch`, planned, with every split pending
+ * (replaying a journal snapshot). */
 void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch);
 
 /* Marks the session failed with a message (copied). */

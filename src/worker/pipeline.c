@@ -160,6 +160,8 @@ static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, s
     b->rank = x->task->rank;
     b->epoch = x->task->epoch;
     b->split = x->task->split;
+    b->seq = x->task->seq;
+    b->rank_splits = x->task->rank_splits;
     b->index = x->next_index++;
     b->rows = rows;
     b->raw_size = raw_len;
@@ -436,12 +438,108 @@ static void ctx_close(split_ctx_t *x)
     dpp_block_builder_close(&x->builder);
 }
 
+/* Takes one record's outcome (add_record's result or a reader error).
+ * Returns 0 to go on, or the error that ends the split (set in res). */
+static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_t off)
+{
+    const dpp_task_t *t = x->task;
+    if (rc == 0) {
+        res->rows++;
+        return 0;
+    }
+    if (rc == 1) {
+        res->filtered++;
+        return 0;
+    }
+    if (!is_record_error(rc)) {
+        set_error(res, rc, "split %s: %s", t->rel_path,
+                  rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+        return rc;
+    }
+    count_reject(&res->rejects, rc);
+    if (x->plan->spec.on_corrupt_fail) {
+        set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
+                  reject_words(rc), off);
+        return rc;
+    }
+    uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated + res->rejects.too_big +
+                         res->rejects.example + res->rejects.missing + res->rejects.type;
+    if (nrejected <= MAX_LOGGED_REJECTS)
+        DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
+                 reject_words(rc));
+    return 0;
+}
+
+/* With `shuffle` a split's records are gathered (copied out of the reader's
+ * buffers, which are reused) and produced in a permuted order afterwards, so
+ * a worker thread holds one split's records at a time. */
+typedef struct gathered {
+    uint8_t *bytes;
+    size_t len, cap;
+    struct gathered_rec {
+        size_t at, len;
+        uint64_t index, off;
+    } *recs;
+    size_t n, ncap;
+} gathered_t;
+
+static int gather(gathered_t *g, const uint8_t *rec, size_t len, uint64_t index, uint64_t off)
+{
+    if (g->n == g->ncap) {
+        size_t ncap = g->ncap ? g->ncap * 2 : 1024;
+        void *p = realloc(g->recs, ncap * sizeof *g->recs);
+        if (p == NULL)
+            return -ENOMEM;
+        g->recs = p;
+        g->ncap = ncap;
+    }
+    if (g->len + len > g->cap) {
+        size_t cap = g->cap ? g->cap : 1u << 20;
+        while (cap < g->len + len)
+            cap *= 2;
+        void *p = realloc(g->bytes, cap);
+        if (p == NULL)
+            return -ENOMEM;
+        g->bytes = p;
+        g->cap = cap;
+    }
+    memcpy(g->bytes + g->len, rec, len);
+    g->recs[g->n++] = (struct gathered_rec){g->len, len, index, off};
+    g->len += len;
+    return 0;
+}
+
+/* Produces the gathered records in the order drawn from (seed, epoch, the
+ * row key of the window's first record): the same rows in the same order
+ * whichever worker produces the split. */
+static int produce_gathered(split_ctx_t *x, const gathered_t *g, uint64_t path_hash,
+                            dpp_split_result_t *res)
+{
+    const dpp_task_t *t = x->task;
+    uint32_t *perm = malloc((g->n ? g->n : 1) * sizeof *perm);
+    if (perm == NULL) {
+        set_error(res, -ENOMEM, "split %s: %s", t->rel_path, dpp_strerror(-ENOMEM));
+        return -ENOMEM;
+    }
+    uint64_t salt = dpp_row_key(path_hash, t->record_start + t->record_skip);
+    dpp_permute(perm, g->n, dpp_shuffle_seed(x->plan->spec.shuffle_seed, t->epoch, salt));
+    int rc = 0;
+    for (size_t i = 0; i < g->n && rc == 0; i++) {
+        const struct gathered_rec *r = &g->recs[perm[i]];
+        rc = take_outcome(x, res, add_record(x, g->bytes + r->at, r->len, r->index, path_hash),
+                          r->off);
+    }
+    free(perm);
+    return rc;
+}
+
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, void *zctx,
                            int client_loopback, const dpp_task_t *t, dpp_emit_cb emit, void *arg,
                            dpp_split_result_t *res, dpp_stage_times_t *times)
 {
     dpp_reader_t *reader = reader_ptr;
     plan_t plan;
+    gathered_t g = {0};
     char err[DPP_SPEC_ERRLEN];
     memset(res, 0, sizeof *res);
     res->kind = DPP_TASK_SPLIT;
@@ -461,6 +559,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     /* auto: compress unless the client is known to be on loopback */
     x.compress = plan.spec.compression == DPP_COMPRESSION_ZSTD ||
                  (plan.spec.compression == DPP_COMPRESSION_AUTO && client_loopback != 1);
+    int shuffle = plan.spec.shuffle && cfg->stop_after == DPP_STAGE_ALL;
     if ((rc = ctx_init(&x, &plan)) != 0) {
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
@@ -494,40 +593,26 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
                 break; /* the window's own reading would fail the same way */
             continue;
         }
-        if (rc == 1) {
-            if (cfg->stop_after == DPP_STAGE_READ) {
-                res->filtered++;
-                continue;
+        if (rc == 1 && cfg->stop_after == DPP_STAGE_READ) {
+            res->filtered++;
+            continue;
+        }
+        if (rc == 1 && shuffle) {
+            if ((rc = gather(&g, rec, len, record_index, off)) != 0) {
+                set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
+                goto out;
             }
+            continue;
+        }
+        if (rc == 1)
             rc = add_record(&x, rec, len, record_index, path_hash);
-            if (rc == 0) {
-                res->rows++;
-                continue;
-            }
-            if (rc == 1) {
-                res->filtered++;
-                continue;
-            }
-        }
-        if (!is_record_error(rc)) {
-            set_error(res, rc, "split %s: %s", t->rel_path,
-                      rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+        if (take_outcome(&x, res, rc, off) != 0)
             goto out;
-        }
-        count_reject(&res->rejects, rc);
-        if (plan.spec.on_corrupt_fail) {
-            set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
-                      reject_words(rc), off);
-            goto out;
-        }
-        uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated + res->rejects.too_big +
-                             res->rejects.example + res->rejects.missing + res->rejects.type;
-        if (nrejected <= MAX_LOGGED_REJECTS)
-            DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
-                     reject_words(rc));
-        if (dpp_reader_stuck(reader))
+        if (rc < 0 && dpp_reader_stuck(reader))
             break; /* no record boundary after this point can be trusted */
     }
+    if (shuffle && produce_gathered(&x, &g, path_hash, res) != 0)
+        goto out;
     rc = 0;
     if (x.builder.rows > 0)
         rc = cut_block(&x);
@@ -553,6 +638,8 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
 out:
     dpp_reader_close(reader);
+    free(g.bytes);
+    free(g.recs);
     ctx_close(&x);
     plan_close(&plan);
     return res->error;

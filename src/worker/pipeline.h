@@ -33,6 +33,7 @@ typedef struct dpp_task {
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
     uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
+    uint32_t seq, rank_splits;           /* SPLIT: its place in the rank's epoch order */
     uint32_t split_rows;                 /* INDEX */
 } dpp_task_t;
 
@@ -40,6 +41,7 @@ typedef struct dpp_out_block {
     struct dpp_out_block *next;
     char session[24];
     uint32_t rank, epoch, split, index;
+    uint32_t seq, rank_splits; /* of its split */
     int last;
     uint32_t rows;
     uint32_t codec; /* 0 raw, 1 zstd */

@@ -178,6 +178,8 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         h.rows = b->rows;
         h.codec = b->codec;
         h.raw_size = b->raw_size;
+        h.split_seq = b->seq;
+        h.rank_splits = b->rank_splits;
         c->credits--;
         /* on_block_written runs exactly once, also if the send fails: then
          * the block is lost here and the split is re-leased by the master. */
@@ -344,6 +346,8 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->record_count = l->record_count;
         t->record_skip = l->record_skip;
         t->record_take = l->record_take;
+        t->seq = l->split_seq;
+        t->rank_splits = l->rank_splits;
         t->split_rows = l->split_rows;
         t->generation = dpp_pipeline_generation(&w->pipe);
         DPP_DEBUG("lease_taken kind=%s session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",

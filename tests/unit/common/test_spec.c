@@ -29,7 +29,7 @@
 /* The top-level defaults as the normalised form writes them. */
 #define IO_DEFAULTS                                                                                \
     "\"split_rows\":65536,\"on_corrupt\":\"skip\",\"compression\":\"auto\",\"compression_level\":" \
-    "1,\"remainder\":\"drop\","
+    "1,\"remainder\":\"drop\",\"order\":\"deterministic\",\"shuffle\":false,"
 
 static int parse(const char *json, dpp_spec_t *spec, char *err)
 {
@@ -390,7 +390,7 @@ static void test_new_keys(void **state)
         new_spec,
         "{\"table\":\"t\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,\"split_rows\":1000,"
         "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":"
-        "\"drop\","
+        "\"drop\",\"order\":\"deterministic\",\"shuffle\":false,"
         "\"features\":{\"dense\":[{\"name\":\"emb\",\"dim\":16,\"transforms\":["
         "{\"op\":\"fill_missing\",\"value\":0.0},{\"op\":\"standardize\",\"mean\":1.5,\"std\":0.25}"
         ","
@@ -676,8 +676,16 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"compression\":\"lz4\""),
      "compression: unknown value \"lz4\" (expected \"auto\", \"off\" or \"zstd\")"},
     {WITH_TOP("\"compression_level\":0"), "compression_level: must be > 0"},
-    {WITH_TOP("\"remainder\":\"pad\""),
-     "remainder: unknown value \"pad\" (expected \"drop\" or \"keep\")"},
+    {WITH_TOP("\"remainder\":\"trim\""),
+     "remainder: unknown value \"trim\" (expected \"drop\", \"keep\" or \"pad\")"},
+    {WITH_TOP("\"order\":\"random\""),
+     "order: unknown value \"random\" (expected \"deterministic\" or \"fastest\")"},
+    {WITH_TOP("\"order\":true"), "order: expected a string"},
+    {WITH_TOP("\"shuffle\":1"), "shuffle: expected false, true or an object {\"seed\": N}"},
+    {WITH_TOP("\"shuffle\":\"yes\""), "shuffle: expected false, true or an object {\"seed\": N}"},
+    {WITH_TOP("\"shuffle\":{}"), "shuffle.seed: required"},
+    {WITH_TOP("\"shuffle\":{\"seed\":1.5}"), "shuffle.seed: expected an integer"},
+    {WITH_TOP("\"shuffle\":{\"seed\":1,\"salt\":2}"), "shuffle.salt: unknown key"},
     {WITH_TOP("\"remainder\":1"), "remainder: expected a string"},
     {WITH_TOP("\"compression_level\":20"), "compression_level: must be <= 19"},
     {WITH_TOP("\"compression_level\":\"1\""), "compression_level: expected an integer"},
@@ -982,18 +990,51 @@ static void test_out_of_memory(void **state)
     dpp_spec_close(&s);
 }
 
+/* pad, order and shuffle survive the normalised form. */
+static void test_order_shuffle_pad(void **state)
+{
+    (void)state;
+    dpp_spec_t spec, again;
+    char err[DPP_SPEC_ERRLEN];
+    assert_int_equal(parse(WITH_TOP("\"remainder\":\"pad\",\"order\":\"fastest\","
+                                    "\"shuffle\":{\"seed\":-9007199254740993}"),
+                           &spec, err),
+                     0);
+    assert_int_equal(spec.remainder, DPP_REMAINDER_PAD);
+    assert_int_equal(spec.order_fastest, 1);
+    assert_int_equal(spec.shuffle, 1);
+    assert_true(spec.shuffle_seed == -9007199254740993LL);
+    char *json = dpp_spec_to_json(&spec);
+    assert_non_null(strstr(json, "\"order\":\"fastest\",\"shuffle\":{\"seed\":-9007199254740993}"));
+    assert_int_equal(parse(json, &again, err), 0);
+    assert_int_equal(again.remainder, DPP_REMAINDER_PAD);
+    assert_int_equal(again.order_fastest, 1);
+    assert_true(again.shuffle && again.shuffle_seed == spec.shuffle_seed);
+    free(json);
+    dpp_spec_close(&again);
+    dpp_spec_close(&spec);
+    /* true: seed 0; false: file order */
+    assert_int_equal(parse(WITH_TOP("\"shuffle\":true"), &spec, err), 0);
+    assert_true(spec.shuffle == 1 && spec.shuffle_seed == 0);
+    dpp_spec_close(&spec);
+    assert_int_equal(parse(WITH_TOP("\"shuffle\":false"), &spec, err), 0);
+    assert_int_equal(spec.shuffle, 0);
+    assert_int_equal(spec.order_fastest, 0);
+    dpp_spec_close(&spec);
+}
+
 static void test_remainder(void **state)
 {
     (void)state;
     dpp_spec_t spec;
     char err[DPP_SPEC_ERRLEN];
     assert_int_equal(parse(WITH_TOP("\"remainder\":\"keep\""), &spec, err), 0);
-    assert_int_equal(spec.remainder_keep, 1);
+    assert_int_equal(spec.remainder, DPP_REMAINDER_KEEP);
     char *json = dpp_spec_to_json(&spec);
     assert_non_null(strstr(json, "\"remainder\":\"keep\""));
     dpp_spec_t again;
     assert_int_equal(parse(json, &again, err), 0);
-    assert_int_equal(again.remainder_keep, 1);
+    assert_int_equal(again.remainder, DPP_REMAINDER_KEEP);
     free(json);
     dpp_spec_close(&again);
     dpp_spec_close(&spec);
@@ -1003,6 +1044,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remainder),
+        cmocka_unit_test(test_order_shuffle_pad),
         cmocka_unit_test(test_minimal),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_sparse_only_and_limits),

@@ -12,19 +12,21 @@
 #include <cmocka.h>
 
 #include "common/alloc.h"
+#include "dpp/error.h"
 #include "master/session.h"
 
-static dpp_session_t *make_r(size_t nfiles, unsigned epochs, unsigned consumers,
-                             unsigned split_rows, const char *remainder)
+/* extra: more top-level keys, each followed by a comma */
+static dpp_session_t *make_x(size_t nfiles, unsigned epochs, unsigned consumers,
+                             unsigned split_rows, const char *remainder, const char *extra)
 {
     dpp_spec_t spec;
     char err[DPP_SPEC_ERRLEN];
     char json[512];
     snprintf(json, sizeof json,
              "{\"table\":\"t\",\"batch_size\":4,\"epochs\":%u,\"consumers\":%u,"
-             "\"split_rows\":%u,\"remainder\":\"%s\","
+             "\"split_rows\":%u,\"remainder\":\"%s\",%s"
              "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"label\":{\"name\":\"label\"}}",
-             epochs, consumers, split_rows, remainder);
+             epochs, consumers, split_rows, remainder, extra);
     assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
     char **files = dpp_xcalloc(nfiles, sizeof *files);
     for (size_t i = 0; i < nfiles; i++) {
@@ -37,6 +39,12 @@ static dpp_session_t *make_r(size_t nfiles, unsigned epochs, unsigned consumers,
     assert_int_equal(s->state, SESSION_INDEXING);
     assert_string_equal(s->files[0].rel_path, "ds=1/part-00000");
     return s;
+}
+
+static dpp_session_t *make_r(size_t nfiles, unsigned epochs, unsigned consumers,
+                             unsigned split_rows, const char *remainder)
+{
+    return make_x(nfiles, epochs, consumers, split_rows, remainder, "");
 }
 
 static dpp_session_t *make(size_t nfiles, unsigned epochs, unsigned consumers, unsigned split_rows)
@@ -228,12 +236,194 @@ static void test_release_worker(void **state)
     dpp_session_free(s);
 }
 
+
+/* The files of the current plan in split order, as a string of file
+ * numbers, checking that every rank's splits are consecutive with seq
+ * counting from 0 and every file appears once. */
+static void plan_files(const dpp_session_t *s, char *out, size_t len)
+{
+    size_t used = 0;
+    unsigned *times = calloc(s->nfiles, sizeof *times);
+    for (size_t i = 0; i < s->nsplits; i++) {
+        const dpp_split_t *sp = &s->splits[i];
+        assert_true(i >= s->rank_first[sp->rank]);
+        assert_int_equal(sp->seq, i - s->rank_first[sp->rank]);
+        assert_true(sp->seq < s->rank_count[sp->rank]);
+        times[sp->file]++;
+        used += (size_t)snprintf(out + used, len - used, "%u,", sp->file);
+        assert_true(used < len);
+    }
+    for (size_t f = 0; f < s->nfiles; f++)
+        assert_int_equal(times[f], 1);
+    free(times);
+}
+
+static void consume_all(dpp_session_t *s)
+{
+    unsigned epoch = s->epoch;
+    for (size_t i = 0; i < s->nsplits && s->epoch == epoch && s->state == SESSION_RUNNING; i++)
+        dpp_session_consumed(s, i);
+}
+
+/* shuffle: each epoch deals the ranges in another order, the same for the
+ * same seed; without shuffle, file order every epoch. */
+static void test_shuffle_plans(void **state)
+{
+    (void)state;
+    char plans[2][3][256], other[256], plain[256];
+    for (int run = 0; run < 2; run++) {
+        dpp_session_t *s = make_x(24, 3, 2, 10, "keep", "\"shuffle\":{\"seed\":7},");
+        index_all(s, 10);
+        for (unsigned e = 0; e < 3; e++) {
+            assert_int_equal(s->epoch, e);
+            assert_int_equal(s->nsplits, 24);
+            assert_int_equal(dpp_session_rank_splits(s, 0), 12);
+            plan_files(s, plans[run][e], sizeof plans[run][e]);
+            consume_all(s);
+        }
+        assert_int_equal(s->state, SESSION_DONE);
+        dpp_session_free(s);
+    }
+    for (unsigned e = 0; e < 3; e++)
+        assert_string_equal(plans[0][e], plans[1][e]);
+    assert_string_not_equal(plans[0][0], plans[0][1]);
+    assert_string_not_equal(plans[0][1], plans[0][2]);
+    dpp_session_t *s = make_x(24, 1, 2, 10, "keep", "\"shuffle\":{\"seed\":8},");
+    index_all(s, 10);
+    plan_files(s, other, sizeof other);
+    assert_string_not_equal(plans[0][0], other);
+    dpp_session_free(s);
+    s = make_x(24, 2, 2, 10, "keep", "");
+    index_all(s, 10);
+    plan_files(s, plain, sizeof plain);
+    assert_string_equal(plain, "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,");
+    consume_all(s);
+    plan_files(s, other, sizeof other);
+    assert_string_equal(plain, other);
+    dpp_session_free(s);
+}
+
+/* order deterministic: a rank's splits are leased at most rank_prefetch
+ * past its first unconsumed one; fastest: no limit. */
+static void test_held_back(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_x(8, 1, 1, 10, "keep", "");
+    index_all(s, 10);
+    s->rank_prefetch[0] = 2;
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(dpp_session_split_held_back(s, i), i > 2);
+    dpp_session_consumed(s, 1); /* out of order: seq 0 still open */
+    assert_int_equal(dpp_session_split_held_back(s, 3), 1);
+    dpp_session_consumed(s, 0);
+    assert_int_equal(dpp_session_split_held_back(s, 4), 0);
+    assert_int_equal(dpp_session_split_held_back(s, 5), 1);
+    dpp_session_free(s);
+    s = make_x(8, 1, 1, 10, "keep", "\"order\":\"fastest\",");
+    index_all(s, 10);
+    s->rank_prefetch[0] = 1;
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(dpp_session_split_held_back(s, i), 0);
+    dpp_session_free(s);
+}
+
+/* remainder pad: every rank gets ceil(largest share / batch_size) batches. */
+static void test_pad_batches(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_x(3, 1, 3, 100, "pad", "");
+    assert_int_equal(dpp_session_pad_batches(s), 0); /* indexing */
+    index_all(s, 7); /* 21 records: 7 per rank, batch_size 4 */
+    assert_int_equal(dpp_session_pad_batches(s), 2);
+    assert_int_equal(dpp_session_rank_records(s, 2), 7);
+    dpp_session_free(s);
+    s = make_x(1, 1, 3, 100, "pad", "");
+    index_all(s, 13); /* 5, 4, 4 */
+    assert_int_equal(dpp_session_pad_batches(s), 2);
+    assert_int_equal(dpp_session_rank_records(s, 0), 5);
+    assert_int_equal(dpp_session_rank_records(s, 2), 4);
+    dpp_session_free(s);
+    s = make_x(1, 1, 3, 100, "keep", "");
+    index_all(s, 13);
+    assert_int_equal(dpp_session_pad_batches(s), 0);
+    dpp_session_free(s);
+}
+
+static size_t rank_state(const dpp_session_t *s, unsigned rank, split_state_t st)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nsplits; i++)
+        n += s->splits[i].rank == rank && s->splits[i].state == st;
+    return n;
+}
+
+/* A checkpoint token's position: before it consumed, from it on pending;
+ * an earlier epoch rolls the session back; positions that cannot exist are
+ * refused without changing anything. */
+static void test_resume(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_x(8, 3, 2, 10, "keep", "\"shuffle\":{\"seed\":3},");
+    assert_int_equal(dpp_session_resume(s, 0, 0, 0), 0); /* indexing: from the start */
+    assert_int_equal(dpp_session_resume(s, 0, 0, 1), DPP_ETOKEN);
+    index_all(s, 10);
+    size_t r0 = s->rank_first[0];
+    dpp_session_set(s, r0, SPLIT_LEASED);
+    dpp_session_set(s, r0 + 1, SPLIT_PRODUCED);
+    dpp_session_consumed(s, r0 + 2); /* acknowledged, yet after the token */
+    assert_int_equal(dpp_session_resume(s, 0, 0, 1), 0);
+    assert_int_equal(s->splits[r0].state, SPLIT_CONSUMED);
+    assert_int_equal(rank_state(s, 0, SPLIT_PENDING), 3);
+    assert_int_equal(rank_state(s, 1, SPLIT_PENDING), 4);
+    /* refused: past the rank's splits, a later epoch, an epoch past the
+     * session, a rank that does not exist */
+    assert_int_equal(dpp_session_resume(s, 0, 0, 5), DPP_ETOKEN);
+    assert_int_equal(dpp_session_resume(s, 0, 1, 0), DPP_ETOKEN);
+    assert_int_equal(dpp_session_resume(s, 0, 3, 0), DPP_ETOKEN);
+    assert_int_equal(dpp_session_resume(s, 2, 0, 0), DPP_ETOKEN);
+    assert_int_equal(rank_state(s, 0, SPLIT_CONSUMED), 1);
+    /* at the end of the rank's epoch: its splits consumed, the others' not */
+    assert_int_equal(dpp_session_resume(s, 0, 0, 4), 0);
+    assert_int_equal(rank_state(s, 0, SPLIT_CONSUMED), 4);
+    assert_int_equal(s->epoch, 0);
+    consume_all(s);
+    assert_int_equal(s->epoch, 1);
+    char e1[256], e0[256];
+    plan_files(s, e1, sizeof e1);
+    /* rank 1 restarts from split 2 of epoch 0: back to epoch 0, rank 0 done */
+    assert_int_equal(dpp_session_resume(s, 1, 0, 2), 0);
+    assert_int_equal(s->epoch, 0);
+    plan_files(s, e0, sizeof e0);
+    assert_string_not_equal(e0, e1);
+    assert_int_equal(rank_state(s, 0, SPLIT_CONSUMED), 4);
+    assert_int_equal(rank_state(s, 1, SPLIT_CONSUMED), 2);
+    assert_int_equal(rank_state(s, 1, SPLIT_PENDING), 2);
+    consume_all(s);
+    assert_int_equal(s->epoch, 1);
+    plan_files(s, e0, sizeof e0);
+    assert_string_equal(e0, e1); /* the same plan again */
+    consume_all(s);
+    consume_all(s);
+    assert_int_equal(s->state, SESSION_DONE);
+    /* a finished session reopens for a token of its last epoch */
+    assert_int_equal(dpp_session_resume(s, 0, 2, 3), 0);
+    assert_int_equal(s->state, SESSION_RUNNING);
+    assert_int_equal(s->epoch, 2);
+    assert_int_equal(rank_state(s, 0, SPLIT_PENDING), 1);
+    assert_int_equal(s->counts[SPLIT_CONSUMED], 7);
+    consume_all(s);
+    assert_int_equal(s->state, SESSION_DONE);
+    dpp_session_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planning),       cmocka_unit_test(test_all_empty_is_done),
         cmocka_unit_test(test_ranks),          cmocka_unit_test(test_epoch_turnover),
-        cmocka_unit_test(test_release_worker),
+        cmocka_unit_test(test_release_worker), cmocka_unit_test(test_shuffle_plans),
+        cmocka_unit_test(test_held_back),      cmocka_unit_test(test_pad_batches),
+        cmocka_unit_test(test_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
