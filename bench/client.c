@@ -132,6 +132,8 @@ static void flush(peer_t *p)
         Dpp__BlockHeader h = DPP__BLOCK_HEADER__INIT;
         h.epoch = 0;
         h.split_id = split;
+        h.split_seq = split; /* one rank: its splits in plan order */
+        h.rank_splits = s->splits;
         h.block_index = index;
         h.last = last;
         h.rows = last ? 0 : s->bl->batch_size;

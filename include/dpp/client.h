@@ -47,6 +47,13 @@ typedef struct dpp_client_options {
     int connect_timeout_ms; /* for the first answer of the master, which is waited
                              * for with backoff if it is not up yet (default 10000) */
     const char *token;      /* cluster token (issue #6); NULL: none */
+    /* order "deterministic": splits of this rank fetched ahead of the one
+     * being consumed, fewer when they would not fit memory_budget (default 4) */
+    unsigned prefetch_splits;
+    /* a checkpoint token from dpp_client_checkpoint(): continue from there
+     * (session may then be NULL: the token names it). NULL: from the start */
+    const void *resume_token;
+    size_t resume_token_len;
 } dpp_client_options_t;
 
 /* Fills o with the defaults; set master and session after it. */
@@ -69,6 +76,18 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
  * negative error. Batches hold exactly batch_size rows; a final smaller batch
  * of an epoch comes only when the spec's `remainder` is "keep". */
 int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms);
+
+/* Bytes of a checkpoint token. */
+#define DPP_CHECKPOINT_SIZE 64
+
+/* Writes a data checkpoint token for the current batch boundary into buf
+ * (len >= DPP_CHECKPOINT_SIZE): a client opened later with it as
+ * resume_token gets exactly the batches this one has not handed out yet,
+ * the same batches in the same order (docs/client.md#resume). Tokens are
+ * plain bytes: store them with the model checkpoint. Returns
+ * DPP_CHECKPOINT_SIZE, DPP_EINVAL when len is too small or the spec's order
+ * is "fastest" (no fixed order to resume in). */
+int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len);
 
 /* Why the client failed, once next() returned an error that ends it (for
  * DPP_EFAILED: the session's failure as the master reports it, e.g. "file
@@ -117,6 +136,7 @@ typedef struct dpp_client_stats {
     uint64_t blocks, blocks_duplicate; /* duplicates: re-sent by a re-leased split */
     uint64_t reconnects;               /* worker and master connections made again */
     uint64_t batches_zero_copy;        /* batches handed out as received, without a copy */
+    uint64_t rows_padded;              /* remainder "pad": masked empty rows added */
 } dpp_client_stats_t;
 
 void dpp_client_get_stats(const dpp_client_t *c, dpp_client_stats_t *out);
@@ -126,6 +146,13 @@ void dpp_client_get_stats(const dpp_client_t *c, dpp_client_stats_t *out);
  * Features are addressed by name or by index (spec order). */
 
 size_t dpp_batch_rows(const dpp_batch_t *b);
+
+/* Rows that hold data: rows minus the padding, which always comes last
+ * (remainder "pad"; otherwise equal to dpp_batch_rows()). */
+size_t dpp_batch_valid_rows(const dpp_batch_t *b);
+
+/* Row mask uint8 [rows]: 1 for a row with data, 0 for padding. */
+const uint8_t *dpp_batch_mask(const dpp_batch_t *b);
 unsigned dpp_batch_epoch(const dpp_batch_t *b);
 
 /* Labels: float32 [rows]. */

@@ -210,6 +210,8 @@ class _BatchFields:
             dense,
             self._split_dense(dense),
             self.sparse._map(_pin),
+            _pin(self.mask),
+            self.valid_rows,
         )
 
     def to(self, device, non_blocking=False):
@@ -225,7 +227,14 @@ class _BatchFields:
         # otherwise it is already a concatenated copy of its own.
         dense = mv(dense) if len(self.dense_features) == 1 else dense.to(device, non_blocking=non_blocking)
         return TensorBatch(
-            self.rows, self.epoch, mv(self.labels), dense, self._split_dense(dense), self.sparse._map(mv)
+            self.rows,
+            self.epoch,
+            mv(self.labels),
+            dense,
+            self._split_dense(dense),
+            self.sparse._map(mv),
+            mv(self.mask),
+            self.valid_rows,
         )
 
     def _split_dense(self, dense):
@@ -253,6 +262,9 @@ class Batch(_BatchFields):
 
     Attributes:
         rows, epoch: ints.
+        valid_rows: rows with data; the rest (remainder "pad") is padding,
+            which always comes last.
+        mask: bool [rows]: True for a row with data, False for padding.
         labels: float32 [rows].
         dense_features: dict name -> float32 [rows, dim], in spec order (views).
         dense: float32 [rows, sum of dims]: the dense features concatenated in
@@ -273,6 +285,8 @@ class Batch(_BatchFields):
         self._handle = h
         self.rows = rows = int(lib.dpp_batch_rows(ptr))
         self.epoch = int(lib.dpp_batch_epoch(ptr))
+        self.valid_rows = int(lib.dpp_batch_valid_rows(ptr))
+        self.mask = _view(h, lib.dpp_batch_mask(ptr), (rows,), "|u1", torch.uint8).view(torch.bool)
         p = ctypes.c_void_p()
         check(lib.dpp_batch_labels(ptr, ctypes.byref(p)), "dpp_batch_labels")
         self.labels = _view(h, p.value, (rows,), "<f4", torch.float32)
@@ -328,8 +342,10 @@ class TensorBatch(_BatchFields):
     """A batch whose tensors are its own (``Batch.pin_memory()``/``to()``):
     same fields as Batch; ``dense_features`` are column slices of ``dense``."""
 
-    def __init__(self, rows, epoch, labels, dense, dense_features, sparse):
+    def __init__(self, rows, epoch, labels, dense, dense_features, sparse, mask=None, valid_rows=None):
         self.rows = rows
+        self.valid_rows = rows if valid_rows is None else valid_rows
+        self.mask = torch.ones(rows, dtype=torch.bool) if mask is None else mask
         self.epoch = epoch
         self.labels = labels
         self.dense = dense

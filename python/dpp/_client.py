@@ -2,6 +2,7 @@
 """dpp.Client: one trainer rank attached to a session (dpp_client_t)."""
 import ctypes
 import math
+from ctypes import c_void_p
 
 from . import _lib
 from ._batch import Batch
@@ -21,18 +22,24 @@ _STAT_FIELDS = (
     "blocks_duplicate",
     "reconnects",
     "batches_zero_copy",
+    "rows_padded",
 )
+
+# DPP_CHECKPOINT_SIZE
+CHECKPOINT_SIZE = 64
 
 
 class Client:
     """One trainer rank of a dpp session.
 
     ``Client(master, session, rank=0, world_size=0, prefetch=8,
-    memory_budget=256 << 20, timeout_s=10.0, token=None)`` attaches to the
-    master at ``master`` ("HOST:PORT") for session ``session`` (the id
-    ``dppctl submit`` printed); ``timeout_s`` bounds the wait for the master's
-    first answer. Raises DppError (``code`` DPP_ENOSESSION, DPP_ERANK,
-    DPP_ETIMEDOUT, -ECONNREFUSED, ...).
+    memory_budget=256 << 20, timeout_s=10.0, token=None,
+    prefetch_splits=4, resume=None)`` attaches to the master at ``master``
+    ("HOST:PORT") for session ``session`` (the id ``dppctl submit``
+    printed); ``timeout_s`` bounds the wait for the master's first answer.
+    ``resume`` is a token from ``checkpoint()``: the client continues from
+    there (``session`` may then be None). Raises DppError (``code``
+    DPP_ENOSESSION, DPP_ERANK, DPP_ETOKEN, DPP_ETIMEDOUT, -ECONNREFUSED, ...).
 
     ``next()`` returns a ``Batch`` or raises ``EpochEnd`` (once after the
     last batch of each epoch) or ``SessionEnd`` (after the last epoch, and on
@@ -54,6 +61,8 @@ class Client:
         memory_budget=256 << 20,
         timeout_s=10.0,
         token=None,
+        prefetch_splits=None,
+        resume=None,
     ):
         self._lib = lib = _lib.load()
         self._ptr = None
@@ -63,9 +72,17 @@ class Client:
         o = _lib.ClientOptions()
         lib.dpp_client_options_init(ctypes.byref(o))
         # Keep the encoded strings alive for the call.
-        m, s = _enc(master, "master"), _enc(session, "session")
+        m = _enc(master, "master")
+        s = _enc(session, "session") if session is not None else None
         t = _enc(token, "token") if token is not None else None
         o.master, o.session, o.token = m, s, t
+        if prefetch_splits is not None:
+            o.prefetch_splits = _uint(prefetch_splits, "prefetch_splits")
+        if resume is not None:
+            if not isinstance(resume, (bytes, bytearray)):
+                raise TypeError("resume must be the bytes of a checkpoint token")
+            r = ctypes.create_string_buffer(bytes(resume), len(resume))
+            o.resume_token, o.resume_token_len = ctypes.cast(r, c_void_p), len(resume)
         o.rank = _uint(rank, "rank")
         o.world_size = _uint(world_size, "world_size")
         if prefetch is not None:
@@ -190,6 +207,16 @@ class Client:
 
     # ---- state ---------------------------------------------------------
 
+    def checkpoint(self):
+        """A data checkpoint token (bytes) for the current batch boundary: a
+        Client opened with ``resume=`` it gets exactly the batches this one
+        has not handed out yet, in the same order. Needs the spec's order
+        "deterministic" (the default); DppError DPP_EINVAL otherwise."""
+        buf = ctypes.create_string_buffer(CHECKPOINT_SIZE)
+        n = self._lib.dpp_client_checkpoint(self._p(), buf, CHECKPOINT_SIZE)
+        check(n if n < 0 else 0, "dpp_client_checkpoint", self)
+        return buf.raw[:n]
+
     @property
     def epoch(self):
         """The epoch the next batch belongs to (0-based)."""
@@ -210,7 +237,8 @@ class Client:
         """Counters since open (dpp_client_stats_t) as a dict: batches, rows,
         wait_ns, wait_hist (16 counts: bucket i counts next() waits under
         2^i * 10 us, the last every longer one), bytes_wire, bytes_raw,
-        blocks, blocks_duplicate, reconnects, batches_zero_copy."""
+        blocks, blocks_duplicate, reconnects, batches_zero_copy,
+        rows_padded."""
         st = _lib.ClientStats()
         self._lib.dpp_client_get_stats(self._p(), ctypes.byref(st))
         d = {k: int(getattr(st, k)) for k in _STAT_FIELDS}

@@ -86,6 +86,29 @@ class TorchDataset(torch.utils.data.IterableDataset):
             yield b
             del b  # the generator must not hold the last batch between steps
 
+    def state_dict(self):
+        """The data position, to save with the model's checkpoint:
+        ``{"dpp_token": bytes}`` for the current batch boundary (every batch
+        this dataset yielded so far counts as delivered; with num_workers=0
+        the DataLoader fetches nothing ahead), or the position a loaded
+        state_dict will start from, or {} before anything was read."""
+        if self._client is not None:
+            return {"dpp_token": self._client.checkpoint()}
+        tok = self._client_kwargs.get("resume")
+        return {} if tok is None else {"dpp_token": tok}
+
+    def load_state_dict(self, state):
+        """Continues from a ``state_dict()``, also in a new process: the next
+        iterations yield exactly the batches that were not yet delivered at
+        that point, the same ones in the same order. Closes the current
+        client; the next iteration opens one at that position."""
+        tok = state.get("dpp_token")
+        self.close()
+        if tok is None:
+            self._client_kwargs.pop("resume", None)
+        else:
+            self._client_kwargs["resume"] = bytes(tok)
+
     def close(self):
         """Closes the client. Batches still held stay valid."""
         c, self._client = self._client, None

@@ -55,6 +55,7 @@ ERRORS = {
     "DPP_EFAILED": -1019,
     "DPP_ERANK": -1020,
     "DPP_EINVAL": -1021,
+    "DPP_ETOKEN": -1022,
 }
 
 
@@ -70,6 +71,9 @@ class ClientOptions(ctypes.Structure):
         ("memory_budget", c_size_t),
         ("connect_timeout_ms", c_int),
         ("token", c_char_p),
+        ("prefetch_splits", c_uint),
+        ("resume_token", c_void_p),
+        ("resume_token_len", c_size_t),
     ]
 
 
@@ -87,6 +91,7 @@ class ClientStats(ctypes.Structure):
         ("blocks_duplicate", c_uint64),
         ("reconnects", c_uint64),
         ("batches_zero_copy", c_uint64),
+        ("rows_padded", c_uint64),
     ]
 
 
@@ -127,7 +132,10 @@ _PROTOS = {
     "dpp_client_dense_dim": (c_uint, [_P, c_uint]),
     "dpp_client_sparse_weighted": (c_int, [_P, c_uint]),
     "dpp_client_get_stats": (None, [_P, POINTER(ClientStats)]),
+    "dpp_client_checkpoint": (c_int, [_P, c_void_p, c_size_t]),
     "dpp_batch_rows": (c_size_t, [_P]),
+    "dpp_batch_valid_rows": (c_size_t, [_P]),
+    "dpp_batch_mask": (c_void_p, [_P]),
     "dpp_batch_epoch": (c_uint, [_P]),
     "dpp_batch_labels": (c_int, [_P, POINTER(c_void_p)]),
     "dpp_batch_dense": (c_int, [_P, c_char_p, POINTER(c_void_p), POINTER(c_uint)]),

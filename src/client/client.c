@@ -11,6 +11,7 @@
 
 #include "client_internal.h"
 #include "common/block.h"
+#include "common/crc32c.h"
 #include "common/net.h"
 #include "common/util.h"
 #include "dpp.pb-c.h"
@@ -37,6 +38,7 @@ static void free_track(epoch_track_t *t)
     free(t->splits);
     memset(t, 0, sizeof *t);
     t->epoch = -1;
+    t->rank_splits = -1;
 }
 
 void dpp__core_unref(dpp_core_t *core)
@@ -62,6 +64,7 @@ void dpp__core_unref(dpp_core_t *core)
     free_names(core->sparse_names, core->nsparse);
     free(core->dims);
     free(core->weighted);
+    free(core->ones);
     pthread_cond_destroy(&core->cv);
     pthread_mutex_destroy(&core->mu);
     free(core);
@@ -81,7 +84,9 @@ static dpp_core_t *core_new(void)
     core->refs = 1;
     core->ready_tail = &core->ready;
     core->track[0].epoch = core->track[1].epoch = -1;
+    core->track[0].rank_splits = core->track[1].rank_splits = -1;
     core->rank_splits = -1;
+    core->pad_batches = -1;
     core->rank_records = -1;
     return core;
 }
@@ -96,6 +101,20 @@ epoch_track_t *dpp__core_epoch(dpp_core_t *core, uint32_t epoch, int create)
     free_track(t);
     t->epoch = epoch;
     return t;
+}
+
+int64_t dpp__epoch_splits(const dpp_core_t *core, const epoch_track_t *t)
+{
+    /* a rank without records has none in any epoch, and no block says so */
+    return core->rank_splits == 0 ? 0 : t->rank_splits;
+}
+
+unsigned dpp__core_window(const dpp_core_t *core)
+{
+    unsigned w = core->prefetch_splits;
+    if (core->max_split_bytes > 0 && core->budget / core->max_split_bytes < w)
+        w = (unsigned)(core->budget / core->max_split_bytes);
+    return w ? w : 1;
 }
 
 split_track_t *dpp__track_split(epoch_track_t *t, uint32_t id)
@@ -124,7 +143,7 @@ static void wake_io(dpp_core_t *core)
 
 int dpp__core_credit(dpp_core_t *core, uint64_t link_id)
 {
-    if (core->closed)
+    if (core->closed || link_id == 0)
         return 0;
     if (core->ncredit == core->credit_cap) {
         size_t cap = core->credit_cap ? core->credit_cap * 2 : 32;
@@ -214,6 +233,85 @@ void dpp_client_options_init(dpp_client_options_t *o)
     o->prefetch = DPP_CLIENT_DEFAULT_PREFETCH;
     o->memory_budget = DPP_CLIENT_DEFAULT_BUDGET;
     o->connect_timeout_ms = DPP_CLIENT_DEFAULT_TIMEOUT_MS;
+    o->prefetch_splits = DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
+}
+
+/* ---- checkpoint tokens ----------------------------------------------------
+ * 64 bytes, little-endian: magic "DPT1", version u16 (1), flags u16 (0),
+ * session id (24 bytes, NUL-padded), then u32 rank, epoch, split position,
+ * block index, row in that block, batches handed out in the epoch, splits
+ * of the rank in the epoch (0xffffffff: not known yet), reserved (0), and
+ * the CRC32C of the 60 bytes before it. */
+
+#define TOKEN_MAGIC "DPT1"
+#define TOKEN_UNKNOWN 0xffffffffu
+
+typedef struct token {
+    char session[24];
+    uint32_t rank, epoch, seq, index, row, batches, rank_splits;
+} token_t;
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void token_pack(const token_t *t, uint8_t *out)
+{
+    memset(out, 0, DPP_CHECKPOINT_SIZE);
+    memcpy(out, TOKEN_MAGIC, 4);
+    out[4] = 1; /* version */
+    memcpy(out + 8, t->session, strnlen(t->session, sizeof t->session));
+    const uint32_t v[] = {t->rank, t->epoch, t->seq, t->index, t->row, t->batches, t->rank_splits};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        put32(out + 32 + 4 * i, v[i]);
+    put32(out + 60, dpp_crc32c(0, out, 60));
+}
+
+/* DPP_ETOKEN unless buf is an intact token of this library's version. */
+static int token_unpack(const void *buf, size_t len, token_t *t)
+{
+    const uint8_t *p = buf;
+    if (buf == NULL || len != DPP_CHECKPOINT_SIZE || memcmp(p, TOKEN_MAGIC, 4) != 0 ||
+        p[4] != 1 || p[5] || p[6] || p[7] || dpp_load_le32(p + 60) != dpp_crc32c(0, p, 60) ||
+        memchr(p + 8, 0, 24) == NULL || p[8] == 0)
+        return DPP_ETOKEN;
+    memcpy(t->session, p + 8, 24);
+    uint32_t *v[] = {&t->rank, &t->epoch,   &t->seq,        &t->index,
+                     &t->row,  &t->batches, &t->rank_splits};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        *v[i] = dpp_load_le32(p + 32 + 4 * i);
+    return 0;
+}
+
+int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len)
+{
+    if (buf == NULL || len < DPP_CHECKPOINT_SIZE || c->core->order_fastest)
+        return DPP_EINVAL;
+    token_t t = {.rank = c->rank, .epoch = c->epoch, .batches = (uint32_t)c->epoch_batches_out};
+    memcpy(t.session, c->session, sizeof t.session);
+    if (c->cur.raw) { /* inside a block: the next batch starts at row_off */
+        t.seq = c->cur.seq;
+        t.index = c->cur.index;
+        t.row = c->cur.row_off;
+    } else {
+        t.seq = c->next_seq;
+        t.index = c->next_index;
+        t.row = c->skip_rows;
+    }
+    dpp_core_t *core = c->core;
+    pthread_mutex_lock(&core->mu);
+    epoch_track_t *tr = dpp__core_epoch(core, c->epoch, 0);
+    int64_t n = tr ? dpp__epoch_splits(core, tr) : core->rank_splits == 0 ? 0 : -1;
+    pthread_mutex_unlock(&core->mu);
+    t.rank_splits = n >= 0 ? (uint32_t)n : TOKEN_UNKNOWN;
+    if (c->epoch >= c->epochs) { /* the session is over: nothing is left */
+        t.epoch = c->epochs;
+        t.seq = t.index = t.row = 0;
+    }
+    token_pack(&t, buf);
+    return DPP_CHECKPOINT_SIZE;
 }
 
 static int copy_names(char ***out, char *const *names, size_t n)
@@ -227,7 +325,7 @@ static int copy_names(char ***out, char *const *names, size_t n)
     return 0;
 }
 
-static int attach(dpp_client_t *c, const char *master, int timeout_ms,
+static int attach(dpp_client_t *c, const char *master, int timeout_ms, const token_t *resume,
                   struct sockaddr_storage *master_ss, Dpp__AttachReply **reply)
 {
     dpp_sync_conn_t conn;
@@ -240,6 +338,12 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms,
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
     req.session_id = c->session;
     req.rank = c->rank;
+    req.prefetch_splits = c->core->prefetch_splits;
+    if (resume) {
+        req.resume = 1;
+        req.resume_epoch = resume->epoch;
+        req.resume_seq = resume->seq;
+    }
     uint16_t type;
     ProtobufCMessage *m = NULL;
     rc = dpp_sync_call(&conn, DPP_MSG_ATTACH, &req.base, &type, &m, timeout_ms);
@@ -261,6 +365,7 @@ void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)
         return;
     core->rank_splits = r->rank_splits_per_epoch;
     core->rank_records = r->rank_records_exact ? (int64_t)r->rank_records : -1;
+    core->pad_batches = core->pad ? (int64_t)r->pad_batches : -1;
     pthread_cond_broadcast(&core->cv);
 }
 
@@ -290,16 +395,56 @@ static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
     core->shape.weighted = core->weighted;
     core->batch_size = r->batch_size;
     core->keep_remainder = r->keep_remainder;
+    core->pad = r->remainder_pad;
+    core->order_fastest = r->order_fastest;
+    if ((core->ones = malloc(r->batch_size)) == NULL)
+        return -ENOMEM;
+    memset(core->ones, 1, r->batch_size);
+    return 0;
+}
+
+/* Puts a client opened from a checkpoint token at the token's position. */
+static int start_at(dpp_client_t *c, const token_t *t)
+{
+    dpp_core_t *core = c->core;
+    if (t->epoch >= c->epochs) { /* taken after the last batch */
+        c->epoch = c->epochs;
+        c->session_ended = 1;
+        core->cur_epoch = c->epoch;
+        return 0;
+    }
+    c->epoch = t->epoch;
+    core->cur_epoch = t->epoch;
+    c->next_seq = t->seq;
+    c->next_index = t->index;
+    c->skip_rows = t->row;
+    c->epoch_batches_out = t->batches;
+    if (t->rank_splits != TOKEN_UNKNOWN) {
+        epoch_track_t *tr = dpp__core_epoch(core, t->epoch, 1);
+        tr->rank_splits = t->rank_splits;
+    }
     return 0;
 }
 
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
 {
     *out = NULL;
-    if (o == NULL || o->master == NULL || o->session == NULL || o->session[0] == '\0' ||
-        o->master[0] == '\0' || o->prefetch == 0 || o->prefetch > 1024 || o->memory_budget == 0)
+    token_t tok, *resume = NULL;
+    if (o == NULL || o->master == NULL || o->master[0] == '\0' || o->prefetch == 0 ||
+        o->prefetch > 1024 || o->memory_budget == 0 || o->prefetch_splits > 1024)
         return DPP_EINVAL;
-    if (strlen(o->session) >= 24)
+    if (o->resume_token) {
+        int rc = token_unpack(o->resume_token, o->resume_token_len, &tok);
+        if (rc)
+            return rc;
+        if ((o->session && strcmp(o->session, tok.session) != 0) || tok.rank != o->rank)
+            return DPP_ETOKEN; /* another session's or rank's position */
+        resume = &tok;
+    }
+    const char *session = resume ? tok.session : o->session;
+    if (session == NULL || session[0] == '\0')
+        return DPP_EINVAL;
+    if (strlen(session) >= 24)
         return DPP_ENOSESSION;
     dpp_client_t *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -310,10 +455,11 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         goto fail;
     if (o->token && (c->token = strdup(o->token)) == NULL)
         goto fail;
-    snprintf(c->session, sizeof c->session, "%s", o->session);
+    snprintf(c->session, sizeof c->session, "%s", session);
     c->rank = o->rank;
     dpp_core_t *core = c->core;
     core->prefetch = o->prefetch;
+    core->prefetch_splits = o->prefetch_splits ? o->prefetch_splits : DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
     core->budget = o->memory_budget;
     struct sockaddr_storage master_ss;
     int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
@@ -323,7 +469,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     unsigned backoff_ms = 100;
     for (;;) {
         int64_t left = deadline - dpp_now_ms();
-        rc = attach(c, o->master, left > 0 ? (int)left : 1, &master_ss, &r);
+        rc = attach(c, o->master, left > 0 ? (int)left : 1, resume, &master_ss, &r);
         if (rc != -ECONNREFUSED && rc != DPP_ECLOSED && rc != -ECONNRESET)
             break;
         if (dpp_now_ms() + (int64_t)backoff_ms >= deadline)
@@ -349,6 +495,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     c->epochs = r->epochs;
     c->batch_size = r->batch_size;
     dpp__core_plan(core, r);
+    if (resume && (rc = start_at(c, resume)) != 0)
+        goto fail;
     rc = dpp__io_start(c, &master_ss, r->workers, r->n_workers);
     if (rc)
         goto fail;
@@ -424,14 +572,20 @@ int64_t dpp_client_epoch_batches(const dpp_client_t *c)
     dpp_core_t *core = c->core;
     int64_t rows = -1;
     pthread_mutex_lock(&core->mu);
+    if (core->pad) {
+        int64_t n = core->pad_batches;
+        pthread_mutex_unlock(&core->mu);
+        return n;
+    }
     if (core->rank_records >= 0) {
         rows = core->rank_records;
-    } else if (core->rank_splits >= 0) {
+    } else if (core->rank_splits == 0) {
+        rows = 0;
+    } else {
         epoch_track_t *t = dpp__core_epoch(core, c->epoch, 0);
-        if (t && t->complete_splits >= (uint64_t)core->rank_splits)
+        int64_t n = t ? dpp__epoch_splits(core, t) : -1;
+        if (n >= 0 && t->complete_splits >= (uint64_t)n)
             rows = (int64_t)t->rows_arrived;
-        else if (core->rank_splits == 0)
-            rows = 0;
     }
     pthread_mutex_unlock(&core->mu);
     if (rows < 0)
@@ -501,6 +655,63 @@ static rblock_t *take_ready(dpp_core_t *core, uint32_t epoch)
     return NULL;
 }
 
+/* Counts a block as taken; acknowledges its split when every block of it
+ * has been taken. Caller holds core->mu. */
+static int account_taken(dpp_core_t *core, epoch_track_t *t, const rblock_t *b)
+{
+    split_track_t *st = dpp__track_split(t, b->split);
+    if (st == NULL)
+        return -ENOMEM;
+    st->delivered++;
+    if (st->last_index >= 0 && st->delivered == (uint64_t)st->last_index + 1 && !st->done) {
+        st->done = 1;
+        t->done_splits++;
+        return dpp__core_ack(core, b->epoch, b->split);
+    }
+    return 0;
+}
+
+/* Drops a block the consumer will not use. Caller holds core->mu. */
+static void discard(dpp_core_t *core, rblock_t *b)
+{
+    dpp__core_credit(core, b->link_id);
+    dpp__core_unhold(core, b->len);
+    dpp__pool_put(core, b->data, b->cap);
+    free(b);
+}
+
+/* order deterministic: unlinks the block at the consumer's position, (split
+ * position next_seq, block next_index) of `epoch`, if it has arrived. Blocks
+ * before that position (a resumed client's, delivered before its
+ * checkpoint) are counted as taken and dropped on the way. Caller holds
+ * core->mu. */
+static int take_next(dpp_client_t *c, epoch_track_t *t, rblock_t **out)
+{
+    dpp_core_t *core = c->core;
+    *out = NULL;
+    for (rblock_t **pp = &core->ready; *pp;) {
+        rblock_t *b = *pp;
+        int before = b->seq < c->next_seq || (b->seq == c->next_seq && b->index < c->next_index);
+        if (b->epoch != c->epoch || (!before && (b->seq != c->next_seq || b->index != c->next_index))) {
+            pp = &b->next;
+            continue;
+        }
+        *pp = b->next;
+        if (core->ready_tail == &b->next)
+            core->ready_tail = pp;
+        core->nready--;
+        if (!before) {
+            *out = b;
+            return 0;
+        }
+        int rc = account_taken(core, t, b);
+        discard(core, b);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* Decompresses and validates a received block into c->cur. Takes b's
  * memory either way. Called without core->mu. */
 static int load_block(dpp_client_t *c, rblock_t *b)
@@ -554,7 +765,13 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     c->cur.rows = info.rows;
     c->cur.row_off = 0;
     c->cur.epoch = b->epoch;
+    c->cur.seq = b->seq;
+    c->cur.index = b->index;
     c->cur.link_id = b->link_id;
+    if (c->skip_rows) { /* resumed inside this block */
+        c->cur.row_off = c->skip_rows < info.rows ? c->skip_rows : info.rows;
+        c->skip_rows = 0;
+    }
     free(b);
     return 0;
 }
@@ -569,7 +786,8 @@ static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_
     batch->buf = buf;
     batch->bytes = bytes;
     batch->cap = cap;
-    batch->rows = rows;
+    batch->rows = batch->valid_rows = rows;
+    batch->mask = c->core->ones;
     batch->epoch = c->epoch;
     batch->link_id = link_id;
     return batch;
@@ -655,27 +873,47 @@ static void add_ms(struct timespec *ts, int ms)
     }
 }
 
-/* Counts a block as taken; acknowledges its split when every block of it
- * has been taken. Caller holds core->mu. */
-static int account_taken(dpp_core_t *core, epoch_track_t *t, const rblock_t *b)
+/* remainder "pad": completes the batch being assembled (or an empty one)
+ * with empty rows (label 0, dense 0, no ids), which its mask marks 0. */
+static int finish_padded(dpp_client_t *c, dpp_batch_t **out)
 {
-    split_track_t *st = dpp__track_split(t, b->split);
-    if (st == NULL)
-        return -ENOMEM;
-    st->delivered++;
-    if (st->last_index >= 0 && st->delivered == (uint64_t)st->last_index + 1 && !st->done) {
-        st->done = 1;
-        t->done_splits++;
-        return dpp__core_ack(core, b->epoch, b->split);
+    dpp_core_t *core = c->core;
+    size_t valid = c->assembly.rows, width = 0;
+    for (unsigned i = 0; i < core->ndense; i++)
+        width += core->dims[i];
+    float *zeros = calloc(width + 1, sizeof *zeros);
+    size_t *lens = calloc(core->nsparse + 1, sizeof *lens);
+    uint8_t *mask = malloc(c->batch_size);
+    int rc = zeros && lens && mask ? 0 : -ENOMEM;
+    while (rc == 0 && c->assembly.rows < c->batch_size)
+        rc = dpp_block_builder_append(&c->assembly, 0.0f, zeros, NULL, NULL, lens);
+    if (rc == 0)
+        rc = finish_assembly(c, out);
+    free(zeros);
+    free(lens);
+    if (rc) {
+        free(mask);
+        return rc;
     }
+    memset(mask, 1, valid);
+    memset(mask + valid, 0, c->batch_size - valid);
+    (*out)->valid_rows = valid;
+    (*out)->mask = mask;
+    c->stats.rows_padded += c->batch_size - valid;
     return 0;
 }
 
-/* The epoch's blocks are all taken: hands out a kept remainder, else ends
- * the epoch. Caller holds core->mu; returns with it released. */
+/* The epoch's blocks are all taken: hands out a kept remainder or the
+ * padded batches, else ends the epoch. Caller holds core->mu; returns with
+ * it released. */
 static int end_epoch(dpp_client_t *c, epoch_track_t *t, dpp_batch_t **out)
 {
     dpp_core_t *core = c->core;
+    if (core->pad && (c->assembly.rows > 0 || (int64_t)c->epoch_batches_out < core->pad_batches)) {
+        pthread_mutex_unlock(&core->mu);
+        int rc = finish_padded(c, out);
+        return rc ? rc : DPP_BATCH;
+    }
     if (c->assembly.rows > 0 && core->keep_remainder && !c->epoch_end_pending) {
         pthread_mutex_unlock(&core->mu);
         int rc = finish_assembly(c, out);
@@ -695,6 +933,8 @@ static int end_epoch(dpp_client_t *c, epoch_track_t *t, dpp_batch_t **out)
     free_track(t); /* frees the slot for epoch + 2 */
     c->epoch++;
     c->epoch_end_pending = 0;
+    c->epoch_batches_out = 0;
+    c->next_seq = c->next_index = 0;
     core->cur_epoch = c->epoch;
     if (c->epoch >= c->epochs)
         c->session_ended = 1;
@@ -727,9 +967,24 @@ static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
             return err;
         }
         epoch_track_t *t = dpp__core_epoch(core, c->epoch, 1);
-        if (core->rank_splits >= 0 && t->done_splits >= (uint64_t)core->rank_splits)
+        int64_t n = dpp__epoch_splits(core, t);
+        int ended = n >= 0 && (core->order_fastest ? t->done_splits >= (uint64_t)n
+                                                   : c->next_seq >= (uint64_t)n);
+        /* padding needs the plan's batch count, which the next attach brings */
+        if (ended && !(core->pad && core->pad_batches < 0))
             return end_epoch(c, t, out);
-        rblock_t *b = take_ready(core, c->epoch);
+        rblock_t *b = NULL;
+        if (ended) {
+            /* wait below */
+        } else if (core->order_fastest) {
+            b = take_ready(core, c->epoch);
+        } else {
+            int rc = take_next(c, t, &b);
+            if (rc) {
+                pthread_mutex_unlock(&core->mu);
+                return rc;
+            }
+        }
         if (b == NULL) {
             if (timeout_ms < 0) {
                 pthread_cond_wait(&core->cv, &core->mu);
@@ -739,13 +994,16 @@ static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
             }
             continue;
         }
+        if (!core->order_fastest) {
+            c->next_index++;
+            if (b->last) {
+                c->next_seq++;
+                c->next_index = 0;
+            }
+        }
         int rc = account_taken(core, t, b);
-        if (rc == 0 && b->rows == 0) /* a split's empty end marker: nothing for the trainer */
-            rc = dpp__core_credit(core, b->link_id);
-        if (rc || b->rows == 0) {
-            dpp__core_unhold(core, b->len);
-            dpp__pool_put(core, b->data, b->cap);
-            free(b);
+        if (rc || b->rows == 0) { /* rows 0: a split's end marker, nothing for the trainer */
+            discard(core, b);
             if (rc == 0)
                 continue;
             pthread_mutex_unlock(&core->mu);
@@ -777,7 +1035,8 @@ int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
     c->stats.wait_hist[bucket]++;
     if (rc == DPP_BATCH) {
         c->stats.batches++;
-        c->stats.rows += (*out)->rows;
+        c->stats.rows += (*out)->valid_rows;
+        c->epoch_batches_out++;
     }
     return rc;
 }
@@ -787,6 +1046,16 @@ int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
 size_t dpp_batch_rows(const dpp_batch_t *b)
 {
     return b->rows;
+}
+
+size_t dpp_batch_valid_rows(const dpp_batch_t *b)
+{
+    return b->valid_rows;
+}
+
+const uint8_t *dpp_batch_mask(const dpp_batch_t *b)
+{
+    return b->mask;
 }
 
 unsigned dpp_batch_epoch(const dpp_batch_t *b)
@@ -880,6 +1149,8 @@ void dpp_batch_release(dpp_batch_t *b)
     else
         dpp__pool_put(core, b->buf, b->cap);
     pthread_mutex_unlock(&core->mu);
+    if (b->mask != core->ones)
+        free((void *)b->mask);
     free(b);
     dpp__core_unref(core);
 }

@@ -15,6 +15,7 @@
 #include "dpp/client.h"
 
 #define DPP_CLIENT_DEFAULT_PREFETCH 8
+#define DPP_CLIENT_DEFAULT_PREFETCH_SPLITS 4
 #define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
 #define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
 /* Buffers kept for reuse after a batch is released or a block is spent. */
@@ -30,6 +31,7 @@ typedef struct rblock {
     struct rblock *next;
     uint64_t link_id; /* the worker connection that owes a credit back */
     uint32_t epoch, split, index;
+    uint32_t seq; /* the split's position in the rank's epoch order */
     int last;
     uint32_t rows;
     uint32_t codec;
@@ -45,13 +47,15 @@ typedef struct split_track {
     int64_t last_index; /* -1 until the last block arrived */
     uint32_t received;  /* distinct blocks arrived */
     uint64_t rows;      /* rows in them */
+    uint64_t bytes;     /* their bytes on the wire */
     uint32_t delivered; /* blocks taken by the consumer */
     int done;           /* every block taken */
 } split_track_t;
 
 /* Tracking of one epoch's splits, indexed by split id (grows on demand). */
 typedef struct epoch_track {
-    int64_t epoch; /* -1: unused */
+    int64_t epoch;       /* -1: unused */
+    int64_t rank_splits; /* splits of the rank in this epoch (block headers); -1: unknown */
     split_track_t *splits;
     size_t nsplits;
     size_t done_splits;     /* every block taken by the consumer */
@@ -75,7 +79,13 @@ typedef struct dpp_core {
     dpp_block_shape_t shape; /* points at dims and weighted */
     unsigned batch_size;
     int keep_remainder;
+    int pad;              /* remainder "pad" */
+    int64_t pad_batches;  /* with pad: batches per epoch, -1 until planned */
+    int order_fastest;    /* blocks taken as they arrive, credits returned when spent */
+    uint8_t *ones;        /* batch_size bytes of 1: the mask of unpadded batches */
     unsigned prefetch;
+    unsigned prefetch_splits; /* order deterministic: most splits in flight ahead */
+    size_t max_split_bytes;   /* largest split seen on the wire, to fit prefetch_splits in the budget */
     size_t budget;
     int64_t rank_splits;  /* per epoch; -1 until the master has planned */
     int64_t rank_records; /* per epoch when rank_records_exact; -1 unknown */
@@ -109,7 +119,7 @@ typedef struct cur_block {
     uint8_t *raw; /* decompressed, validated; NULL: none */
     size_t raw_len, raw_cap;
     uint32_t rows, row_off;
-    uint32_t epoch;
+    uint32_t epoch, seq, index;
     uint64_t link_id;
 } cur_block_t;
 
@@ -122,6 +132,11 @@ struct dpp_client {
     unsigned epoch; /* current epoch of the consumer */
     int session_ended;
     int epoch_end_pending; /* a kept remainder went out: EPOCH_END comes next */
+    uint64_t epoch_batches_out; /* batches handed out in this epoch */
+    /* order deterministic: the next block to take, (split position, block
+     * index) in the current epoch; skip_rows: rows of it a resumed client
+     * already delivered before its checkpoint */
+    uint32_t next_seq, next_index, skip_rows;
     cur_block_t cur;
     dpp_block_builder_t assembly; /* rows of the next batch, when copied */
     size_t assembly_bytes;        /* counted in held_bytes */
@@ -136,6 +151,8 @@ struct dpp_batch {
     size_t bytes; /* counted in held_bytes until released */
     size_t cap;   /* allocated, for the pool */
     size_t rows;
+    size_t valid_rows; /* rows before the padding (remainder "pad") */
+    const uint8_t *mask; /* [rows]: 1 real row, 0 padding; core->ones or owned */
     unsigned epoch;
     uint64_t link_id; /* owed a credit on release; 0: none */
 };
@@ -145,12 +162,15 @@ void dpp__core_unref(dpp_core_t *core);
 /* Split tracking for epoch e (NULL when e is neither current nor next).
  * Caller holds core->mu. */
 epoch_track_t *dpp__core_epoch(dpp_core_t *core, uint32_t epoch, int create);
+/* Splits of the rank in t's epoch, -1 while unknown. Caller holds core->mu. */
+int64_t dpp__epoch_splits(const dpp_core_t *core, const epoch_track_t *t);
 /* Grows the tracker so split `id` exists; returns NULL on -ENOMEM. */
 split_track_t *dpp__track_split(epoch_track_t *t, uint32_t id);
 
-/* Queues a credit for link_id / an ack, and wakes the I/O thread. Caller
- * holds core->mu. Returns 0 or -ENOMEM. The I/O thread sends a queued
- * credit only while the memory budget has room for another block. */
+/* Queues a credit for link_id (0: none owed, nothing done) / an ack, and
+ * wakes the I/O thread. Caller holds core->mu. Returns 0 or -ENOMEM. The
+ * I/O thread sends a queued credit only while the memory budget has room
+ * for another block. */
 int dpp__core_credit(dpp_core_t *core, uint64_t link_id);
 int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split);
 void dpp__core_fail(dpp_core_t *core, int err, const char *text);
@@ -170,6 +190,11 @@ void dpp__pool_put(dpp_core_t *core, void *p, size_t cap);
 /* Memory leaves the client (caller holds core->mu): wakes the I/O thread,
  * which may now send credits it held back. */
 void dpp__core_unhold(dpp_core_t *core, size_t bytes);
+
+/* Splits the master may lease to this rank beyond its first unconsumed one
+ * (order deterministic): prefetch_splits, fewer when that many of the
+ * largest split seen would not fit the memory budget. Caller holds core->mu. */
+unsigned dpp__core_window(const dpp_core_t *core);
 
 /* Starts the I/O thread for a client whose session info is filled in. */
 int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *const *workers,

@@ -82,7 +82,10 @@ static void send_credit(wlink_t *l, uint32_t n)
 
 /* Grants the credits links have earned back while the memory budget can
  * take the blocks they may bring: held bytes plus every credit in flight
- * times the largest block seen must fit. Caller holds core->mu. */
+ * times the largest block seen must fit. With order deterministic only the
+ * batches the trainer holds count: blocks waiting for earlier splits must
+ * never stop a worker (see handle_block), and the master bounds them by
+ * leasing only dpp__core_window() splits ahead. Caller holds core->mu. */
 static void grant_credits(dpp_client_io_t *io)
 {
     dpp_core_t *core = io->core;
@@ -91,16 +94,23 @@ static void grant_credits(dpp_client_io_t *io)
         inflight += l->inflight;
     for (wlink_t *l = io->links; l; l = l->next) {
         uint32_t n = 0;
-        while (n < l->owed && core->held_bytes + (inflight + 1) * core->max_block <= core->budget) {
-            n++;
-            inflight++;
+        if (!core->order_fastest) {
+            if (core->trainer_bytes == 0 || core->trainer_bytes + core->max_block <= core->budget)
+                n = l->owed;
+        } else {
+            while (n < l->owed &&
+                   core->held_bytes + (inflight + 1) * core->max_block <= core->budget) {
+                n++;
+                inflight++;
+            }
+            /* With nothing in flight and no batch held by the trainer, what
+             * the client holds is its own queue and the batch it is
+             * assembling: one more block must come, or a budget smaller
+             * than a batch would stall forever. A trainer holding batches
+             * gets nothing until it releases. */
+            if (n == 0 && l->owed && inflight == 0 && core->trainer_bytes == 0)
+                n = 1;
         }
-        /* With nothing in flight and no batch held by the trainer, what the
-         * client holds is its own queue and the batch it is assembling: one
-         * more block must come, or a budget smaller than a batch would stall
-         * forever. A trainer holding batches gets nothing until it releases. */
-        if (n == 0 && l->owed && inflight == 0 && core->trainer_bytes == 0)
-            n = 1;
         if (n && l->ready && !l->conn.closing) {
             l->owed -= n;
             send_credit(l, n);
@@ -114,7 +124,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
 {
     dpp_core_t *core = l->io->core;
     if (h->codec > 1 || h->raw_size > MAX_RAW_BLOCK || h->block_index >= MAX_BLOCK_INDEX ||
-        (h->codec == 0 && h->raw_size != f->payload_len)) {
+        (h->codec == 0 && h->raw_size != f->payload_len) || h->split_seq >= h->rank_splits) {
         dpp_conn_close(&l->conn, DPP_EBLOCK);
         return;
     }
@@ -136,6 +146,8 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     if (b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
         epoch_track_t *t = dpp__core_epoch(core, h->epoch, 1);
         split_track_t *st = t ? dpp__track_split(t, h->split_id) : NULL;
+        if (t && t->rank_splits < 0)
+            t->rank_splits = h->rank_splits;
         size_t byte = h->block_index / 8;
         if (st && byte >= st->seen_bytes) {
             size_t n = st->seen_bytes ? st->seen_bytes : 8;
@@ -156,9 +168,12 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
                 st->last_index = h->block_index;
             st->received++;
             st->rows += h->rows;
+            st->bytes += f->payload_len;
             if (st->last_index >= 0 && st->received == (uint64_t)st->last_index + 1) {
                 t->complete_splits++;
                 t->rows_arrived += st->rows;
+                if (st->bytes > core->max_split_bytes)
+                    core->max_split_bytes = st->bytes;
             }
             keep = 1;
         } else if (st) {
@@ -176,6 +191,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         b->link_id = l->id;
         b->epoch = h->epoch;
         b->split = h->split_id;
+        b->seq = h->split_seq;
         b->index = h->block_index;
         b->last = h->last;
         b->rows = h->rows;
@@ -189,6 +205,17 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         core->nready++;
         core->held_bytes += f->payload_len;
         pthread_cond_broadcast(&core->cv);
+        if (!core->order_fastest) {
+            /* In plan order a block may wait for blocks of earlier splits
+             * that other workers (or this one, behind it) still have to
+             * send: its credit comes back now (unless the trainer hoards
+             * batches), so that no worker is ever stopped by blocks the
+             * consumer cannot take yet. What is in flight is bounded by the
+             * splits the master leases ahead (dpp__core_window()). */
+            b->link_id = 0;
+            l->owed++;
+            grant_credits(l->io);
+        }
     } else {
         l->owed++; /* nothing kept: the block's credit comes straight back */
         grant_credits(l->io);
@@ -327,6 +354,9 @@ static void send_attach(dpp_client_io_t *io)
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
     req.session_id = io->c->session;
     req.rank = io->c->rank;
+    pthread_mutex_lock(&io->core->mu);
+    req.prefetch_splits = dpp__core_window(io->core);
+    pthread_mutex_unlock(&io->core->mu);
     if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
         io->attach_inflight = 1;
 }

@@ -699,6 +699,7 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.keep_remainder = s->spec.remainder == DPP_REMAINDER_KEEP;
     r.pad_batches = (uint32_t)dpp_session_pad_batches(s);
     r.order_fastest = s->spec.order_fastest;
+    r.remainder_pad = s->spec.remainder == DPP_REMAINDER_PAD;
     r.rank_records = dpp_session_rank_records(s, req->rank);
     r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;

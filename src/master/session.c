@@ -301,32 +301,49 @@ static void reset_split(dpp_session_t *s, size_t i)
         dpp_session_set(s, i, SPLIT_PENDING);
 }
 
+/* Splits of `rank` in the plan of `epoch`. */
+static size_t rank_count_in(const dpp_session_t *s, unsigned rank, unsigned epoch)
+{
+    if (epoch == s->epoch && s->rank_count)
+        return s->rank_count[rank];
+    size_t n, *first = dpp_xcalloc(s->spec.consumers, sizeof *first);
+    size_t *count = dpp_xcalloc(s->spec.consumers, sizeof *count);
+    free(plan_epoch(s, epoch, &n, first, count));
+    n = count[rank];
+    free(first);
+    free(count);
+    return n;
+}
+
 int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned seq)
 {
-    if (rank >= s->spec.consumers || epoch >= s->spec.epochs)
+    if (rank >= s->spec.consumers || epoch > s->spec.epochs ||
+        (epoch == s->spec.epochs && seq != 0))
         return DPP_ETOKEN;
     if (s->state == SESSION_FAILED)
         return 0; /* the client learns of the failure from the reply */
     if (s->state == SESSION_INDEXING)
         return epoch == 0 && seq == 0 ? 0 : DPP_ETOKEN; /* nothing was consumed yet */
     unsigned cur = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
+    /* the end of an epoch is the start of the next: no need to go back */
+    while (epoch < cur) {
+        size_t n = rank_count_in(s, rank, epoch);
+        if (seq > n)
+            return DPP_ETOKEN;
+        if (seq < n)
+            break;
+        epoch++;
+        seq = 0;
+    }
     if (epoch > cur)
         return DPP_ETOKEN; /* epoch e+1 is leased only after e is consumed */
-    if (epoch == cur) {
-        if (seq > s->rank_count[rank])
-            return DPP_ETOKEN;
-    } else {
-        /* an earlier epoch: check the position against its plan first */
-        size_t n, *first = dpp_xcalloc(s->spec.consumers, sizeof *first);
-        size_t *count = dpp_xcalloc(s->spec.consumers, sizeof *count);
-        free(plan_epoch(s, epoch, &n, first, count));
-        int fits = seq <= count[rank];
-        free(first);
-        free(count);
-        if (!fits)
-            return DPP_ETOKEN;
-        /* Other ranks count as done with it; a rank that resumes too puts
-         * its own splits back. */
+    if (epoch == s->spec.epochs)
+        return 0; /* the rank had everything, and so had the others */
+    if (epoch == cur && seq > s->rank_count[rank])
+        return DPP_ETOKEN;
+    if (epoch < cur) {
+        /* An earlier epoch: plan it again. Other ranks count as done with
+         * it; a rank that resumes too puts its own splits back. */
         s->epoch = epoch;
         s->state = SESSION_RUNNING;
         plan_splits(s);
