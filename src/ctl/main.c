@@ -207,6 +207,7 @@ static int cmd_status(const ctl_t *ctl, const char *session)
 
 typedef struct epoch_sums {
     uint64_t rows, batches, lengths_sum;
+    uint64_t padded; /* remainder "pad": masked empty rows, not in rows */
     double label_sum, dense_sum;
     uint64_t ids_sum, ids_wsum; /* wrapping; printed as int64 */
     double weights_sum;
@@ -216,8 +217,10 @@ typedef struct epoch_sums {
 
 static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
 {
+    /* padding rows are zeros: they add nothing to the sums below */
     size_t rows = dpp_batch_rows(b);
-    e->rows += rows;
+    e->rows += dpp_batch_valid_rows(b);
+    e->padded += rows - dpp_batch_valid_rows(b);
     e->batches++;
     const float *labels;
     dpp_batch_labels(b, &labels);
@@ -268,17 +271,19 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
     double secs = (double)(dpp_now_ns() - e->start_ns) / 1e9;
     double rate = secs > 0 ? (double)e->rows / secs : 0;
     if (ctl->json) {
-        char weights[80] = "", lsum[32], dsum[32], wsum[32];
+        char weights[80] = "", lsum[32], dsum[32], wsum[32], padded[48] = "";
         if (e->weighted)
             snprintf(weights, sizeof weights, ",\"sparse_weights_sum\":%s",
                      json_double(e->weights_sum, wsum, sizeof wsum));
+        if (e->padded)
+            snprintf(padded, sizeof padded, ",\"rows_padded\":%" PRIu64, e->padded);
         printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
                ",\"label_sum\":%s,\"dense_sum\":%s,\"sparse_lengths_sum\":%" PRIu64
                ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
-               "%s,\"rows_per_s\":%.1f}\n",
+               "%s%s,\"rows_per_s\":%.1f}\n",
                epoch, e->rows, e->batches, json_double(e->label_sum, lsum, sizeof lsum),
                json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum, (int64_t)e->ids_sum,
-               (int64_t)e->ids_wsum, weights, rate);
+               (int64_t)e->ids_wsum, weights, padded, rate);
     } else {
         printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
                "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",

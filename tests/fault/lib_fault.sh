@@ -46,7 +46,7 @@ fault_check_wait() {
     cat -- "$DPP_TMP/check.out"
     ((rc == 0)) || dpp_fail "dpp-fault-check exited $rc: rows missing, duplicated or the read failed"
     local epochs
-    epochs=$(grep -c ' missing 0 duplicates 0 foreign 0$' "$DPP_TMP/check.out" || true)
+    epochs=$(grep -c ' missing 0 duplicates 0 foreign 0 ' "$DPP_TMP/check.out" || true)
     ((epochs == 2)) || dpp_fail "expected 2 clean epochs, got $epochs"
 }
 

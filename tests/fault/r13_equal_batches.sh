@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# R13 (drop): three ranks on a table whose row count is not divisible by
-# 3 x batch_size: the master deals the records so that every rank gets the
-# same number of full batches in every epoch, dropping fewer than
-# 3 x batch_size rows; the ranks' rows do not overlap (row_id sums add up to
-# the kept rows' sum, checked against the ids the plan keeps).
+# R13: three ranks on a table whose row count is not divisible by
+# 3 x batch_size.
+# drop: the master deals the records so that every rank gets the same number
+# of full batches in every epoch, dropping fewer than 3 x batch_size rows;
+# the ranks' rows do not overlap (row_id sums add up to the kept rows' sum,
+# checked against the ids the plan keeps).
+# pad: every row is delivered once, every rank gets the same number of
+# batches, each of batch_size rows; the last ones are filled with rows the
+# mask marks as padding (counted: ranks x batches x batch_size - rows).
 set -euo pipefail
 . "$(dirname "$0")/../integration/lib.sh"
 dpp_setup r13
@@ -20,6 +24,7 @@ cat >"$spec" <<JSON
   "epochs": 2,
   "consumers": 3,
   "split_rows": 700,
+  "remainder": "REMAINDER",
   "features": {"sparse": [{"name": "row_id"}]},
   "label": {"name": "label"}
 }
@@ -27,14 +32,21 @@ JSON
 dpp_start_master --data-root "$root"
 dpp_start_worker --threads 1
 dpp_start_worker --threads 1
-dpp_submit "$spec"
-pids=()
-for r in 0 1 2; do
-    dpp_read_bg "$DPP_SESSION" "$DPP_TMP/rank$r.jsonl" --rank "$r"
-    pids+=("$DPP_LAST_PID")
-done
-for r in 0 1 2; do dpp_read_wait "${pids[r]}" "$DPP_TMP/rank$r.jsonl"; done
 
+# read_ranks REMAINDER: submits the spec with it; rank r's output in rank$r.jsonl
+read_ranks() {
+    sed "s/REMAINDER/$1/" "$spec" >"$DPP_TMP/spec-$1.json"
+    dpp_submit "$DPP_TMP/spec-$1.json"
+    local pids=() r
+    for r in 0 1 2; do
+        dpp_read_bg "$DPP_SESSION" "$DPP_TMP/rank$r.jsonl" --rank "$r"
+        pids+=("$DPP_LAST_PID")
+    done
+    for r in 0 1 2; do dpp_read_wait "${pids[r]}" "$DPP_TMP/rank$r.jsonl"; done
+}
+field() { grep -o "\"$1\":[0-9]*" <<<"$2" | cut -d: -f2; }
+
+read_ranks drop
 per_rank=$((rows / 3 / bs))
 total_rows=0
 ids_sum=0
@@ -57,4 +69,29 @@ dropped=$((rows - total_rows))
 # so the kept rows are ids 0 .. total_rows-1, once each across the ranks.
 want=$((total_rows * (total_rows - 1) / 2))
 ((ids_sum == want)) || dpp_fail "row_id sum over the ranks $ids_sum, expected $want (overlap or gap)"
-dpp_log "R13: rows $rows, 3 ranks x $per_rank batches of $bs in each of 2 epochs, $dropped rows dropped per epoch, ranks disjoint"
+dpp_log "R13 drop: rows $rows, 3 ranks x $per_rank batches of $bs in each of 2 epochs, $dropped rows dropped per epoch, ranks disjoint"
+
+read_ranks pad
+per_rank=$(((rows + 2) / 3))
+per_rank=$(((per_rank + bs - 1) / bs))
+for e in 0 1; do
+    total_rows=0
+    padded=0
+    ids_sum=0
+    for r in 0 1 2; do
+        line=$(sed -n "$((e + 1))p" "$DPP_TMP/rank$r.jsonl")
+        b=$(field batches "$line")
+        ((b == per_rank)) || dpp_fail "pad: rank $r epoch $e: $b batches, expected $per_rank: $line"
+        n=$(field rows "$line")
+        p=$(field rows_padded "$line")
+        ((n + p == b * bs)) || dpp_fail "pad: rank $r epoch $e: $n rows + $p padded in $b batches of $bs"
+        total_rows=$((total_rows + n))
+        padded=$((padded + p))
+        ids_sum=$((ids_sum + $(field sparse_ids_sum "$line")))
+    done
+    ((total_rows == rows)) || dpp_fail "pad: epoch $e delivered $total_rows rows of $rows"
+    want=$((rows * (rows - 1) / 2))
+    ((ids_sum == want)) || dpp_fail "pad: epoch $e: row_id sum $ids_sum, expected $want (overlap or gap)"
+    ((padded == 3 * per_rank * bs - rows)) || dpp_fail "pad: epoch $e: $padded rows padded"
+done
+dpp_log "R13 pad: rows $rows, 3 ranks x $per_rank batches of $bs in each of 2 epochs, every row once, $padded rows padded (masked) per epoch"
