@@ -82,6 +82,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout-s", type=float, default=120.0,
                     help="longest wait for one batch, in seconds (default 120)")
+    ap.add_argument("--checkpoint", metavar="PATH",
+                    help="save model, optimizer and data position here every --checkpoint-every "
+                         "steps and at the end; when PATH exists, resume from it first")
+    ap.add_argument("--checkpoint-every", type=int, default=100,
+                    help="steps between checkpoints (default 100)")
     a = ap.parse_args(argv)
     if a.steps < 1 or a.log_every < 1:
         ap.error("--steps and --log-every must be >= 1")
@@ -89,6 +94,10 @@ def main(argv=None):
     torch.manual_seed(a.seed)
     device = torch.device(a.device)
     ds = dpp.TorchDataset(a.master, a.session, rank=a.rank, next_timeout_s=a.timeout_s)
+    ckpt = None
+    if a.checkpoint and os.path.exists(a.checkpoint):
+        ckpt = torch.load(a.checkpoint)
+        ds.load_state_dict(ckpt["data"])  # before the client opens: it starts there
     client = ds.client
     print("dpp session %s at %s: batch_size %d, %d epochs, %d dense (%d values), %d sparse features"
           % (a.session, a.master, client.batch_size, client.num_epochs, len(client.dense_names),
@@ -98,16 +107,28 @@ def main(argv=None):
 
     model = DLRM(sum(client.dense_dims), client.sparse_names, a.embedding_rows, a.embedding_dim).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
-    loss_fn = nn.BCEWithLogitsLoss()
+    # per row, so that padded rows (spec remainder "pad") can be masked out
+    loss_fn = nn.BCEWithLogitsLoss(reduction="none")
+
+    def save(step, epoch):
+        tmp = a.checkpoint + ".tmp"
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                    "epoch": epoch, "data": ds.state_dict()}, tmp)
+        os.replace(tmp, a.checkpoint)
 
     step = 0
+    epoch = 0
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["opt"])
+        step, epoch = ckpt["step"], ckpt["epoch"]
+        print("resumed from %s at step %d (epoch %d)" % (a.checkpoint, step, epoch), flush=True)
     window, first_avg, last_avg = [], None, None
     wait_s = step_s = 0.0  # since the last loss line
     rows = 0
     wait_total = run_total = 0.0
     stats0 = client.stats()
     t_start = t_prev = time.perf_counter()
-    epoch = 0
     while step < a.steps:
         got = 0
         it = iter(loader)
@@ -120,11 +141,12 @@ def main(argv=None):
             got += 1
             batch = batch.to(device, non_blocking=True) if device.type != "cpu" else batch
             pred = model(batch.dense, batch.sparse)
-            loss = loss_fn(pred, batch.labels)
+            mask = batch.mask.to(pred.dtype)
+            loss = (loss_fn(pred, batch.labels) * mask).sum() / mask.sum().clamp(min=1.0)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            rows += batch.rows
+            rows += batch.valid_rows
             del batch  # hands the batch back to the client's memory budget
             t_end = time.perf_counter()
             wait_s += t_data - t_prev
@@ -132,6 +154,8 @@ def main(argv=None):
             t_prev = t_end
             step += 1
             window.append(float(loss))
+            if a.checkpoint and step % a.checkpoint_every == 0:
+                save(step, epoch)
             if step % a.log_every == 0 or step == a.steps:
                 avg = sum(window) / len(window)
                 if first_avg is None:
@@ -151,6 +175,8 @@ def main(argv=None):
             break
         epoch += 1
     total = time.perf_counter() - t_start
+    if a.checkpoint:
+        save(step, epoch)
     st = client.stats()
     ds.close()
     if window:  # a partial window at the end of the session

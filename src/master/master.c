@@ -42,7 +42,8 @@ typedef struct peer {
 
 /* Split boundaries of files already indexed, so that a later session on the
  * same unchanged files needs no index task. Keyed by path, size, mtime and
- * split_rows; kept for the master's lifetime (journaled with #5). */
+ * split_rows; kept for the master's lifetime and rebuilt from the journal's
+ * index records at restart. */
 typedef struct index_entry {
     struct index_entry *next;
     char *path;

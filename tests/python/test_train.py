@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """examples/train_dlrm.py against a live session: 20 steps exit 0 with loss
 lines and the data-wait share; a session shorter than --steps ends the run
-early, still with exit 0 and a message saying so."""
+early, still with exit 0 and a message saying so; a run stopped after 12
+steps with --checkpoint resumes from it, and the session then has exactly
+the 8 batches it had left."""
 import os
 import subprocess
 import sys
@@ -12,8 +14,8 @@ import dpptest as T  # noqa: E402
 EXAMPLE = os.path.join(T.SRC, "examples", "train_dlrm.py")
 
 
-def train(cl, sid, steps):
-    argv = [T.PYTHON, EXAMPLE, "--master", cl.master, "--session", sid, "--steps", str(steps), "--log-every", "5", "--timeout-s", "60"]
+def train(cl, sid, steps, *extra):
+    argv = [T.PYTHON, EXAMPLE, "--master", cl.master, "--session", sid, "--steps", str(steps), "--log-every", "5", "--timeout-s", "60", *extra]
     r = subprocess.run(argv, env=cl.env, capture_output=True, text=True, timeout=240)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
@@ -40,6 +42,15 @@ def main():
         sid = cl.submit(cl.write_spec(T.criteo_spec(batch_size=1600, epochs=1), "short.json"))
         out = train(cl, sid, 30)
         assert "the session ended after 10 of 30 steps" in out, out
+
+        T.log("case 3: --checkpoint, stopped at step 12, resumed")
+        sid = cl.submit(cl.write_spec(T.criteo_spec(batch_size=1600, epochs=2), "ckpt.json"))
+        ckpt = os.path.join(cl.tmp, "ckpt.pt")
+        out = train(cl, sid, 12, "--checkpoint", ckpt, "--checkpoint-every", "4")
+        assert "done: 12 steps" in out and os.path.exists(ckpt), out
+        out = train(cl, sid, 30, "--checkpoint", ckpt)
+        assert "resumed from %s at step 12 (epoch 1)" % ckpt in out, out
+        assert "the session ended after 20 of 30 steps" in out, out
     T.log("PASS")
 
 
