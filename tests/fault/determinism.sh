@@ -29,14 +29,10 @@ run() {
         pids+=($!)
         dpp_track "$!"
     done
-    local k live n victim
+    local k victim
     for ((k = 1; k <= kills; k++)); do
         sleep 0.4
-        live=()
-        for n in "${DPP_DAEMON_NAMES[@]}"; do
-            [[ $n == worker-* ]] && dpp_alive "$n" && live+=("$n")
-        done
-        victim=${live[RANDOM % ${#live[@]}]}
+        victim=$(random_live_worker)
         kill -KILL "$(pid_of "$victim")"
         dpp_log "$name: kill $k: $victim"
         dpp_start_worker --threads 1

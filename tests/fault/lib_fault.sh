@@ -59,6 +59,16 @@ pid_of() {
     echo "$pid"
 }
 
+# random_live_worker: the name of a random worker started by lib.sh that is
+# still running.
+random_live_worker() {
+    local live=() n
+    for n in "${DPP_DAEMON_NAMES[@]}"; do
+        [[ $n == worker-* ]] && dpp_alive "$n" && live+=("$n")
+    done
+    echo "${live[RANDOM % ${#live[@]}]}"
+}
+
 # ms_of_log_line LINE: the ts= of a log line as milliseconds since the epoch.
 ms_of_log_line() {
     local ts

@@ -18,12 +18,7 @@ fault_check_bg 15
 latencies=()
 for kill in 1 2 3; do
     sleep 0.5
-    # a random live worker
-    live=()
-    for n in "${DPP_DAEMON_NAMES[@]}"; do
-        [[ $n == worker-* ]] && dpp_alive "$n" && live+=("$n")
-    done
-    victim=${live[RANDOM % ${#live[@]}]}
+    victim=$(random_live_worker)
     pid=$(pid_of "$victim")
     t0=$(date +%s%3N)
     kill -KILL "$pid"
