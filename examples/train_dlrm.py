@@ -99,7 +99,7 @@ def main(argv=None):
         ckpt = torch.load(a.checkpoint)
         ds.load_state_dict(ckpt["data"])  # before the client opens: it starts there
     client = ds.client
-    print("dpp session %s at %s: batch_size %d, %d epochs, %d dense (%d values), %d sparse features"
+    print("dpp session %s at %s: batch_size %d, %s epochs, %d dense (%d values), %d sparse features"
           % (a.session, a.master, client.batch_size, client.num_epochs, len(client.dense_names),
              sum(client.dense_dims), len(client.sparse_names)), flush=True)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0,
@@ -171,7 +171,7 @@ def main(argv=None):
             break
         if got == 0:
             print("the session ended after %d of %d steps (%d epochs): submit it with more epochs"
-                  % (step, a.steps, client.num_epochs), flush=True)
+                  % (step, a.steps, epoch), flush=True)
             break
         epoch += 1
     total = time.perf_counter() - t_start

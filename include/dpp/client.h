@@ -104,6 +104,10 @@ unsigned dpp_client_epoch(const dpp_client_t *c);
  * once every block of the rank's epoch has arrived. */
 int64_t dpp_client_epoch_batches(const dpp_client_t *c);
 
+/* dpp_client_num_epochs() of a session whose spec says `"epochs":
+ * "unbounded"`: epochs follow each other until the session is cancelled. */
+#define DPP_EPOCHS_UNBOUNDED 0xffffffffu
+
 /* The session's shape. */
 unsigned dpp_client_batch_size(const dpp_client_t *c);
 unsigned dpp_client_num_epochs(const dpp_client_t *c);

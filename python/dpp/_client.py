@@ -27,6 +27,8 @@ _STAT_FIELDS = (
 
 # DPP_CHECKPOINT_SIZE
 CHECKPOINT_SIZE = 64
+# DPP_EPOCHS_UNBOUNDED
+EPOCHS_UNBOUNDED = 0xFFFFFFFF
 
 
 class Client:
@@ -109,7 +111,9 @@ class Client:
         ]
         self._sparse_index = {k: i for i, k in enumerate(self.sparse_names)}
         self.batch_size = int(lib.dpp_client_batch_size(p))
-        self.num_epochs = int(lib.dpp_client_num_epochs(p))
+        n = int(lib.dpp_client_num_epochs(p))
+        # None: "epochs": "unbounded", epochs until the session is cancelled
+        self.num_epochs = None if n == EPOCHS_UNBOUNDED else n
         self._session_done = False
 
     # ---- life ----------------------------------------------------------

@@ -65,6 +65,7 @@ class TorchDataset(torch.utils.data.IterableDataset):
 
     @property
     def num_epochs(self):
+        """The session's epochs, None when "unbounded" (until cancelled)."""
         return self.client.num_epochs
 
     @property

@@ -23,6 +23,8 @@
     X(SUBMIT_REPLY, 11, dpp__submit_reply__descriptor)                                             \
     X(STATUS, 12, dpp__status_request__descriptor)                                                 \
     X(STATUS_REPLY, 13, dpp__status_reply__descriptor)                                             \
+    X(CANCEL, 14, dpp__cancel_request__descriptor)                                                 \
+    X(CANCEL_REPLY, 15, dpp__cancel_reply__descriptor)                                             \
     X(REGISTER, 20, dpp__register_request__descriptor)                                             \
     X(REGISTER_REPLY, 21, dpp__register_reply__descriptor)                                         \
     X(HEARTBEAT, 22, dpp__heartbeat__descriptor)                                                   \

@@ -738,9 +738,17 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
     s->batch_size = (unsigned)x;
     x = 1;
-    rc = get_int(p, NULL, root, "epochs", 0, 1, MAX_EPOCHS, &x, &found);
-    if (rc)
-        return rc;
+    json_t *ev = json_object_get(root, "epochs");
+    if (json_is_string(ev) && strcmp(json_string_value(ev), "unbounded") == 0) {
+        x = DPP_EPOCHS_UNBOUNDED;
+    } else if (json_is_string(ev)) {
+        jpath_t ep = at_key(NULL, "epochs");
+        return fail(p, &ep, "expected an integer or \"unbounded\"");
+    } else {
+        rc = get_int(p, NULL, root, "epochs", 0, 1, MAX_EPOCHS, &x, &found);
+        if (rc)
+            return rc;
+    }
     s->epochs = (unsigned)x;
     x = 1;
     rc = get_int(p, NULL, root, "consumers", 0, 1, MAX_CONSUMERS, &x, &found);
@@ -991,7 +999,9 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
     }
     const char *on_corrupt = on_corrupt_names[spec->on_corrupt_fail ? 1 : 0];
     if (set(root, "batch_size", json_integer(spec->batch_size)) != 0 ||
-        set(root, "epochs", json_integer(spec->epochs)) != 0 ||
+        set(root, "epochs",
+            spec->epochs == DPP_EPOCHS_UNBOUNDED ? json_string("unbounded")
+                                                 : json_integer(spec->epochs)) != 0 ||
         set(root, "consumers", json_integer(spec->consumers)) != 0 ||
         set(root, "split_rows", json_integer(spec->split_rows)) != 0 ||
         set(root, "on_corrupt", json_string(on_corrupt)) != 0 ||

@@ -91,12 +91,16 @@ typedef enum dpp_remainder {
     DPP_REMAINDER_PAD,  /* every record; last batches filled with masked empty rows */
 } dpp_remainder_t;
 
+/* `"epochs": "unbounded"`: epochs follow each other until the session is
+ * cancelled (the same value as include/dpp/client.h's). */
+#define DPP_EPOCHS_UNBOUNDED 0xffffffffu
+
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
     char **partitions;    /* folder names such as "ds=2026-01-01" */
     unsigned npartitions; /* 0: every partition of the table */
     unsigned batch_size;
-    unsigned epochs;               /* default 1 */
+    unsigned epochs;               /* default 1; DPP_EPOCHS_UNBOUNDED: until cancelled */
     unsigned consumers;            /* trainer ranks, default 1 */
     unsigned split_rows;           /* target rows per split of an indexed file, default 65536 */
     int on_corrupt_fail;           /* 0: skip corrupted records (default), 1: fail the session */

@@ -28,7 +28,10 @@ static const char usage[] =
     "  submit SPEC.json          submit a spec; prints the session id on the\n"
     "                            last line of stdout\n"
     "  status [SESSION]          state and split progress of one or every session\n"
-    "  read SESSION [--rank R]   consume the session's batches through\n"
+    "  cancel SESSION            stop a session (an \"unbounded\" one ends only so);\n"
+    "                            its clients fail with \"cancelled\"\n"
+    "  read SESSION [--rank R] [--epochs N]\n"
+    "                            consume the session's batches through\n"
     "                            libdppclient; prints per-epoch sums\n"
     "  index TABLE_DIR           write a .idx sidecar (DALI format: one \"offset size\"\n"
     "                            line per record) next to every data file of a\n"
@@ -38,6 +41,7 @@ static const char usage[] =
     "  --master HOST:PORT   the master (default: $DPP_MASTER, else 127.0.0.1:7070)\n"
     "  --output text|json   output format of status and read (default text)\n"
     "  --rank R             read: the consumer rank to read as (default 0)\n"
+    "  --epochs N           read: stop after N epochs (default: every epoch)\n"
     "  --timeout-s N        give up after N seconds without progress (default 60)\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -48,6 +52,7 @@ typedef struct ctl {
     const char *master;
     int json;
     unsigned rank;
+    unsigned epochs; /* read: stop after this many; 0: all */
     int timeout_ms;
 } ctl_t;
 
@@ -142,6 +147,23 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     return 0;
 }
 
+static int cmd_cancel(const ctl_t *ctl, const char *session)
+{
+    Dpp__CancelRequest req = DPP__CANCEL_REQUEST__INIT;
+    req.session_id = (char *)session;
+    ProtobufCMessage *reply;
+    int rc = call_master(ctl, DPP_MSG_CANCEL, &req.base, DPP_MSG_CANCEL_REPLY, &reply);
+    if (rc)
+        return rc;
+    const char *was = ((Dpp__CancelReply *)reply)->state;
+    if (strcmp(was, "running") == 0 || strcmp(was, "indexing") == 0)
+        printf("session %s cancelled\n", session);
+    else
+        printf("session %s was already %s: nothing to cancel\n", session, was);
+    protobuf_c_message_free_unpacked(reply, NULL);
+    return 0;
+}
+
 static int cmd_status(const ctl_t *ctl, const char *session)
 {
     Dpp__StatusRequest req = DPP__STATUS_REQUEST__INIT;
@@ -157,7 +179,8 @@ static int cmd_status(const ctl_t *ctl, const char *session)
     json_t *arr = json_array();
     for (size_t i = 0; i < r->n_sessions; i++) {
         const Dpp__SessionStatus *s = r->sessions[i];
-        unsigned total = s->splits_per_epoch * s->epochs;
+        int unbounded = s->epochs == DPP_EPOCHS_UNBOUNDED;
+        unsigned total = unbounded ? 0 : s->splits_per_epoch * s->epochs;
         if (ctl->json) {
             json_t *o = json_pack(
                 "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
@@ -178,13 +201,20 @@ static int cmd_status(const ctl_t *ctl, const char *session)
                               "truncated", (json_int_t)rj->truncated, "too_big",
                               (json_int_t)rj->too_big, "example", (json_int_t)rj->example,
                               "missing", (json_int_t)rj->missing, "type", (json_int_t)rj->type));
+            if (o && unbounded)
+                json_object_set_new(o, "epochs", json_string("unbounded"));
             json_array_append_new(arr, o);
             continue;
         }
         char epoch[32], splits[48];
-        snprintf(epoch, sizeof epoch, "%u/%u", s->current_epoch + 1, s->epochs); /* 1-based */
+        if (unbounded)
+            snprintf(epoch, sizeof epoch, "%u/-", s->current_epoch + 1);
+        else
+            snprintf(epoch, sizeof epoch, "%u/%u", s->current_epoch + 1, s->epochs); /* 1-based */
         if (strcmp(s->state, "indexing") == 0)
             snprintf(splits, sizeof splits, "(files %u/%u)", s->files_indexed, s->files);
+        else if (unbounded)
+            snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, s->splits_per_epoch);
         else
             snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
         char rejected[48] = "";
@@ -312,6 +342,10 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             dpp_batch_release(b);
         } else if (rc == DPP_EPOCH_END) {
             print_epoch(ctl, epoch, &e);
+            if (ctl->epochs && epoch + 1 >= ctl->epochs) {
+                rc = 0;
+                break;
+            }
             memset(&e, 0, sizeof e);
             e.start_ns = dpp_now_ns();
             e.weighted = weighted;
@@ -386,7 +420,8 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"master", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
         {"rank", required_argument, NULL, 'r'},   {"timeout-s", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0},
+        {"epochs", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
     };
     const char *env = getenv("DPP_MASTER");
     ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000};
@@ -407,6 +442,11 @@ int main(int argc, char **argv)
             ctl.rank = (unsigned)strtoul(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0')
                 return fail("--rank: not a number: \"%s\"%s", optarg, "") + 1;
+            break;
+        case 'e':
+            ctl.epochs = (unsigned)strtoul(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || ctl.epochs == 0)
+                return fail("--epochs: not a positive number: \"%s\"%s", optarg, "") + 1;
             break;
         case 't':
             ctl.timeout_ms = (int)strtol(optarg, &end, 10) * 1000;
@@ -434,6 +474,8 @@ int main(int argc, char **argv)
         return cmd_submit(&ctl, pos[1]);
     if (strcmp(cmd, "status") == 0 && npos <= 2)
         return cmd_status(&ctl, npos == 2 ? pos[1] : NULL);
+    if (strcmp(cmd, "cancel") == 0 && npos == 2)
+        return cmd_cancel(&ctl, pos[1]);
     if (strcmp(cmd, "read") == 0 && npos == 2)
         return cmd_read(&ctl, pos[1]);
     if (strcmp(cmd, "index") == 0 && npos == 2)

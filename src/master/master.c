@@ -251,6 +251,7 @@ static dpp_journal_rec_t pack_rec(uint8_t type, const ProtobufCMessage *msg)
 /* Appends records durably (one fsync). A master that cannot journal would
  * acknowledge state a restart loses: it stops, and its replacement replays. */
 static void maybe_compact(dpp_master_t *m);
+static void fail_session(dpp_master_t *m, dpp_session_t *s, const char *what, const char *message);
 
 static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
 {
@@ -482,6 +483,24 @@ static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
     free(ptrs);
     free(rejs);
     free(sts);
+}
+
+/* Ends a session that is indexing or running: it fails with "cancelled"
+ * (journaled), so its clients learn it and nothing more of it is leased. A
+ * session already over is left as it is. */
+static void handle_cancel(peer_t *p, const Dpp__CancelRequest *req)
+{
+    dpp_session_t *s = find_session(p->m, req->session_id);
+    if (s == NULL) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        return;
+    }
+    Dpp__CancelReply r = DPP__CANCEL_REPLY__INIT;
+    r.session_id = s->id;
+    r.state = (char *)dpp_session_state_name(s->state);
+    if (s->state == SESSION_INDEXING || s->state == SESSION_RUNNING)
+        fail_session(p->m, s, "cause=cancel", "cancelled (dppctl cancel)");
+    dpp_conn_send(&p->conn, DPP_MSG_CANCEL_REPLY, &r.base);
 }
 
 static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
@@ -828,6 +847,10 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
         break;
     case DPP_MSG_STATUS:
         handle_status(p, (Dpp__StatusRequest *)msg);
+        break;
+    case DPP_MSG_CANCEL:
+        if (expect_role(p, f->type, ROLE_CTL))
+            handle_cancel(p, (Dpp__CancelRequest *)msg);
         break;
     case DPP_MSG_REGISTER:
         if (expect_role(p, f->type, ROLE_WORKER))

@@ -2,7 +2,8 @@
 # End to end: a generated table served by a master and two workers, read with
 # dppctl and checked against dpp-refsum. Case 1: examples/criteo.json over
 # two epochs, one consumer. Case 2: two consumers reading one partition
-# concurrently, each rank checked on its own.
+# concurrently, each rank checked on its own. Case 3: "epochs": "unbounded"
+# runs epoch after epoch (each checked) until dppctl cancel ends it.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -92,5 +93,39 @@ for rank in 0 1; do
     dpp_refsum_check "$spec2" "$table" "$DPP_TMP/rank$rank.jsonl" --rank "$rank"
 done
 dpp_wait_done "$session2"
+
+# ---- case 3: unbounded epochs, cancel ----
+dpp_step "case 3: \"epochs\": \"unbounded\", then dppctl cancel"
+spec3=$DPP_TMP/unbounded.json
+sed 's/"epochs": 2,/"epochs": "unbounded",/' "$spec2" | sed 's/"consumers": 2,/"consumers": 1,/' >"$spec3"
+grep -q '"unbounded"' "$spec3" || dpp_fail "could not make $spec3 unbounded"
+dpp_submit "$spec3"
+session3=$DPP_SESSION
+dpp_read "$session3" "$DPP_TMP/unbounded.jsonl" --epochs 3
+(($(wc -l <"$DPP_TMP/unbounded.jsonl") == 3)) || dpp_fail "read --epochs 3 printed other than 3 epochs"
+# every epoch delivers the same rows: each checked as epoch 0 of a one-epoch spec
+sed 's/"epochs": "unbounded",/"epochs": 1,/' "$spec3" >"$DPP_TMP/one-epoch.json"
+for e in 0 1 2; do
+    sed -n "$((e + 1))p" "$DPP_TMP/unbounded.jsonl" | sed "s/\"epoch\":$e,/\"epoch\":0,/" \
+        >"$DPP_TMP/unbounded-$e.jsonl"
+    dpp_refsum_check "$DPP_TMP/one-epoch.json" "$table" "$DPP_TMP/unbounded-$e.jsonl"
+done
+dpp_ctl status "$session3" | tee "$DPP_TMP/status3.out"
+grep -q "running" "$DPP_TMP/status3.out" || dpp_fail "an unbounded session stopped by itself"
+dpp_ctl cancel "$session3" | tee "$DPP_TMP/cancel.out"
+grep -q "session $session3 cancelled" "$DPP_TMP/cancel.out" || dpp_fail "dppctl cancel did not say so"
+dpp_ctl status "$session3" --output json | tee "$DPP_TMP/status3.json"
+grep -q '"state":"failed"' "$DPP_TMP/status3.json" && grep -q 'cancelled' "$DPP_TMP/status3.json" &&
+    grep -q '"epochs":"unbounded"' "$DPP_TMP/status3.json" ||
+    dpp_fail "after cancel the session should be failed with \"cancelled\""
+rc=0
+dpp_ctl read "$session3" >"$DPP_TMP/read3.out" 2>&1 || rc=$?
+cat "$DPP_TMP/read3.out"
+((rc == 1)) && grep -q 'cancelled' "$DPP_TMP/read3.out" ||
+    dpp_fail "reading a cancelled session should fail saying so (exit $rc)"
+dpp_ctl cancel "$session3" | grep -q "already failed" || dpp_fail "a second cancel should say so"
+rc=0
+dpp_ctl cancel s-no-such-session 2>"$DPP_TMP/cancel.err" || rc=$?
+((rc == 1)) && grep -q 'no session' "$DPP_TMP/cancel.err" || dpp_fail "cancel of an unknown session: exit $rc"
 
 dpp_log "PASS"

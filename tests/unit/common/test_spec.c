@@ -681,6 +681,8 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"order\":\"random\""),
      "order: unknown value \"random\" (expected \"deterministic\" or \"fastest\")"},
     {WITH_TOP("\"order\":true"), "order: expected a string"},
+    {"{\"table\":\"t\",\"batch_size\":8,\"epochs\":\"forever\"," FEATURES_OK "," LABEL_OK "}",
+     "epochs: expected an integer or \"unbounded\""},
     {WITH_TOP("\"shuffle\":1"), "shuffle: expected false, true or an object {\"seed\": N}"},
     {WITH_TOP("\"shuffle\":\"yes\""), "shuffle: expected false, true or an object {\"seed\": N}"},
     {WITH_TOP("\"shuffle\":{}"), "shuffle.seed: required"},
@@ -1010,6 +1012,19 @@ static void test_order_shuffle_pad(void **state)
     assert_int_equal(again.remainder, DPP_REMAINDER_PAD);
     assert_int_equal(again.order_fastest, 1);
     assert_true(again.shuffle && again.shuffle_seed == spec.shuffle_seed);
+    free(json);
+    dpp_spec_close(&again);
+    dpp_spec_close(&spec);
+    /* "epochs": "unbounded" survives the normalised form */
+    assert_int_equal(parse("{\"table\":\"t\",\"batch_size\":8,\"epochs\":\"unbounded\"," FEATURES_OK
+                           "," LABEL_OK "}",
+                           &spec, err),
+                     0);
+    assert_true(spec.epochs == DPP_EPOCHS_UNBOUNDED);
+    json = dpp_spec_to_json(&spec);
+    assert_non_null(strstr(json, "\"epochs\":\"unbounded\""));
+    assert_int_equal(parse(json, &again, err), 0);
+    assert_true(again.epochs == DPP_EPOCHS_UNBOUNDED);
     free(json);
     dpp_spec_close(&again);
     dpp_spec_close(&spec);
