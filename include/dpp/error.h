@@ -34,7 +34,8 @@ extern "C" {
     X(DPP_EFAILED, -1019, "session failed")                                                        \
     X(DPP_ERANK, -1020, "rank out of range")                                                       \
     X(DPP_EINVAL, -1021, "invalid argument")                                                       \
-    X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")
+    X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")                              \
+    X(DPP_EAUTH, -1023, "authentication failed")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

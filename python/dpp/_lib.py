@@ -56,6 +56,7 @@ ERRORS = {
     "DPP_ERANK": -1020,
     "DPP_EINVAL": -1021,
     "DPP_ETOKEN": -1022,
+    "DPP_EAUTH": -1023,
 }
 
 

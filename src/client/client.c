@@ -87,6 +87,7 @@ static dpp_core_t *core_new(void)
     core->track[0].rank_splits = core->track[1].rank_splits = -1;
     core->rank_splits = -1;
     core->pad_batches = -1;
+    core->open_ns = dpp_now_ns();
     core->rank_records = -1;
     return core;
 }
@@ -332,7 +333,7 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const tok
     int rc = dpp_addr_parse(master, master_ss);
     if (rc)
         return rc;
-    rc = dpp_sync_connect(&conn, master, "client", timeout_ms);
+    rc = dpp_sync_connect(&conn, master, "client", timeout_ms, &c->auth);
     if (rc)
         return rc;
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
@@ -453,8 +454,20 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     int rc = -ENOMEM;
     if ((c->core = core_new()) == NULL || (c->zctx = ZSTD_createDCtx()) == NULL)
         goto fail;
-    if (o->token && (c->token = strdup(o->token)) == NULL)
-        goto fail;
+    if (o->token) {
+        /* the token itself; without it, the file $DPP_TOKEN_FILE names */
+        char *t = strdup(o->token);
+        if (t == NULL)
+            goto fail;
+        c->auth.token = (const uint8_t *)t;
+        c->auth.len = strlen(t);
+    } else {
+        char why[256];
+        if ((rc = dpp_auth_load(&c->auth, NULL, why, sizeof why)) != 0) {
+            fprintf(stderr, "libdppclient: %s\n", why);
+            goto fail;
+        }
+    }
     snprintf(c->session, sizeof c->session, "%s", session);
     c->rank = o->rank;
     dpp_core_t *core = c->core;
@@ -511,7 +524,7 @@ fail:
     ZSTD_freeDCtx(c->zctx);
     if (c->core)
         dpp__core_unref(c->core);
-    free(c->token);
+    free((void *)c->auth.token);
     free(c);
     return rc;
 }
@@ -538,7 +551,7 @@ void dpp_client_close(dpp_client_t *c)
     dpp_block_builder_close(&c->assembly);
     ZSTD_freeDCtx(c->zctx);
     dpp__core_unref(c->core);
-    free(c->token);
+    free((void *)c->auth.token);
     free(c);
 }
 
@@ -1038,6 +1051,11 @@ int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms)
         c->stats.rows += (*out)->valid_rows;
         c->epoch_batches_out++;
     }
+    pthread_mutex_lock(&c->core->mu);
+    c->core->rep_batches = c->stats.batches;
+    c->core->rep_wait_ns = c->stats.wait_ns;
+    memcpy(c->core->rep_hist, c->stats.wait_hist, sizeof c->core->rep_hist);
+    pthread_mutex_unlock(&c->core->mu);
     return rc;
 }
 

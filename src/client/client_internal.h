@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include "common/auth.h"
 #include "common/block.h"
 #include "common/conn.h"
 #include "dpp/client.h"
@@ -107,6 +108,9 @@ typedef struct dpp_core {
     uint32_t (*ack_q)[2]; /* (epoch, split) consumed */
     size_t nack, ack_cap;
     uint32_t cur_epoch;     /* the consumer's epoch; older blocks are duplicates */
+    /* the consumer's counters as of its last next(), reported to the master */
+    uint64_t rep_batches, rep_wait_ns, rep_hist[16];
+    uint64_t open_ns; /* when the client opened (monotonic) */
     epoch_track_t track[2]; /* by epoch parity: current and next */
     int error;
     char error_text[256];
@@ -142,7 +146,7 @@ struct dpp_client {
     size_t assembly_bytes;        /* counted in held_bytes */
     void *zctx;                   /* ZSTD_DCtx, consumer thread only */
     dpp_client_stats_t stats;     /* consumer-side counters */
-    char *token;
+    dpp_auth_t auth;              /* cluster token (owned), or none */
 };
 
 struct dpp_batch {

@@ -26,6 +26,7 @@ typedef struct wlink {
     int ready;         /* subscribed */
     uint32_t inflight; /* credits granted and not yet used by a block */
     uint32_t owed;     /* credits earned back, held while memory is short */
+    dpp_auth_state_t auth;
     struct wlink *prev, *next;
 } wlink_t;
 
@@ -41,6 +42,7 @@ typedef struct mlink {
     dpp_conn_t conn;
     dpp_client_io_t *io;
     int ready; /* hello answered */
+    dpp_auth_state_t auth;
 } mlink_t;
 
 struct dpp_client_io {
@@ -116,6 +118,28 @@ static void grant_credits(dpp_client_io_t *io)
             send_credit(l, n);
         }
     }
+}
+
+static void fail_client(dpp_client_io_t *io, int err, const char *text);
+
+/* Checks the peer's HelloReply and authenticates to it (auth.h). A peer
+ * without the cluster token, or with another one, is a configuration error
+ * that retrying cannot mend: the client fails with DPP_EAUTH. Returns 0 to
+ * go on. */
+static int answer_hello(dpp_client_io_t *io, dpp_conn_t *conn, dpp_auth_state_t *st,
+                        const Dpp__HelloReply *r)
+{
+    Dpp__Auth am = DPP__AUTH__INIT;
+    char err[256];
+    int send = 0;
+    int rc = dpp_auth_answer(&io->c->auth, st, "client", r, &am, &send, err, sizeof err);
+    if (rc == 0 && send)
+        rc = dpp_conn_send(conn, DPP_MSG_AUTH, &am.base);
+    if (rc == DPP_EAUTH)
+        fail_client(io, rc, err);
+    if (rc)
+        dpp_conn_close(conn, rc);
+    return rc;
 }
 
 /* ---- worker links ------------------------------------------------------- */
@@ -236,6 +260,8 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     }
     switch (f->type) {
     case DPP_MSG_HELLO_REPLY: {
+        if (answer_hello(l->io, conn, &l->auth, (Dpp__HelloReply *)m) != 0)
+            break;
         Dpp__Subscribe sub = DPP__SUBSCRIBE__INIT;
         sub.session_id = l->io->c->session;
         sub.rank = l->io->c->rank;
@@ -254,6 +280,8 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
             handle_block(l, f, (Dpp__BlockHeader *)m);
         break;
     default:
+        if (f->type == DPP_MSG_ERROR && ((Dpp__Error *)m)->code == DPP_EAUTH)
+            fail_client(l->io, DPP_EAUTH, ((Dpp__Error *)m)->message);
         dpp_conn_close(conn, f->type == DPP_MSG_ERROR ? ((Dpp__Error *)m)->code : DPP_EMSGTYPE);
     }
     protobuf_c_message_free_unpacked(m, NULL);
@@ -277,8 +305,7 @@ static void on_link_closed(dpp_conn_t *conn)
     free(l);
 }
 
-/* Connect callback of the master and the worker links alike. */
-static void on_connected(dpp_conn_t *conn, int status)
+static void send_hello(dpp_client_io_t *io, dpp_conn_t *conn, dpp_auth_state_t *st, int status)
 {
     if (status != 0) {
         dpp_conn_close(conn, status);
@@ -287,7 +314,23 @@ static void on_connected(dpp_conn_t *conn, int status)
     Dpp__Hello h = DPP__HELLO__INIT;
     h.version = DPP_PROTOCOL_VERSION;
     h.role = "client";
-    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+    int rc = dpp_auth_hello(&io->c->auth, st, &h);
+    if (rc == 0)
+        dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+    else
+        dpp_conn_close(conn, rc);
+}
+
+static void on_worker_connected(dpp_conn_t *conn, int status)
+{
+    wlink_t *l = dpp_container_of(conn, wlink_t, conn);
+    send_hello(l->io, conn, &l->auth, status);
+}
+
+static void on_master_connected(dpp_conn_t *conn, int status)
+{
+    mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
+    send_hello(ml->io, conn, &ml->auth, status);
 }
 
 /* Whether to connect to addr now; counts a connection to a worker connected
@@ -342,7 +385,7 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
         if (io->links)
             io->links->prev = l;
         io->links = l;
-        if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_connected) != 0)
+        if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_worker_connected) != 0)
             dpp_conn_close(&l->conn, DPP_ECLOSED);
     }
 }
@@ -354,9 +397,16 @@ static void send_attach(dpp_client_io_t *io)
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
     req.session_id = io->c->session;
     req.rank = io->c->rank;
+    uint64_t hist[16];
     pthread_mutex_lock(&io->core->mu);
     req.prefetch_splits = dpp__core_window(io->core);
+    req.batches = io->core->rep_batches;
+    req.wait_ns = io->core->rep_wait_ns;
+    memcpy(hist, io->core->rep_hist, sizeof hist);
     pthread_mutex_unlock(&io->core->mu);
+    req.open_ns = dpp_now_ns() - io->core->open_ns;
+    req.n_wait_hist = 16;
+    req.wait_hist = hist;
     if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
         io->attach_inflight = 1;
 }
@@ -405,6 +455,8 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     }
     switch (f->type) {
     case DPP_MSG_HELLO_REPLY:
+        if (answer_hello(io, conn, &ml->auth, (Dpp__HelloReply *)m) != 0)
+            break;
         ml->ready = 1;
         io->backoff_ms = 100;
         send_attach(io);
@@ -428,7 +480,7 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     case DPP_MSG_ERROR: {
         Dpp__Error *e = (Dpp__Error *)m;
         io->attach_inflight = 0;
-        if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK)
+        if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK || e->code == DPP_EAUTH)
             fail_client(io, e->code, e->message);
         break;
     }
@@ -466,7 +518,7 @@ static void connect_master(dpp_client_io_t *io)
         return;
     }
     io->ml = ml;
-    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&io->master_ss, on_connected) != 0)
+    if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&io->master_ss, on_master_connected) != 0)
         dpp_conn_close(&ml->conn, DPP_ECLOSED);
 }
 

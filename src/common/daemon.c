@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Signal handling and the main loop shared by the daemons (see daemon.h).
 #include <signal.h>
+#include <stdio.h>
 
+#include "auth.h"
 #include "daemon.h"
 #include "log.h"
+#include "net.h"
 
 typedef struct daemon_signals {
     uv_signal_t sigint, sigterm;
@@ -49,4 +52,37 @@ int dpp_daemon_run(uv_loop_t *loop, const char *name, dpp_daemon_stop_cb stop,
         uv_run(loop, UV_RUN_DEFAULT);
     }
     return uv_loop_close(loop) == 0 ? 0 : 1;
+}
+
+int dpp_daemon_secure(const char *prog, const char *token_file, int insecure,
+                      const char *const *listens, size_t n, dpp_auth_t *auth)
+{
+    char err[512];
+    int rc = dpp_auth_load(auth, token_file, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s: cluster token: %s\n", prog, err);
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (listens[i] == NULL)
+            continue;
+        int lo = dpp_addr_is_loopback(listens[i]);
+        if (lo < 0) {
+            fprintf(stderr, "%s: %s: not a HOST:PORT address\n", prog, listens[i]);
+            return 2;
+        }
+        if (lo || dpp_auth_on(auth))
+            continue;
+        if (!insecure) {
+            fprintf(stderr,
+                    "%s: refusing to listen on %s, which is not a loopback address, without a "
+                    "cluster token: give --token-file (or DPP_TOKEN_FILE), or --insecure on a "
+                    "network you trust\n",
+                    prog, listens[i]);
+            return 2;
+        }
+        DPP_WARN("insecure listen=%s reason=\"no cluster token: anyone who reaches it is served\"",
+                 listens[i]);
+    }
+    return 0;
 }

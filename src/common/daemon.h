@@ -18,4 +18,14 @@ typedef void (*dpp_daemon_stop_cb)(void *arg);
 int dpp_daemon_run(uv_loop_t *loop, const char *name, dpp_daemon_stop_cb stop,
                    dpp_daemon_stop_cb drain, void *arg);
 
+struct dpp_auth;
+
+/* The security preamble of a daemon named prog: loads the cluster token
+ * from token_file (NULL: $DPP_TOKEN_FILE; neither: no token) into *auth,
+ * and refuses to listen on a non-loopback address without a token unless
+ * insecure is set (then it warns). Each address of listens[0..n) is checked
+ * (NULL entries skipped). Returns 0, or 2 (a usage error, said on stderr). */
+int dpp_daemon_secure(const char *prog, const char *token_file, int insecure,
+                      const char *const *listens, size_t n, struct dpp_auth *auth);
+
 #endif

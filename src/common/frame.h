@@ -19,6 +19,7 @@
     X(HELLO, 1, dpp__hello__descriptor)                                                            \
     X(HELLO_REPLY, 2, dpp__hello_reply__descriptor)                                                \
     X(ERROR, 3, dpp__error__descriptor)                                                            \
+    X(AUTH, 4, dpp__auth__descriptor)                                                              \
     X(SUBMIT, 10, dpp__submit_request__descriptor)                                                 \
     X(SUBMIT_REPLY, 11, dpp__submit_reply__descriptor)                                             \
     X(STATUS, 12, dpp__status_request__descriptor)                                                 \

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "net.h"
@@ -50,6 +51,23 @@ int dpp_addr_parse(const char *s, struct sockaddr_storage *out)
     memset(out, 0, sizeof *out);
     memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
+    return 0;
+}
+
+int dpp_addr_is_loopback(const char *host_port)
+{
+    struct sockaddr_storage ss;
+    int rc = dpp_addr_parse(host_port, &ss);
+    if (rc)
+        return rc;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
     return 0;
 }
 
@@ -197,7 +215,8 @@ int dpp_sync_call(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *req
     return 0;
 }
 
-int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int timeout_ms)
+int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int timeout_ms,
+                     const dpp_auth_t *auth)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
@@ -233,16 +252,33 @@ int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int
     Dpp__Hello hello = DPP__HELLO__INIT;
     hello.version = DPP_PROTOCOL_VERSION;
     hello.role = (char *)role;
+    dpp_auth_state_t st;
+    if ((rc = dpp_auth_hello(auth, &st, &hello)) != 0)
+        goto fail;
     uint16_t rtype;
     ProtobufCMessage *reply = NULL;
     rc = dpp_sync_call(c, DPP_MSG_HELLO, &hello.base, &rtype, &reply, timeout_ms);
     if (rc)
         goto fail;
-    if (rtype == DPP_MSG_ERROR)
+    Dpp__Auth am = DPP__AUTH__INIT;
+    int send = 0;
+    if (rtype == DPP_MSG_ERROR) {
         rc = ((Dpp__Error *)reply)->code;
-    else if (rtype != DPP_MSG_HELLO_REPLY)
+        snprintf(c->error, sizeof c->error, "%s", ((Dpp__Error *)reply)->message);
+    } else if (rtype != DPP_MSG_HELLO_REPLY) {
         rc = DPP_EMSGTYPE;
+    } else {
+        rc = dpp_auth_answer(auth, &st, role, (Dpp__HelloReply *)reply, &am, &send, c->error,
+                             sizeof c->error);
+    }
     protobuf_c_message_free_unpacked(reply, NULL);
+    if (rc == 0 && send) {
+        /* no answer: a wrong token gets an Error in reply to the next request */
+        size_t len;
+        uint8_t *out = dpp_frame_pack(DPP_MSG_AUTH, &am.base, 0, &len);
+        rc = out ? write_all(c->fd, out, len, now_ms() + timeout_ms) : -ENOMEM;
+        free(out);
+    }
     if (rc)
         goto fail;
     return 0;

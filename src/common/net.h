@@ -24,17 +24,28 @@ int dpp_addr_format(const struct sockaddr *sa, char *buf, size_t len);
  * reader never sees a partial address. Returns 0 or -errno. */
 int dpp_write_port_file(const char *path, const char *addr);
 
+/* 1 when every address HOST:PORT resolves to is a loopback address
+ * (127.0.0.0/8, ::1), 0 otherwise (a wildcard such as 0.0.0.0 included), a
+ * negative error when it does not parse. */
+int dpp_addr_is_loopback(const char *host_port);
+
 typedef struct dpp_sync_conn {
     int fd;
     uint8_t *buf;
     size_t len, cap;
     dpp_frame_limits_t limits;
+    char error[256]; /* why dpp_sync_connect() failed, when it can say more */
 } dpp_sync_conn_t;
 
-/* Connects to addr and exchanges Hello (role "ctl", "client"...). Waits at
- * most timeout_ms for each step. Returns 0 or a negative error; on error
- * nothing needs closing. */
-int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int timeout_ms);
+struct dpp_auth;
+
+/* Connects to addr and exchanges Hello (role "ctl", "client"...), and with
+ * the cluster token auth (NULL: none) authenticates both ways (auth.h).
+ * Waits at most timeout_ms for each step. Returns 0 or a negative error
+ * (c->error says more when it can, e.g. for DPP_EAUTH); on error nothing
+ * needs closing. */
+int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int timeout_ms,
+                     const struct dpp_auth *auth);
 
 /* Sends req as a frame of type `type` and waits for one reply frame. On 0,
  * *reply_type and *reply are set; the caller frees *reply with

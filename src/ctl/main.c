@@ -16,7 +16,9 @@
 #include "common/tfindex.h"
 #include "common/util.h"
 #include "dpp.pb-c.h"
+#include "ctl.h"
 #include "dpp/client.h"
+
 
 #define MAX_SPEC_BYTES (1u << 20)
 
@@ -27,7 +29,11 @@ static const char usage[] =
     "  validate SPEC.json        check a session spec offline\n"
     "  submit SPEC.json          submit a spec; prints the session id on the\n"
     "                            last line of stdout\n"
-    "  status [SESSION]          state and split progress of one or every session\n"
+    "  status SESSION            the session's state, progress per rank (splits\n"
+    "                            done, batches/s, trainer wait share, ETA); on a\n"
+    "                            terminal it updates in place until the session ends\n"
+    "  list                      one line per session (also: status without SESSION)\n"
+    "  workers                   the registered workers and their leases\n"
     "  cancel SESSION            stop a session (an \"unbounded\" one ends only so);\n"
     "                            its clients fail with \"cancelled\"\n"
     "  read SESSION [--rank R] [--epochs N]\n"
@@ -39,36 +45,34 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --master HOST:PORT   the master (default: $DPP_MASTER, else 127.0.0.1:7070)\n"
-    "  --output text|json   output format of status and read (default text)\n"
+    "  --output text|json   output format of status, list, workers and read\n"
+    "                       (default text)\n"
+    "  --watch              status: refresh every --interval-s until the session\n"
+    "                       ends, also when not on a terminal (json: one line each)\n"
+    "  --interval-s N       status --watch: seconds between refreshes (default 1)\n"
     "  --rank R             read: the consumer rank to read as (default 0)\n"
     "  --epochs N           read: stop after N epochs (default: every epoch)\n"
     "  --timeout-s N        give up after N seconds without progress (default 60)\n"
+    "  --token-file PATH    the cluster token, when the master has one (default:\n"
+    "                       the file $DPP_TOKEN_FILE names)\n"
     "  -h, --help           show this help\n"
     "\n"
     "Exit status: 0 success; 1 the command failed (the reason is on stderr, one\n"
-    "line); 2 usage error.\n";
+    "line); 2 usage error; 3 status or read: the session failed or was cancelled.\n";
 
-typedef struct ctl {
-    const char *master;
-    int json;
-    unsigned rank;
-    unsigned epochs; /* read: stop after this many; 0: all */
-    int timeout_ms;
-} ctl_t;
-
-static int fail(const char *fmt, const char *a, const char *b)
+int ctl_fail(const char *fmt, const char *a, const char *b)
 {
     fprintf(stderr, "dppctl: ");
     fprintf(stderr, fmt, a, b);
     fputc('\n', stderr);
-    return 1;
+    return CTL_FAILED;
 }
 
 static char *read_spec(const char *path, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL) {
-        fail("%s: %s", path, strerror(errno));
+        ctl_fail("%s: %s", path, strerror(errno));
         return NULL;
     }
     char *buf = malloc(MAX_SPEC_BYTES + 1);
@@ -77,7 +81,7 @@ static char *read_spec(const char *path, size_t *len)
     if (f != stdin)
         fclose(f);
     if (err || n > MAX_SPEC_BYTES) {
-        fail("%s: %s", path, err ? "cannot read" : "larger than 1 MiB");
+        ctl_fail("%s: %s", path, err ? "cannot read" : "larger than 1 MiB");
         free(buf);
         return NULL;
     }
@@ -97,7 +101,7 @@ static int cmd_validate(const char *path)
     int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
     free(json);
     if (rc)
-        return fail("%s%s", err, "");
+        return ctl_fail("%s%s", err, "");
     printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
            path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
     dpp_spec_close(&spec);
@@ -105,26 +109,26 @@ static int cmd_validate(const char *path)
 }
 
 /* One request/reply with the master; an Error reply is printed and fails. */
-static int call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
-                       ProtobufCMessage **reply)
+int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
+                    ProtobufCMessage **reply)
 {
     dpp_sync_conn_t conn;
-    int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms);
+    int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms, &ctl->auth);
     if (rc)
-        return fail("master %s: %s", ctl->master, dpp_strerror(rc));
+        return ctl_fail("master %s: %s", ctl->master, conn.error[0] ? conn.error : dpp_strerror(rc));
     uint16_t rtype;
     rc = dpp_sync_call(&conn, type, req, &rtype, reply, ctl->timeout_ms);
     dpp_sync_close(&conn);
     if (rc)
-        return fail("master %s: %s", ctl->master, dpp_strerror(rc));
+        return ctl_fail("master %s: %s", ctl->master, dpp_strerror(rc));
     if (rtype == DPP_MSG_ERROR) {
-        fail("%s%s", ((Dpp__Error *)*reply)->message, "");
+        ctl_fail("%s%s", ((Dpp__Error *)*reply)->message, "");
         protobuf_c_message_free_unpacked(*reply, NULL);
         return 1;
     }
     if (rtype != want) {
         protobuf_c_message_free_unpacked(*reply, NULL);
-        return fail("master %s: %s", ctl->master, "unexpected reply");
+        return ctl_fail("master %s: %s", ctl->master, "unexpected reply");
     }
     return 0;
 }
@@ -138,99 +142,11 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
     req.spec_json = json;
     ProtobufCMessage *reply;
-    int rc = call_master(ctl, DPP_MSG_SUBMIT, &req.base, DPP_MSG_SUBMIT_REPLY, &reply);
+    int rc = ctl_call_master(ctl, DPP_MSG_SUBMIT, &req.base, DPP_MSG_SUBMIT_REPLY, &reply);
     free(json);
     if (rc)
         return rc;
     printf("%s\n", ((Dpp__SubmitReply *)reply)->session_id);
-    protobuf_c_message_free_unpacked(reply, NULL);
-    return 0;
-}
-
-static int cmd_cancel(const ctl_t *ctl, const char *session)
-{
-    Dpp__CancelRequest req = DPP__CANCEL_REQUEST__INIT;
-    req.session_id = (char *)session;
-    ProtobufCMessage *reply;
-    int rc = call_master(ctl, DPP_MSG_CANCEL, &req.base, DPP_MSG_CANCEL_REPLY, &reply);
-    if (rc)
-        return rc;
-    const char *was = ((Dpp__CancelReply *)reply)->state;
-    if (strcmp(was, "running") == 0 || strcmp(was, "indexing") == 0)
-        printf("session %s cancelled\n", session);
-    else
-        printf("session %s was already %s: nothing to cancel\n", session, was);
-    protobuf_c_message_free_unpacked(reply, NULL);
-    return 0;
-}
-
-static int cmd_status(const ctl_t *ctl, const char *session)
-{
-    Dpp__StatusRequest req = DPP__STATUS_REQUEST__INIT;
-    req.session_id = (char *)(session ? session : "");
-    ProtobufCMessage *reply;
-    int rc = call_master(ctl, DPP_MSG_STATUS, &req.base, DPP_MSG_STATUS_REPLY, &reply);
-    if (rc)
-        return rc;
-    Dpp__StatusReply *r = (Dpp__StatusReply *)reply;
-    if (!ctl->json)
-        printf("%-18s %-8s %-7s %-17s %-12s %s\n", "SESSION", "STATE", "EPOCH", "SPLITS DONE",
-               "ROWS", "WORKERS");
-    json_t *arr = json_array();
-    for (size_t i = 0; i < r->n_sessions; i++) {
-        const Dpp__SessionStatus *s = r->sessions[i];
-        int unbounded = s->epochs == DPP_EPOCHS_UNBOUNDED;
-        unsigned total = unbounded ? 0 : s->splits_per_epoch * s->epochs;
-        if (ctl->json) {
-            json_t *o = json_pack(
-                "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
-                "s:I, s:I, s:i, s:s}",
-                "session", s->session_id, "state", s->state, "table", s->table, "epochs", s->epochs,
-                "epoch", s->current_epoch, "consumers", s->consumers, "files", s->files,
-                "files_indexed", s->files_indexed, "splits_per_epoch", s->splits_per_epoch,
-                "splits_pending", s->splits_pending, "splits_leased", s->splits_leased,
-                "splits_produced", s->splits_produced, "splits_consumed", s->splits_consumed,
-                "rows_produced", (json_int_t)s->rows_produced, "rows_filtered",
-                (json_int_t)s->rows_filtered, "records_rejected", (json_int_t)s->records_rejected,
-                "workers", s->workers, "error", s->error);
-            const Dpp__Rejects *rj = s->rejects;
-            if (o && rj)
-                json_object_set_new(
-                    o, "rejects",
-                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt", (json_int_t)rj->corrupt,
-                              "truncated", (json_int_t)rj->truncated, "too_big",
-                              (json_int_t)rj->too_big, "example", (json_int_t)rj->example,
-                              "missing", (json_int_t)rj->missing, "type", (json_int_t)rj->type));
-            if (o && unbounded)
-                json_object_set_new(o, "epochs", json_string("unbounded"));
-            json_array_append_new(arr, o);
-            continue;
-        }
-        char epoch[32], splits[48];
-        if (unbounded)
-            snprintf(epoch, sizeof epoch, "%u/-", s->current_epoch + 1);
-        else
-            snprintf(epoch, sizeof epoch, "%u/%u", s->current_epoch + 1, s->epochs); /* 1-based */
-        if (strcmp(s->state, "indexing") == 0)
-            snprintf(splits, sizeof splits, "(files %u/%u)", s->files_indexed, s->files);
-        else if (unbounded)
-            snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, s->splits_per_epoch);
-        else
-            snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed, total);
-        char rejected[48] = "";
-        if (s->records_rejected)
-            snprintf(rejected, sizeof rejected, "  rejected %" PRIu64, s->records_rejected);
-        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s%s\n", s->session_id, s->state, epoch,
-               splits, s->rows_produced, s->workers, rejected, s->error[0] ? "  error: " : "",
-               s->error);
-    }
-    if (ctl->json) {
-        char *text = json_dumps(arr, JSON_COMPACT);
-        if (text)
-            puts(text);
-        free(text);
-    }
-    json_decref(arr);
     protobuf_c_message_free_unpacked(reply, NULL);
     return 0;
 }
@@ -326,9 +242,16 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
 static int cmd_read(const ctl_t *ctl, const char *session)
 {
     dpp_client_t *c;
-    int rc = dpp_client_open(&c, ctl->master, session, ctl->rank, ctl->timeout_ms);
+    dpp_client_options_t o;
+    dpp_client_options_init(&o);
+    o.master = ctl->master;
+    o.session = session;
+    o.rank = ctl->rank;
+    o.connect_timeout_ms = ctl->timeout_ms;
+    o.token = (const char *)ctl->auth.token; /* NUL-terminated by dpp_auth_load() */
+    int rc = dpp_client_open_opts(&c, &o);
     if (rc)
-        return fail("read %s: %s", session, dpp_strerror(rc));
+        return ctl_fail("read %s: %s", session, dpp_strerror(rc));
     int weighted = 0; /* print sparse_weights_sum only for sessions with weights */
     for (unsigned k = 0; k < dpp_client_num_sparse(c); k++)
         weighted |= dpp_client_sparse_weighted(c, k);
@@ -356,7 +279,7 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             const char *why = dpp_client_error(c);
             fprintf(stderr, "dppctl: read %s: %s%s%s\n", session, dpp_strerror(rc),
                     why[0] ? ": " : "", why);
-            rc = 1;
+            rc = rc == DPP_EFAILED ? CTL_SESSION_FAILED : CTL_FAILED;
             break;
         }
     }
@@ -370,7 +293,7 @@ static int cmd_index(const char *dir)
 {
     char *table = realpath(dir, NULL);
     if (table == NULL)
-        return fail("index %s: %s", dir, strerror(errno));
+        return ctl_fail("index %s: %s", dir, strerror(errno));
     dpp_spec_t all = {0}; /* no partitions named: every partition */
     char **files = NULL;
     size_t nfiles = 0;
@@ -378,7 +301,7 @@ static int cmd_index(const char *dir)
     int rc = dpp_table_list_files(table, &all, &files, &nfiles, err, sizeof err);
     if (rc) {
         free(table);
-        return fail("index %s: %s", dir, err);
+        return ctl_fail("index %s: %s", dir, err);
     }
     int failed = 0;
     uint64_t total = 0;
@@ -420,11 +343,16 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"master", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
         {"rank", required_argument, NULL, 'r'},   {"timeout-s", required_argument, NULL, 't'},
+        {"token-file", required_argument, NULL, 'T'},
         {"epochs", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
+        {"watch", no_argument, NULL, 'w'},        {"interval-s", required_argument, NULL, 'i'},
         {0, 0, 0, 0},
     };
     const char *env = getenv("DPP_MASTER");
-    ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000};
+    const char *token_file = NULL;
+    ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070",
+                 .timeout_ms = 60000,
+                 .interval_ms = 1000};
     char *end;
     int c;
     /* GNU getopt permutes: options may come before or after the command. */
@@ -435,23 +363,37 @@ int main(int argc, char **argv)
             break;
         case 'o':
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-                return fail("--output: expected text or json, got \"%s\"%s", optarg, "") + 1;
+                return ctl_fail("--output: expected text or json, got \"%s\"%s", optarg, "") + 1;
             ctl.json = strcmp(optarg, "json") == 0;
             break;
         case 'r':
             ctl.rank = (unsigned)strtoul(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0')
-                return fail("--rank: not a number: \"%s\"%s", optarg, "") + 1;
+                return ctl_fail("--rank: not a number: \"%s\"%s", optarg, "") + 1;
             break;
+        case 'w':
+            ctl.watch = 1;
+            break;
+        case 'i': {
+            double v = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(v >= 0.05 && v <= 3600))
+                return ctl_fail("--interval-s: expected seconds from 0.05 to 3600, got \"%s\"%s", optarg,
+                            "") + 1;
+            ctl.interval_ms = (int)(v * 1000);
+            break;
+        }
         case 'e':
             ctl.epochs = (unsigned)strtoul(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || ctl.epochs == 0)
-                return fail("--epochs: not a positive number: \"%s\"%s", optarg, "") + 1;
+                return ctl_fail("--epochs: not a positive number: \"%s\"%s", optarg, "") + 1;
+            break;
+        case 'T':
+            token_file = optarg;
             break;
         case 't':
             ctl.timeout_ms = (int)strtol(optarg, &end, 10) * 1000;
             if (*optarg == '\0' || *end != '\0' || ctl.timeout_ms <= 0)
-                return fail("--timeout-s: not a positive number: \"%s\"%s", optarg, "") + 1;
+                return ctl_fail("--timeout-s: not a positive number: \"%s\"%s", optarg, "") + 1;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -461,6 +403,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    char why[512];
+    /* the token is the process's until it exits */
+    if (dpp_auth_load(&ctl.auth, token_file, why, sizeof why) != 0)
+        return ctl_fail("cluster token: %s%s", why, "");
     const char *const *pos = (const char *const *)argv + optind;
     int npos = argc - optind;
     if (npos == 0) {
@@ -473,9 +419,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "submit") == 0 && npos == 2)
         return cmd_submit(&ctl, pos[1]);
     if (strcmp(cmd, "status") == 0 && npos <= 2)
-        return cmd_status(&ctl, npos == 2 ? pos[1] : NULL);
+        return ctl_status(&ctl, npos == 2 ? pos[1] : NULL);
+    if (strcmp(cmd, "list") == 0 && npos == 1)
+        return ctl_list(&ctl);
+    if (strcmp(cmd, "workers") == 0 && npos == 1)
+        return ctl_workers(&ctl);
     if (strcmp(cmd, "cancel") == 0 && npos == 2)
-        return cmd_cancel(&ctl, pos[1]);
+        return ctl_cancel(&ctl, pos[1]);
     if (strcmp(cmd, "read") == 0 && npos == 2)
         return cmd_read(&ctl, pos[1]);
     if (strcmp(cmd, "index") == 0 && npos == 2)

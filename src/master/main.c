@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "common/alloc.h"
+#include "common/auth.h"
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -33,6 +34,17 @@ static const char usage[] =
     "                         its splits (default 10000)\n"
     "  --journal-compact-kb N rewrite the journal as a snapshot once it passes\n"
     "                         N KiB and twice its last snapshot (default 65536)\n"
+    "  --http HOST:PORT       serve GET /metrics (Prometheus), /healthz and /readyz\n"
+    "                         there (no authentication: bind it where only your\n"
+    "                         monitoring reaches)\n"
+    "  --token-file PATH      cluster token: every dppctl, worker and client must\n"
+    "                         prove it knows it (default: the file $DPP_TOKEN_FILE\n"
+    "                         names; none: no authentication)\n"
+    "  --insecure             allow --listen on a non-loopback address without a\n"
+    "                         token\n"
+    "  --handshake-timeout-ms N  close a peer that has not said HELLO (and AUTH)\n"
+    "                         after N ms (default 10000)\n"
+    "  --max-connections N    peers served at once; more are refused (default 1024)\n"
     "  --log-level LEVEL      debug, info, warn or error (default info)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -54,12 +66,18 @@ int main(int argc, char **argv)
         {"worker-timeout-ms", required_argument, NULL, 't'},
         {"journal-compact-kb", required_argument, NULL, 'j'},
         {"log-level", required_argument, NULL, 'L'},
+        {"http", required_argument, NULL, 'H'},
+        {"token-file", required_argument, NULL, 'T'},
+        {"insecure", no_argument, NULL, 'I'},
+        {"handshake-timeout-ms", required_argument, NULL, 'S'},
+        {"max-connections", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     dpp_master_config_t cfg = {.listen = "127.0.0.1:7070"};
     const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
-    int c;
+    const char *token_file = NULL;
+    int c, insecure = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
@@ -82,6 +100,21 @@ int main(int argc, char **argv)
             break;
         case 'j':
             cfg.journal_compact_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
+            break;
+        case 'H':
+            cfg.http = optarg;
+            break;
+        case 'T':
+            token_file = optarg;
+            break;
+        case 'I':
+            insecure = 1;
+            break;
+        case 'S':
+            cfg.handshake_ms = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'C':
+            cfg.max_connections = (unsigned)strtoul(optarg, NULL, 10);
             break;
         case 'L': {
             dpp_log_level_t lvl;
@@ -107,11 +140,19 @@ int main(int argc, char **argv)
         return 2;
     }
     cfg.roots = roots;
+    dpp_auth_t auth;
+    const char *listens[] = {cfg.listen};
+    int rc = dpp_daemon_secure("dpp-master", token_file, insecure, listens, 1, &auth);
+    if (rc) {
+        free(roots);
+        return rc;
+    }
+    cfg.auth = &auth;
 
     uv_loop_t loop;
     uv_loop_init(&loop);
     dpp_master_t *master;
-    int rc = dpp_master_new(&master, &loop, &cfg);
+    rc = dpp_master_new(&master, &loop, &cfg);
     if (rc == 0) {
         rc = dpp_daemon_run(&loop, "master", stop_master, NULL, master);
         dpp_master_free(master);
@@ -120,5 +161,6 @@ int main(int argc, char **argv)
         rc = 1;
     }
     free(roots);
+    free((void *)auth.token);
     return rc;
 }

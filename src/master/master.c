@@ -19,61 +19,10 @@
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "master.h"
+#include "master_internal.h"
 #include "session.h"
 #include "common/table.h"
 #include "journal.h"
-
-typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
-
-/* A rank whose client has not attached for this long gets no new leases
- * (clients refresh their attach every second). */
-#define RANK_ABSENT_MS 5000
-
-typedef struct peer {
-    dpp_conn_t conn;
-    dpp_master_t *m;
-    peer_role_t role;
-    uint64_t worker_id;
-    char data_addr[64];
-    unsigned lease_want; /* a LeaseRequest waits for splits */
-    int64_t last_seen_ms;
-    struct peer *prev, *next;
-} peer_t;
-
-/* Split boundaries of files already indexed, so that a later session on the
- * same unchanged files needs no index task. Keyed by path, size, mtime and
- * split_rows; kept for the master's lifetime and rebuilt from the journal's
- * index records at restart. */
-typedef struct index_entry {
-    struct index_entry *next;
-    char *path;
-    uint64_t size;
-    int64_t mtime_ns;
-    unsigned split_rows;
-    uint64_t records;
-    uint64_t *bounds;
-    size_t nbounds;
-} index_entry_t;
-
-struct dpp_master {
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    uv_timer_t timer;
-    char **roots;
-    size_t nroots;
-    char *state_dir;
-    unsigned heartbeat_ms, worker_timeout_ms;
-    char addr[64];
-    int lock_fd;
-    dpp_session_t **sessions;
-    size_t nsessions;
-    peer_t *peers;
-    index_entry_t *index_cache;
-    dpp_journal_t *journal;
-    size_t journal_compact_bytes;
-    uint64_t next_worker_id, next_lease_id;
-    int stopping;
-};
 
 static const char *role_name(peer_role_t r)
 {
@@ -102,6 +51,7 @@ static void lease_index(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
 {
     dpp_file_t *f = &s->files[i];
     f->index_lease.lease_id = ++m->next_lease_id;
+    m->n.index_leased++;
     f->index_lease.worker_id = p->worker_id;
     dpp__lease__init(l);
     l->kind = DPP__LEASE__KIND__INDEX;
@@ -122,6 +72,7 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
     dpp_split_t *sp = &s->splits[i];
     const dpp_file_t *f = &s->files[sp->file];
     dpp_session_set(s, i, SPLIT_LEASED);
+    m->n.splits_leased++;
     sp->lease.lease_id = ++m->next_lease_id;
     sp->lease.worker_id = p->worker_id;
     dpp__lease__init(l);
@@ -144,6 +95,19 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
     l->rank_splits = (uint32_t)dpp_session_rank_splits(s, sp->rank);
     DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,
               s->epoch, i, p->worker_id, l->lease_id);
+}
+
+const double dpp_lease_bounds[DPP_LEASE_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                     0.1,   0.25,   0.5,   1,    2.5,   10};
+
+static void count_lease_latency(dpp_master_t *m, double secs)
+{
+    size_t b = 0;
+    while (b < DPP_LEASE_BUCKETS && secs > dpp_lease_bounds[b])
+        b++;
+    m->n.lease_hist[b]++;
+    m->n.lease_sum += secs;
+    m->n.lease_count++;
 }
 
 /* Answers every waiting LeaseRequest that pending work can serve: index
@@ -192,6 +156,7 @@ static void grant_leases(dpp_master_t *m)
             reply.n_leases = n;
             reply.leases = ptrs;
             p->lease_want = 0;
+            count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
             dpp_conn_send(&p->conn, DPP_MSG_LEASE_REPLY, &reply.base);
         }
         free(ptrs);
@@ -204,6 +169,7 @@ static void release_worker(dpp_master_t *m, uint64_t worker_id)
     size_t n = 0;
     for (size_t i = 0; i < m->nsessions; i++)
         n += dpp_session_release_worker(m->sessions[i], worker_id);
+    m->n.splits_released += n;
     dpp_log(n ? DPP_LOG_WARN : DPP_LOG_INFO, "worker_lost worker=%" PRIu64 " splits_requeued=%zu",
             worker_id, n);
     if (n > 0)
@@ -220,6 +186,7 @@ static void on_peer_closed(dpp_conn_t *c)
         m->peers = p->next;
     if (p->next)
         p->next->prev = p->prev;
+    m->npeers--;
     DPP_DEBUG("peer_closed peer=%s role=%s reason=\"%s\"", c->peer, role_name(p->role),
               dpp_strerror(c->error));
     if (p->role == ROLE_WORKER && p->worker_id != 0 && !m->stopping)
@@ -383,6 +350,7 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     }
     m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
     m->sessions[m->nsessions++] = s;
+    m->n.sessions_submitted++;
     DPP_INFO("session_submitted session=%s table=%s files=%zu files_indexed=%zu state=%s "
              "epochs=%u consumers=%u",
              s->id, s->spec.table, s->nfiles, cached, dpp_session_state_name(s->state),
@@ -433,7 +401,7 @@ static void add_rejects(dpp_rejects_t *r, const Dpp__Rejects *in)
 
 /* st points into s and rej; both must outlive the send. */
 static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st,
-                        Dpp__Rejects *rej)
+                        Dpp__Rejects *rej, Dpp__RankStatus *ranks, Dpp__RankStatus **rank_ptrs)
 {
     dpp__session_status__init(st);
     st->session_id = (char *)s->id;
@@ -456,6 +424,35 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->files_indexed = (uint32_t)s->files_indexed;
     st->workers = live_workers(m);
     st->error = s->error ? s->error : (char *)"";
+    int64_t now = dpp_now_ms();
+    for (unsigned r = 0; r < s->spec.consumers; r++) {
+        Dpp__RankStatus *rs = &ranks[r];
+        dpp__rank_status__init(rs);
+        rs->rank = r;
+        rs->splits = (uint32_t)dpp_session_rank_splits(s, r);
+        for (size_t j = 0; j < rs->splits; j++)
+            rs->splits_consumed += s->splits[s->rank_first[r] + j].state == SPLIT_CONSUMED;
+        rs->attached = s->rank_seen_ms[r] && now - s->rank_seen_ms[r] <= RANK_ABSENT_MS;
+        rs->batches = s->reports[r].batches;
+        rs->wait_ns = s->reports[r].wait_ns;
+        rs->open_ns = s->reports[r].open_ns;
+        st->records_per_epoch += dpp_session_rank_records(s, r);
+        rank_ptrs[r] = rs;
+    }
+    st->n_ranks = s->spec.consumers;
+    st->ranks = rank_ptrs;
+}
+
+/* Splits leased to worker_id now, over every session. */
+static uint32_t worker_leases(const dpp_master_t *m, uint64_t worker_id)
+{
+    uint32_t n = 0;
+    for (size_t si = 0; si < m->nsessions; si++) {
+        const dpp_session_t *s = m->sessions[si];
+        for (size_t i = 0; i < s->nsplits; i++)
+            n += s->splits[i].state == SPLIT_LEASED && s->splits[i].lease.worker_id == worker_id;
+    }
+    return n;
 }
 
 static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
@@ -465,12 +462,33 @@ static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
     Dpp__SessionStatus *sts = dpp_xcalloc(m->nsessions + 1, sizeof *sts);
     Dpp__Rejects *rejs = dpp_xcalloc(m->nsessions + 1, sizeof *rejs);
     Dpp__SessionStatus **ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *ptrs);
+    Dpp__RankStatus **ranks = dpp_xcalloc(m->nsessions + 1, sizeof *ranks);
+    Dpp__RankStatus ***rank_ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *rank_ptrs);
     for (size_t i = 0; i < m->nsessions; i++) {
-        if (req->session_id[0] && strcmp(req->session_id, m->sessions[i]->id) != 0)
+        const dpp_session_t *s = m->sessions[i];
+        if (req->session_id[0] && strcmp(req->session_id, s->id) != 0)
             continue;
-        fill_status(m, m->sessions[i], &sts[n], &rejs[n]);
+        ranks[n] = dpp_xcalloc(s->spec.consumers, sizeof **ranks);
+        rank_ptrs[n] = dpp_xcalloc(s->spec.consumers, sizeof **rank_ptrs);
+        fill_status(m, s, &sts[n], &rejs[n], ranks[n], rank_ptrs[n]);
         ptrs[n] = &sts[n];
         n++;
+    }
+    size_t nw = live_workers(m), k = 0;
+    Dpp__WorkerStatus *ws = dpp_xcalloc(nw + 1, sizeof *ws);
+    Dpp__WorkerStatus **wptrs = dpp_xcalloc(nw + 1, sizeof *wptrs);
+    int64_t now = dpp_now_ms();
+    for (peer_t *w = m->peers; w && k < nw; w = w->next) {
+        if (w->role != ROLE_WORKER || w->worker_id == 0)
+            continue;
+        dpp__worker_status__init(&ws[k]);
+        ws[k].worker_id = w->worker_id;
+        ws[k].data_addr = w->data_addr;
+        ws[k].threads = w->threads;
+        ws[k].splits_leased = worker_leases(m, w->worker_id);
+        ws[k].silent_ms = (uint32_t)(now - w->last_seen_ms);
+        wptrs[k] = &ws[k];
+        k++;
     }
     if (req->session_id[0] && n == 0) {
         dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
@@ -478,8 +496,18 @@ static void handle_status(peer_t *p, const Dpp__StatusRequest *req)
         Dpp__StatusReply reply = DPP__STATUS_REPLY__INIT;
         reply.n_sessions = n;
         reply.sessions = ptrs;
+        reply.n_workers = k;
+        reply.workers = wptrs;
         dpp_conn_send(&p->conn, DPP_MSG_STATUS_REPLY, &reply.base);
     }
+    for (size_t i = 0; i < n; i++) {
+        free(ranks[i]);
+        free(rank_ptrs[i]);
+    }
+    free(ranks);
+    free(rank_ptrs);
+    free(ws);
+    free(wptrs);
     free(ptrs);
     free(rejs);
     free(sts);
@@ -498,8 +526,10 @@ static void handle_cancel(peer_t *p, const Dpp__CancelRequest *req)
     Dpp__CancelReply r = DPP__CANCEL_REPLY__INIT;
     r.session_id = s->id;
     r.state = (char *)dpp_session_state_name(s->state);
-    if (s->state == SESSION_INDEXING || s->state == SESSION_RUNNING)
+    if (s->state == SESSION_INDEXING || s->state == SESSION_RUNNING) {
         fail_session(p->m, s, "cause=cancel", "cancelled (dppctl cancel)");
+        p->m->n.cancels++;
+    }
     dpp_conn_send(&p->conn, DPP_MSG_CANCEL_REPLY, &r.base);
 }
 
@@ -515,6 +545,7 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     }
     p->worker_id = ++m->next_worker_id;
     snprintf(p->data_addr, sizeof p->data_addr, "%s", req->data_addr);
+    p->threads = req->threads;
     p->last_seen_ms = dpp_now_ms();
     DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u", p->worker_id,
              p->conn.peer, p->data_addr, req->threads);
@@ -595,8 +626,12 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
     if (!counters_only && (sp->lease.worker_id != p->worker_id || sp->state != SPLIT_LEASED))
         return;
     add_rejects(&s->rejects, msg->rejects);
+    add_rejects(&p->m->n.rejects, msg->rejects);
     s->rows_filtered += msg->rows_filtered;
     s->rows_produced += msg->rows;
+    p->m->n.rows_filtered += msg->rows_filtered;
+    p->m->n.rows_produced += msg->rows;
+    p->m->n.bytes_read += msg->bytes_read;
     if (counters_only)
         return;
     if (msg->error_code != 0) {
@@ -656,6 +691,7 @@ static void handle_index_done(peer_t *p, const Dpp__IndexDone *msg)
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
     if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
         cache_put(m, f, s->spec.split_rows);
+    m->n.index_done++;
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
               f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);
     if (s->state != SESSION_INDEXING)
@@ -699,11 +735,20 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
                                 rc == DPP_ETOKEN ? ": not a position of this session" : "");
             return;
         }
+        m->n.resumes++;
         DPP_INFO("rank_resumed session=%s rank=%u epoch=%u seq=%u now_epoch=%u", s->id, req->rank,
                  req->resume_epoch, req->resume_seq, s->epoch);
     }
     if (req->prefetch_splits > 0)
         s->rank_prefetch[req->rank] = req->prefetch_splits;
+    if (req->open_ns > 0) { /* the trainer's side, for /metrics */
+        dpp_rank_report_t *rep = &s->reports[req->rank];
+        rep->batches = req->batches;
+        rep->wait_ns = req->wait_ns;
+        rep->open_ns = req->open_ns;
+        for (size_t i = 0; i < 16 && i < req->n_wait_hist; i++)
+            rep->hist[i] = req->wait_hist[i];
+    }
     int64_t now = dpp_now_ms();
     int64_t *seen = &s->rank_seen_ms[req->rank];
     newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
@@ -773,6 +818,7 @@ static void handle_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
     if (journal_put(m, &rec, 1) != 0)
         return;
     unsigned epoch = s->epoch;
+    m->n.splits_consumed++;
     int more = dpp_session_consumed(s, msg->split_id);
     if (s->state == SESSION_DONE)
         DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id,
@@ -814,7 +860,37 @@ static void handle_hello(peer_t *p, const Dpp__Hello *h)
     }
     Dpp__HelloReply reply = DPP__HELLO_REPLY__INIT;
     reply.version = DPP_PROTOCOL_VERSION;
+    int rc = dpp_auth_reply(&p->m->auth, &p->auth, h, &reply);
+    if (rc) {
+        dpp_conn_close(&p->conn, rc);
+        return;
+    }
     dpp_conn_send(&p->conn, DPP_MSG_HELLO_REPLY, &reply.base);
+}
+
+/* A peer's AUTH (or, while one is due, any other frame). Returns 1 when
+ * the frame was an authentication step, handled here. */
+static int authenticate(peer_t *p, const dpp_frame_t *f, const ProtobufCMessage *msg)
+{
+    if (!p->auth.pending && f->type != DPP_MSG_AUTH)
+        return 0;
+    char err[256];
+    int rc = DPP_EAUTH;
+    if (!p->auth.pending)
+        snprintf(err, sizeof err, "unexpected AUTH");
+    else if (f->type != DPP_MSG_AUTH)
+        snprintf(err, sizeof err, "authentication required: this master has a cluster token");
+    else
+        rc = dpp_auth_check(&p->m->auth, &p->auth, role_name(p->role), (const Dpp__Auth *)msg,
+                            err, sizeof err);
+    if (rc) {
+        p->m->auth_failures++;
+        DPP_WARN("auth_failed peer=%s role=%s reason=\"%s\"", p->conn.peer, role_name(p->role),
+                 err);
+        dpp_conn_send_error(&p->conn, rc, "%s", err);
+        dpp_conn_close(&p->conn, rc);
+    }
+    return 1;
 }
 
 static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
@@ -832,6 +908,8 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
         dpp_conn_close(c, DPP_EMSGTYPE);
         goto out;
     }
+    if (authenticate(p, f, msg))
+        goto out;
     switch (f->type) {
     case DPP_MSG_HELLO:
         if (p->role != ROLE_NONE) {
@@ -866,6 +944,8 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
     case DPP_MSG_LEASE:
         if (expect_role(p, f->type, ROLE_WORKER) && p->worker_id != 0) {
             unsigned want = ((Dpp__LeaseRequest *)msg)->max_leases;
+            if (p->lease_want == 0)
+                p->lease_since_ns = dpp_now_ns();
             p->lease_want = want > 64 ? 64 : want;
             grant_leases(p->m);
         }
@@ -911,8 +991,19 @@ static void on_connection(uv_stream_t *server, int status)
     if (m->peers)
         m->peers->prev = p;
     m->peers = p;
-    if (dpp_conn_accept(server, &p->conn) != 0)
+    m->npeers++;
+    p->accepted_ms = dpp_now_ms();
+    if (dpp_conn_accept(server, &p->conn) != 0) {
         dpp_conn_close(&p->conn, DPP_ECLOSED);
+    } else if (m->npeers > m->max_connections) {
+        /* accepted only to be told: the others keep their service */
+        m->refused_connections++;
+        DPP_WARN("connection_refused peer=%s reason=\"over --max-connections %u\"", p->conn.peer,
+                 m->max_connections);
+        dpp_conn_send_error(&p->conn, DPP_ECLOSED, "too many connections (the master allows %u)",
+                            m->max_connections);
+        dpp_conn_close(&p->conn, DPP_ECLOSED);
+    }
 }
 
 /* Drops workers that stopped heartbeating; their splits go to others. */
@@ -921,6 +1012,15 @@ static void on_timer(uv_timer_t *t)
     dpp_master_t *m = dpp_container_of(t, dpp_master_t, timer);
     int64_t now = dpp_now_ms();
     for (peer_t *p = m->peers; p; p = p->next) {
+        if ((p->role == ROLE_NONE || p->auth.pending) && !p->conn.closing &&
+            now - p->accepted_ms > (int64_t)m->handshake_ms) {
+            m->handshake_timeouts++;
+            DPP_WARN("handshake_timeout peer=%s ms=%u", p->conn.peer, m->handshake_ms);
+            dpp_conn_send_error(&p->conn, DPP_ETIMEDOUT, "no %s within %u ms",
+                                p->role == ROLE_NONE ? "HELLO" : "AUTH", m->handshake_ms);
+            dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
+            continue;
+        }
         if (p->role == ROLE_WORKER && p->worker_id != 0 &&
             now - p->last_seen_ms > (int64_t)m->worker_timeout_ms) {
             DPP_WARN("worker_timeout worker=%" PRIu64 " silent_ms=%" PRId64, p->worker_id,
@@ -1079,6 +1179,10 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->loop = loop;
     m->lock_fd = -1;
     m->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
+    if (cfg->auth)
+        m->auth = *cfg->auth;
+    m->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
+    m->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
     m->journal_compact_bytes =
         cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;

@@ -19,6 +19,10 @@ typedef struct dpp_master_config {
     unsigned heartbeat_ms;        /* workers heartbeat this often */
     unsigned worker_timeout_ms;   /* silence after which a worker is dropped */
     size_t journal_compact_bytes; /* compact the journal past this size (0: 64 MiB) */
+    const struct dpp_auth *auth;  /* cluster token every peer must prove; NULL: none */
+    const char *http;             /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
+    unsigned handshake_ms;        /* a peer must finish HELLO (and AUTH) this fast (0: 10 s) */
+    unsigned max_connections;     /* more are accepted and closed at once (0: 1024) */
 } dpp_master_config_t;
 
 typedef struct dpp_master dpp_master_t;

@@ -41,6 +41,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->state = SESSION_INDEXING;
     s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
+    s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
     return s;
@@ -66,6 +67,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_count);
     free(s->rank_prefetch);
     free(s->prev_leases);
+    free(s->reports);
     free(s);
 }
 

@@ -66,6 +66,14 @@ typedef struct dpp_rejects {
     uint64_t corrupt, truncated, too_big, example, missing, type;
 } dpp_rejects_t;
 
+/* What a rank's client last reported about its trainer (with its attach
+ * refreshes): batches handed out, time waiting inside next(), time since it
+ * opened, and the wait histogram (bucket i: waits < 2^i * 10 us). */
+typedef struct dpp_rank_report {
+    uint64_t batches, wait_ns, open_ns;
+    uint64_t hist[16];
+} dpp_rank_report_t;
+
 typedef struct dpp_session {
     char id[24];
     dpp_spec_t spec;
@@ -86,6 +94,7 @@ typedef struct dpp_session {
     size_t *rank_count;    /* [consumers]: splits of each rank this epoch */
     unsigned *rank_prefetch; /* [consumers]: order deterministic: splits leased ahead */
     uint64_t *prev_leases;   /* last epoch's lease ids: their SPLIT_DONE may come late */
+    dpp_rank_report_t *reports; /* [consumers] */
     size_t nprev;
 } dpp_session_t;
 

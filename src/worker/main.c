@@ -8,6 +8,7 @@
 
 #include <uv.h>
 
+#include "common/auth.h"
 #include "common/daemon.h"
 #include "common/log.h"
 #include "worker.h"
@@ -35,6 +36,17 @@ static const char usage[] =
     "                        buffered reads where the filesystem refuses it)\n"
     "  --force-pread         read with pread instead of io_uring\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
+    "  --http HOST:PORT      serve GET /metrics (Prometheus), /healthz and /readyz\n"
+    "                        there (no authentication: bind it where only your\n"
+    "                        monitoring reaches)\n"
+    "  --token-file PATH     cluster token: every client must prove it knows it,\n"
+    "                        and the master must too (default: the file\n"
+    "                        $DPP_TOKEN_FILE names; none: no authentication)\n"
+    "  --insecure            allow --listen on a non-loopback address without a\n"
+    "                        token\n"
+    "  --handshake-timeout-ms N  close a client that has not said HELLO (and\n"
+    "                        AUTH) after N ms (default 10000)\n"
+    "  --max-connections N   clients served at once; more are refused (default 1024)\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  -h, --help            show this help\n"
     "\n"
@@ -88,6 +100,11 @@ int main(int argc, char **argv)
         {"drain-timeout-s", required_argument, NULL, 'g'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'L'},
+        {"http", required_argument, NULL, 'H'},
+        {"token-file", required_argument, NULL, 'T'},
+        {"insecure", no_argument, NULL, 'I'},
+        {"handshake-timeout-ms", required_argument, NULL, 'S'},
+        {"max-connections", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -100,7 +117,8 @@ int main(int argc, char **argv)
         .reader = {.max_record = 16ull << 20},
     };
     unsigned long v;
-    int c, idx = 0;
+    int c, idx = 0, insecure = 0;
+    const char *token_file = NULL;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'm':
@@ -151,6 +169,25 @@ int main(int argc, char **argv)
         case 'p':
             cfg.port_file = optarg;
             break;
+        case 'H':
+            cfg.http = optarg;
+            break;
+        case 'T':
+            token_file = optarg;
+            break;
+        case 'I':
+            insecure = 1;
+            break;
+        case 'S':
+            if (parse_uint(optarg, 3600000, &v) || v == 0)
+                goto bad_value;
+            cfg.handshake_ms = (unsigned)v;
+            break;
+        case 'C':
+            if (parse_uint(optarg, 1u << 20, &v) || v == 0)
+                goto bad_value;
+            cfg.max_connections = (unsigned)v;
+            break;
         case 'L': {
             dpp_log_level_t lvl;
             if (dpp_log_parse_level(optarg, &lvl) != 0)
@@ -173,14 +210,22 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    dpp_auth_t auth;
+    const char *listens[] = {cfg.listen};
+    int rc = dpp_daemon_secure("dpp-worker", token_file, insecure, listens, 1, &auth);
+    if (rc)
+        return rc;
+    cfg.auth = &auth;
     uv_loop_t loop;
     uv_loop_init(&loop);
     if (dpp_worker_new(&wm.worker, &loop, &cfg) != 0) {
         uv_loop_close(&loop);
+        free((void *)auth.token);
         return 1;
     }
-    int rc = dpp_daemon_run(&loop, "worker", stop_worker, drain_worker, &wm);
+    rc = dpp_daemon_run(&loop, "worker", stop_worker, drain_worker, &wm);
     dpp_worker_free(wm.worker);
+    free((void *)auth.token);
     return rc;
 
 bad_value:

@@ -560,6 +560,8 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     x.compress = plan.spec.compression == DPP_COMPRESSION_ZSTD ||
                  (plan.spec.compression == DPP_COMPRESSION_AUTO && client_loopback != 1);
     int shuffle = plan.spec.shuffle && cfg->stop_after == DPP_STAGE_ALL;
+    dpp_reader_stats_t st0, st1;
+    dpp_reader_get_stats(reader, &st0);
     if ((rc = ctx_init(&x, &plan)) != 0) {
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
@@ -637,6 +639,8 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path,
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
 out:
+    dpp_reader_get_stats(reader, &st1);
+    res->bytes_read = st1.bytes_read - st0.bytes_read;
     dpp_reader_close(reader);
     free(g.bytes);
     free(g.recs);
@@ -777,8 +781,11 @@ static void *thread_main(void *arg)
         if (t->kind == DPP_TASK_INDEX) {
             dpp_pipeline_run_index(&p->cfg, t, res);
         } else {
+            dpp_split_result_t *r = res;
+            dpp_stage_times_t times = {0};
             dpp_pipeline_run_split(&p->cfg, reader, zctx, client_loopback(p, t), t, emit_block, p,
-                                   res, NULL);
+                                   r, &times);
+            r->times = times; /* the runner resets res first */
         }
         res->generation = t->generation; /* the runners reset res */
         dpp_task_free(t);

@@ -57,6 +57,10 @@ typedef struct dpp_reject_counts {
     uint64_t corrupt, truncated, too_big, example, missing, type;
 } dpp_reject_counts_t;
 
+typedef struct dpp_stage_times {
+    uint64_t read_ns, decode_ns, transform_ns, encode_ns, compress_ns;
+} dpp_stage_times_t;
+
 typedef struct dpp_split_result {
     struct dpp_split_result *next;
     dpp_task_kind_t kind;
@@ -65,6 +69,7 @@ typedef struct dpp_split_result {
     uint32_t blocks;
     uint64_t rows, filtered, bytes_read;
     dpp_reject_counts_t rejects;
+    dpp_stage_times_t times; /* SPLIT: time per pipeline stage */
     int error;
     char message[1024];
     /* INDEX results */
@@ -86,10 +91,6 @@ typedef enum dpp_stage {
 } dpp_stage_t;
 
 /* Time per stage of one split, for benchmarks (clock reads per record). */
-typedef struct dpp_stage_times {
-    uint64_t read_ns, decode_ns, transform_ns, encode_ns, compress_ns;
-} dpp_stage_times_t;
-
 typedef struct dpp_pipeline_config {
     unsigned threads;
     size_t budget_bytes; /* blocks produced and not yet written to a client */

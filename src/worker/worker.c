@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/auth.h"
 #include "common/conn.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -35,6 +36,8 @@ typedef struct client {
     dpp_conn_t conn;
     dpp_worker_t *w;
     int hello_done;
+    dpp_auth_state_t auth; /* pending: AUTH must come next */
+    int64_t accepted_ms;
     stream_t *stream;
     uint32_t credits;
     struct client *prev, *next; /* all clients */
@@ -54,7 +57,17 @@ struct stream {
 typedef struct mlink {
     dpp_conn_t conn;
     dpp_worker_t *w;
+    dpp_auth_state_t auth;
 } mlink_t;
+
+/* Counters since the worker started, for /metrics (loop thread). */
+typedef struct worker_counters {
+    uint64_t splits_done, splits_failed, index_done;
+    uint64_t records_read, rows_produced, rows_filtered, bytes_read;
+    uint64_t rows_emitted, bytes_emitted, blocks_emitted, blocks_dropped;
+    dpp_reject_counts_t rejects;
+    dpp_stage_times_t times;
+} worker_counters_t;
 
 struct dpp_worker {
     uv_loop_t *loop;
@@ -82,6 +95,12 @@ struct dpp_worker {
     stream_t *streams;
     client_t *clients;
     int stopping;
+    worker_counters_t n;
+    struct dpp_http *http; /* --http, NULL when not serving */
+    dpp_auth_t auth;       /* copied from the config; the token is the caller's */
+    unsigned handshake_ms, max_connections;
+    size_t nclients;
+    uint64_t auth_failures, refused_connections, handshake_timeouts;
 };
 
 /* ---- streams and clients ------------------------------------------------ */
@@ -150,6 +169,7 @@ static void drop_streams(dpp_worker_t *w)
         s->tail = &s->head;
         s->nblocks = 0;
     }
+    w->n.blocks_dropped += n;
     if (n)
         DPP_WARN("blocks_dropped count=%zu reason=\"leases revoked\"", n);
 }
@@ -181,6 +201,9 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         h.split_seq = b->seq;
         h.rank_splits = b->rank_splits;
         c->credits--;
+        w->n.blocks_emitted++;
+        w->n.rows_emitted += b->rows;
+        w->n.bytes_emitted += b->len;
         /* on_block_written runs exactly once, also if the send fails: then
          * the block is lost here and the split is re-leased by the master. */
         dpp_conn_send_payload(&c->conn, DPP_MSG_BLOCK, &h.base, b->data, (uint32_t)b->len,
@@ -213,6 +236,7 @@ static void on_client_closed(dpp_conn_t *conn)
         c->w->clients = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    c->w->nclients--;
     DPP_DEBUG("client_closed peer=%s reason=\"%s\"", conn->peer, dpp_strerror(conn->error));
     free(c);
 }
@@ -250,6 +274,24 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         dpp_conn_close(conn, DPP_EMSGTYPE);
         goto out;
     }
+    if (c->auth.pending || f->type == DPP_MSG_AUTH) {
+        char err[256];
+        int rc = DPP_EAUTH;
+        if (!c->auth.pending)
+            snprintf(err, sizeof err, "unexpected AUTH");
+        else if (f->type != DPP_MSG_AUTH)
+            snprintf(err, sizeof err, "authentication required: this worker has a cluster token");
+        else
+            rc = dpp_auth_check(&c->w->auth, &c->auth, "client", (const Dpp__Auth *)msg, err,
+                                sizeof err);
+        if (rc) {
+            c->w->auth_failures++;
+            DPP_WARN("auth_failed peer=%s reason=\"%s\"", conn->peer, err);
+            dpp_conn_send_error(conn, rc, "%s", err);
+            dpp_conn_close(conn, rc);
+        }
+        goto out;
+    }
     switch (f->type) {
     case DPP_MSG_HELLO: {
         Dpp__Hello *h = (Dpp__Hello *)msg;
@@ -259,9 +301,19 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
             dpp_conn_close(conn, code);
             break;
         }
+        if (strcmp(h->role, "client") != 0) {
+            dpp_conn_send_error(conn, DPP_EINVAL, "a worker serves clients, not \"%s\"", h->role);
+            dpp_conn_close(conn, DPP_EINVAL);
+            break;
+        }
         c->hello_done = 1;
         Dpp__HelloReply r = DPP__HELLO_REPLY__INIT;
         r.version = DPP_PROTOCOL_VERSION;
+        int rc = dpp_auth_reply(&c->w->auth, &c->auth, h, &r);
+        if (rc) {
+            dpp_conn_close(conn, rc);
+            break;
+        }
         dpp_conn_send(conn, DPP_MSG_HELLO_REPLY, &r.base);
         break;
     }
@@ -308,8 +360,18 @@ static void on_client_connection(uv_stream_t *server, int status)
     if (w->clients)
         w->clients->prev = c;
     w->clients = c;
-    if (dpp_conn_accept(server, &c->conn) != 0)
+    w->nclients++;
+    c->accepted_ms = dpp_now_ms();
+    if (dpp_conn_accept(server, &c->conn) != 0) {
         dpp_conn_close(&c->conn, DPP_ECLOSED);
+    } else if (w->nclients > w->max_connections) {
+        w->refused_connections++;
+        DPP_WARN("connection_refused peer=%s reason=\"over --max-connections %u\"", c->conn.peer,
+                 w->max_connections);
+        dpp_conn_send_error(&c->conn, DPP_ECLOSED, "too many connections (the worker allows %u)",
+                            w->max_connections);
+        dpp_conn_close(&c->conn, DPP_ECLOSED);
+    }
 }
 
 /* ---- master link -------------------------------------------------------- */
@@ -377,6 +439,18 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
                 flush_stream(w, s);
         break;
     case DPP_MSG_HELLO_REPLY: {
+        Dpp__Auth am = DPP__AUTH__INIT;
+        char err[256];
+        int send = 0;
+        int rc = dpp_auth_answer(&w->auth, &ml->auth, "worker", (Dpp__HelloReply *)msg, &am, &send,
+                                 err, sizeof err);
+        if (rc) {
+            DPP_ERROR("master_auth_failed master=%s reason=\"%s\"", w->master_addr, err);
+            dpp_conn_close(conn, rc);
+            break;
+        }
+        if (send)
+            dpp_conn_send(conn, DPP_MSG_AUTH, &am.base);
         Dpp__RegisterRequest req = DPP__REGISTER_REQUEST__INIT;
         req.data_addr = w->data_addr;
         req.threads = w->cfg.threads;
@@ -454,6 +528,11 @@ static void on_master_connected(dpp_conn_t *conn, int status)
     Dpp__Hello h = DPP__HELLO__INIT;
     h.version = DPP_PROTOCOL_VERSION;
     h.role = "worker";
+    int rc = dpp_auth_hello(&w->auth, &ml->auth, &h);
+    if (rc) {
+        dpp_conn_close(conn, rc);
+        return;
+    }
     dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
 }
 
@@ -514,6 +593,35 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
 }
 
+static void count_result(worker_counters_t *n, const dpp_split_result_t *r)
+{
+    if (r->kind == DPP_TASK_INDEX) {
+        n->index_done++;
+        return;
+    }
+    if (r->error)
+        n->splits_failed++;
+    else
+        n->splits_done++;
+    const dpp_reject_counts_t *j = &r->rejects;
+    n->rejects.corrupt += j->corrupt;
+    n->rejects.truncated += j->truncated;
+    n->rejects.too_big += j->too_big;
+    n->rejects.example += j->example;
+    n->rejects.missing += j->missing;
+    n->rejects.type += j->type;
+    n->records_read += r->rows + r->filtered + j->corrupt + j->truncated + j->too_big +
+                       j->example + j->missing + j->type;
+    n->rows_produced += r->rows;
+    n->rows_filtered += r->filtered;
+    n->bytes_read += r->bytes_read;
+    n->times.read_ns += r->times.read_ns;
+    n->times.decode_ns += r->times.decode_ns;
+    n->times.transform_ns += r->times.transform_ns;
+    n->times.encode_ns += r->times.encode_ns;
+    n->times.compress_ns += r->times.compress_ns;
+}
+
 static void on_pipeline_ready(uv_async_t *a)
 {
     dpp_worker_t *w = dpp_container_of(a, dpp_worker_t, async);
@@ -542,6 +650,7 @@ static void on_pipeline_ready(uv_async_t *a)
         results = r->next;
         if (w->outstanding)
             w->outstanding--;
+        count_result(&w->n, r);
         if (w->mstate == MLINK_REGISTERED && r->generation == gen)
             report_result(w, r);
         char q[1100];
@@ -584,6 +693,16 @@ static void on_timer(uv_timer_t *t)
     }
     if (w->mstate == MLINK_DOWN && now >= w->next_connect_ms)
         connect_master(w);
+    for (client_t *c = w->clients; c; c = c->next) {
+        if ((!c->hello_done || c->auth.pending) && !c->conn.closing &&
+            now - c->accepted_ms > (int64_t)w->handshake_ms) {
+            w->handshake_timeouts++;
+            DPP_WARN("handshake_timeout peer=%s ms=%u", c->conn.peer, w->handshake_ms);
+            dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "no %s within %u ms",
+                                c->hello_done ? "AUTH" : "HELLO", w->handshake_ms);
+            dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
+        }
+    }
     if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
         Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
         hb.worker_id = w->worker_id;
@@ -597,6 +716,10 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     dpp_worker_t *w = dpp_xcalloc(1, sizeof *w);
     w->loop = loop;
     w->cfg = *cfg;
+    if (cfg->auth)
+        w->auth = *cfg->auth;
+    w->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
+    w->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
     w->backoff_ms = BACKOFF_MIN_MS;
     w->heartbeat_ms = 1000;
     snprintf(w->master_addr, sizeof w->master_addr, "%s", cfg->master);

@@ -20,6 +20,10 @@ typedef struct dpp_worker_config {
     unsigned threads;           /* pipeline threads; 0 = one per core */
     size_t max_buffer_bytes;    /* blocks waiting for clients + readers' buffers */
     dpp_reader_config_t reader; /* per pipeline thread */
+    const struct dpp_auth *auth; /* cluster token (both ways); NULL: none */
+    const char *http;            /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
+    unsigned handshake_ms;       /* a client must finish HELLO (and AUTH) this fast (0: 10 s) */
+    unsigned max_connections;    /* more clients are accepted and closed at once (0: 1024) */
 } dpp_worker_config_t;
 
 typedef struct dpp_worker dpp_worker_t;

@@ -114,15 +114,25 @@ dpp_ctl status "$session3" | tee "$DPP_TMP/status3.out"
 grep -q "running" "$DPP_TMP/status3.out" || dpp_fail "an unbounded session stopped by itself"
 dpp_ctl cancel "$session3" | tee "$DPP_TMP/cancel.out"
 grep -q "session $session3 cancelled" "$DPP_TMP/cancel.out" || dpp_fail "dppctl cancel did not say so"
-dpp_ctl status "$session3" --output json | tee "$DPP_TMP/status3.json"
+rc=0
+dpp_ctl status "$session3" --output json >"$DPP_TMP/status3.json" || rc=$?
+cat "$DPP_TMP/status3.json"
+((rc == 3)) || dpp_fail "dppctl status of a cancelled session should exit 3, not $rc"
 grep -q '"state":"failed"' "$DPP_TMP/status3.json" && grep -q 'cancelled' "$DPP_TMP/status3.json" &&
     grep -q '"epochs":"unbounded"' "$DPP_TMP/status3.json" ||
     dpp_fail "after cancel the session should be failed with \"cancelled\""
 rc=0
 dpp_ctl read "$session3" >"$DPP_TMP/read3.out" 2>&1 || rc=$?
 cat "$DPP_TMP/read3.out"
-((rc == 1)) && grep -q 'cancelled' "$DPP_TMP/read3.out" ||
-    dpp_fail "reading a cancelled session should fail saying so (exit $rc)"
+((rc == 3)) && grep -q 'cancelled' "$DPP_TMP/read3.out" ||
+    dpp_fail "reading a cancelled session should exit 3 saying so (exit $rc)"
+# the list, the workers and the live view (--watch, not on a terminal)
+dpp_ctl list | tee "$DPP_TMP/list.out"
+grep -Eq "^$session3[[:space:]]+failed" "$DPP_TMP/list.out" || dpp_fail "dppctl list lacks $session3"
+dpp_ctl workers | tee "$DPP_TMP/workers.out"
+(($(grep -c '^[0-9]' "$DPP_TMP/workers.out") == 2)) || dpp_fail "dppctl workers should list 2 workers"
+dpp_ctl status "$session1" --watch --interval-s 0.1 | tee "$DPP_TMP/watch.out"
+grep -q "rank 0 .*\[#*\] .*splits" "$DPP_TMP/watch.out" || dpp_fail "no progress bar in the status view"
 dpp_ctl cancel "$session3" | grep -q "already failed" || dpp_fail "a second cancel should say so"
 rc=0
 dpp_ctl cancel s-no-such-session 2>"$DPP_TMP/cancel.err" || rc=$?

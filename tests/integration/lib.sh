@@ -361,19 +361,19 @@ dpp_refsum_check() {
     fi
 }
 
-# dpp_wait_status SESSION PATTERN [SECS]: polls `dppctl status SESSION` until
-# a line of its output matches the extended regex PATTERN.
+# dpp_wait_status SESSION PATTERN [SECS]: polls `dppctl list` (one line per
+# session) until a line of its output matches the extended regex PATTERN.
 dpp_wait_status() {
     local session=$1 pattern=$2 secs=${3:-30}
     local deadline=$((SECONDS + secs)) out=$DPP_TMP/status.out
     while :; do
-        if DPP_CTL_TIMEOUT=20 dpp_ctl status "$session" >"$out" 2>&1 &&
+        if DPP_CTL_TIMEOUT=20 dpp_ctl list >"$out" 2>&1 &&
             grep -Eq -- "$pattern" "$out"; then
             return 0
         fi
         if ((SECONDS >= deadline)); then
             cat -- "$out" >&2
-            dpp_fail "dppctl status $session did not match /$pattern/ within ${secs}s"
+            dpp_fail "dppctl list did not match /$pattern/ for $session within ${secs}s"
         fi
         sleep 0.2
     done

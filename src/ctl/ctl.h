@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What dppctl's commands share: options, failure reporting, master calls. */
+#ifndef DPP_CTL_CTL_H
+#define DPP_CTL_CTL_H
+
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "common/auth.h"
+
+/* Exit statuses (also in --help and docs/cli.md). */
+enum {
+    CTL_OK = 0,
+    CTL_FAILED = 1,         /* the command failed; the reason is on stderr */
+    CTL_USAGE = 2,          /* bad command line */
+    CTL_SESSION_FAILED = 3, /* status, read: the session failed or was cancelled */
+};
+
+typedef struct ctl {
+    const char *master;
+    int json;
+    int watch;       /* status: refresh until the session ends */
+    int interval_ms; /* status --watch: between refreshes */
+    unsigned rank;
+    unsigned epochs; /* read: stop after this many; 0: all */
+    int timeout_ms;
+    dpp_auth_t auth; /* --token-file or $DPP_TOKEN_FILE; none: token NULL */
+} ctl_t;
+
+/* Prints "dppctl: " fmt (with a and b) to stderr; returns CTL_FAILED. */
+int ctl_fail(const char *fmt, const char *a, const char *b);
+
+/* One request/reply with the master. An Error reply is printed and gives
+ * CTL_FAILED; on 0 the caller frees *reply. */
+int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
+                    ProtobufCMessage **reply);
+
+/* status [SESSION], list, workers, cancel SESSION (src/ctl/status.c). */
+int ctl_status(const ctl_t *ctl, const char *session);
+int ctl_list(const ctl_t *ctl);
+int ctl_workers(const ctl_t *ctl);
+int ctl_cancel(const ctl_t *ctl, const char *session);
+
+#endif

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+// dppctl status, list, workers and cancel: what the master says about its
+// sessions and workers, once or (status on a terminal, or --watch) live.
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/frame.h"
+#include "common/spec.h"
+#include "common/util.h"
+#include "ctl.h"
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+
+static int fetch(const ctl_t *ctl, const char *session, Dpp__StatusReply **out)
+{
+    Dpp__StatusRequest req = DPP__STATUS_REQUEST__INIT;
+    req.session_id = (char *)(session ? session : "");
+    return ctl_call_master(ctl, DPP_MSG_STATUS, &req.base, DPP_MSG_STATUS_REPLY,
+                           (ProtobufCMessage **)out);
+}
+
+static int unbounded(const Dpp__SessionStatus *s)
+{
+    return s->epochs == DPP_EPOCHS_UNBOUNDED;
+}
+
+static double ratio(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0.0;
+}
+
+/* The session as a JSON object: its counters, rejects and ranks. */
+static json_t *session_json(const Dpp__SessionStatus *s)
+{
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
+        "s:i, s:s}",
+        "session", s->session_id, "state", s->state, "table", s->table, "epochs", s->epochs,
+        "epoch", s->current_epoch, "consumers", s->consumers, "files", s->files, "files_indexed",
+        s->files_indexed, "splits_per_epoch", s->splits_per_epoch, "splits_pending",
+        s->splits_pending, "splits_leased", s->splits_leased, "splits_produced",
+        s->splits_produced, "splits_consumed", s->splits_consumed, "rows_produced",
+        (json_int_t)s->rows_produced, "rows_filtered", (json_int_t)s->rows_filtered,
+        "records_rejected", (json_int_t)s->records_rejected, "records_per_epoch",
+        (json_int_t)s->records_per_epoch, "workers", s->workers, "error", s->error);
+    if (o == NULL)
+        return NULL;
+    if (unbounded(s))
+        json_object_set_new(o, "epochs", json_string("unbounded"));
+    const Dpp__Rejects *rj = s->rejects;
+    if (rj)
+        json_object_set_new(
+            o, "rejects",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt", (json_int_t)rj->corrupt,
+                      "truncated", (json_int_t)rj->truncated, "too_big", (json_int_t)rj->too_big,
+                      "example", (json_int_t)rj->example, "missing", (json_int_t)rj->missing,
+                      "type", (json_int_t)rj->type));
+    json_t *ranks = json_array();
+    for (size_t i = 0; i < s->n_ranks; i++) {
+        const Dpp__RankStatus *r = s->ranks[i];
+        json_array_append_new(
+            ranks, json_pack("{s:i, s:i, s:i, s:b, s:I, s:f}", "rank", r->rank, "splits", r->splits,
+                             "splits_consumed", r->splits_consumed, "attached", r->attached,
+                             "batches", (json_int_t)r->batches, "wait_share",
+                             ratio(r->wait_ns, r->open_ns)));
+    }
+    json_object_set_new(o, "ranks", ranks);
+    return o;
+}
+
+static void print_json(json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (text)
+        puts(text);
+    free(text);
+    fflush(stdout);
+}
+
+static void epoch_text(const Dpp__SessionStatus *s, char *buf, size_t len)
+{
+    if (unbounded(s))
+        snprintf(buf, len, "%u/-", s->current_epoch + 1); /* 1-based */
+    else
+        snprintf(buf, len, "%u/%u", s->current_epoch + 1, s->epochs);
+}
+
+int ctl_list(const ctl_t *ctl)
+{
+    Dpp__StatusReply *r;
+    int rc = fetch(ctl, NULL, &r);
+    if (rc)
+        return rc;
+    json_t *arr = json_array();
+    if (!ctl->json)
+        printf("%-18s %-8s %-7s %-17s %-12s %s\n", "SESSION", "STATE", "EPOCH", "SPLITS DONE",
+               "ROWS", "WORKERS");
+    for (size_t i = 0; i < r->n_sessions; i++) {
+        const Dpp__SessionStatus *s = r->sessions[i];
+        if (ctl->json) {
+            json_array_append_new(arr, session_json(s));
+            continue;
+        }
+        char epoch[32], splits[48], rejected[48] = "";
+        epoch_text(s, epoch, sizeof epoch);
+        if (strcmp(s->state, "indexing") == 0)
+            snprintf(splits, sizeof splits, "(files %u/%u)", s->files_indexed, s->files);
+        else if (unbounded(s))
+            snprintf(splits, sizeof splits, "%u", s->splits_consumed);
+        else
+            snprintf(splits, sizeof splits, "%u/%u", s->splits_consumed,
+                     s->splits_per_epoch * s->epochs);
+        if (s->records_rejected)
+            snprintf(rejected, sizeof rejected, "  rejected %" PRIu64, s->records_rejected);
+        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s%s\n", s->session_id, s->state, epoch,
+               splits, s->rows_produced, s->workers, rejected, s->error[0] ? "  error: " : "",
+               s->error);
+    }
+    if (ctl->json)
+        print_json(arr);
+    json_decref(arr);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    return CTL_OK;
+}
+
+int ctl_workers(const ctl_t *ctl)
+{
+    Dpp__StatusReply *r;
+    int rc = fetch(ctl, NULL, &r);
+    if (rc)
+        return rc;
+    json_t *arr = json_array();
+    if (!ctl->json)
+        printf("%-8s %-22s %-8s %-14s %s\n", "WORKER", "DATA ADDRESS", "THREADS", "SPLITS LEASED",
+               "LAST HEARD");
+    for (size_t i = 0; i < r->n_workers; i++) {
+        const Dpp__WorkerStatus *w = r->workers[i];
+        if (ctl->json) {
+            json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:i, s:i}", "worker",
+                                                 (json_int_t)w->worker_id, "data_addr",
+                                                 w->data_addr, "threads", w->threads,
+                                                 "splits_leased", w->splits_leased, "silent_ms",
+                                                 w->silent_ms));
+            continue;
+        }
+        printf("%-8" PRIu64 " %-22s %-8u %-14u %.1f s ago\n", w->worker_id, w->data_addr,
+               w->threads, w->splits_leased, w->silent_ms / 1000.0);
+    }
+    if (ctl->json)
+        print_json(arr);
+    else if (r->n_workers == 0)
+        printf("(no worker registered)\n");
+    json_decref(arr);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    return CTL_OK;
+}
+
+int ctl_cancel(const ctl_t *ctl, const char *session)
+{
+    Dpp__CancelRequest req = DPP__CANCEL_REQUEST__INIT;
+    req.session_id = (char *)session;
+    ProtobufCMessage *reply;
+    int rc = ctl_call_master(ctl, DPP_MSG_CANCEL, &req.base, DPP_MSG_CANCEL_REPLY, &reply);
+    if (rc)
+        return rc;
+    const char *was = ((Dpp__CancelReply *)reply)->state;
+    if (strcmp(was, "running") == 0 || strcmp(was, "indexing") == 0)
+        printf("session %s cancelled\n", session);
+    else
+        printf("session %s was already %s: nothing to cancel\n", session, was);
+    protobuf_c_message_free_unpacked(reply, NULL);
+    return CTL_OK;
+}
+
+/* ---- one session, once or live ------------------------------------------ */
+
+/* The previous sample, for rates. */
+typedef struct sample {
+    int have;
+    uint64_t ns;
+    uint64_t rows, splits;
+    uint64_t *batches; /* [consumers] */
+    uint32_t *consumed;
+    uint32_t epoch;
+} sample_t;
+
+static void bar(char *out, size_t width, uint32_t done, uint32_t total)
+{
+    size_t fill = total ? (size_t)((uint64_t)done * width / total) : 0;
+    for (size_t i = 0; i < width; i++)
+        out[i] = i < fill ? '#' : '-';
+    out[width] = '\0';
+}
+
+static void duration(char *out, size_t len, double secs)
+{
+    if (secs < 0 || secs > 360000)
+        snprintf(out, len, "-");
+    else
+        snprintf(out, len, "%d:%02d:%02d", (int)secs / 3600, (int)secs / 60 % 60, (int)secs % 60);
+}
+
+static double rate_of(uint64_t now, uint64_t before, double secs)
+{
+    return secs > 0 && now >= before ? (double)(now - before) / secs : 0.0;
+}
+
+/* Renders the session; returns the number of lines written. On a terminal
+ * each line ends by clearing what a longer line of the last frame left. */
+static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t now_ns, int tty)
+{
+    const char *eol = tty ? "\033[K\n" : "\n";
+    int lines = 0;
+    char epoch[32];
+    epoch_text(s, epoch, sizeof epoch);
+    double secs = prev->have ? (double)(now_ns - prev->ns) / 1e9 : 0;
+    char rate[48] = "";
+    if (prev->have)
+        snprintf(rate, sizeof rate, " (%.0f rows/s)", rate_of(s->rows_produced, prev->rows, secs));
+    printf("session %s  %s  table %s  epoch %s  workers %u  rows %" PRIu64 "%s%s",
+           s->session_id, s->state, s->table, epoch, s->workers, s->rows_produced, rate, eol);
+    lines++;
+    if (strcmp(s->state, "indexing") == 0) {
+        printf("  indexing files: %u/%u%s", s->files_indexed, s->files, eol);
+        lines++;
+    }
+    for (size_t i = 0; i < s->n_ranks && strcmp(s->state, "indexing") != 0; i++) {
+        const Dpp__RankStatus *r = s->ranks[i];
+        char b[41], eta[32] = "-", bps[32] = "-";
+        bar(b, 30, r->splits_consumed, r->splits);
+        int same_epoch = prev->have && prev->epoch == s->current_epoch;
+        if (same_epoch) {
+            double sps = rate_of(r->splits_consumed, prev->consumed[i], secs);
+            if (r->splits_consumed >= r->splits)
+                snprintf(eta, sizeof eta, "done");
+            else if (sps > 0)
+                duration(eta, sizeof eta, (r->splits - r->splits_consumed) / sps);
+        }
+        if (prev->have)
+            snprintf(bps, sizeof bps, "%.1f", rate_of(r->batches, prev->batches[i], secs));
+        printf("  rank %-3u [%s] %4u/%-4u splits  %6s batches/s  wait %5.1f%%  ETA %s%s%s",
+               r->rank, b, r->splits_consumed, r->splits, bps, 100.0 * ratio(r->wait_ns, r->open_ns),
+               eta, r->attached ? "" : "  (no client)", eol);
+        lines++;
+    }
+    if (s->records_rejected || s->rows_filtered) {
+        printf("  filtered %" PRIu64 "  rejected %" PRIu64 "%s", s->rows_filtered,
+               s->records_rejected, eol);
+        lines++;
+    }
+    if (s->error[0]) {
+        printf("  error: %s%s", s->error, eol);
+        lines++;
+    }
+    fflush(stdout);
+    return lines;
+}
+
+static void remember(sample_t *p, const Dpp__SessionStatus *s, uint64_t now_ns)
+{
+    if (p->batches == NULL) {
+        p->batches = calloc(s->n_ranks + 1, sizeof *p->batches);
+        p->consumed = calloc(s->n_ranks + 1, sizeof *p->consumed);
+        if (p->batches == NULL || p->consumed == NULL)
+            return; /* no rates then */
+    }
+    p->have = 1;
+    p->ns = now_ns;
+    p->rows = s->rows_produced;
+    p->splits = s->splits_consumed;
+    p->epoch = s->current_epoch;
+    for (size_t i = 0; i < s->n_ranks; i++) {
+        p->batches[i] = s->ranks[i]->batches;
+        p->consumed[i] = s->ranks[i]->splits_consumed;
+    }
+}
+
+int ctl_status(const ctl_t *ctl, const char *session)
+{
+    if (session == NULL)
+        return ctl_list(ctl);
+    /* On a terminal the view updates in place until the session ends. */
+    int live = ctl->watch || (!ctl->json && isatty(STDOUT_FILENO));
+    int redraw = !ctl->json && isatty(STDOUT_FILENO);
+    sample_t prev = {0};
+    int lines = 0, rc;
+    for (;;) {
+        Dpp__StatusReply *r;
+        if ((rc = fetch(ctl, session, &r)) != 0)
+            break;
+        if (r->n_sessions != 1) {
+            protobuf_c_message_free_unpacked(&r->base, NULL);
+            rc = ctl_fail("status %s: %s", session, "the master sent no such session");
+            break;
+        }
+        const Dpp__SessionStatus *s = r->sessions[0];
+        uint64_t now = dpp_now_ns();
+        if (ctl->json) {
+            json_t *o = session_json(s);
+            if (o && prev.have)
+                json_object_set_new(o, "rows_per_s",
+                                    json_real(rate_of(s->rows_produced, prev.rows,
+                                                      (double)(now - prev.ns) / 1e9)));
+            print_json(o);
+            json_decref(o);
+        } else {
+            if (redraw && lines)
+                printf("\033[%dA", lines); /* back to the top of the last frame */
+            else if (lines)
+                printf("\n");
+            lines = render(s, &prev, now, redraw);
+        }
+        remember(&prev, s, now);
+        int over = strcmp(s->state, "done") == 0 || strcmp(s->state, "failed") == 0;
+        rc = strcmp(s->state, "failed") == 0 ? CTL_SESSION_FAILED : CTL_OK;
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+        if (!live || over)
+            break;
+        struct timespec ts = {ctl->interval_ms / 1000, (long)(ctl->interval_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    free(prev.batches);
+    free(prev.consumed);
+    return rc;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's state, shared by its event loop (master.c) and its metrics
+ * (metrics.c). Loop thread only. */
+#ifndef DPP_MASTER_INTERNAL_H
+#define DPP_MASTER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/auth.h"
+#include "common/conn.h"
+#include "journal.h"
+#include "master.h"
+#include "session.h"
+
+typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
+
+/* A rank whose client has not attached for this long gets no new leases
+ * (clients refresh their attach every second). */
+#define RANK_ABSENT_MS 5000
+
+typedef struct peer {
+    dpp_conn_t conn;
+    dpp_master_t *m;
+    peer_role_t role;
+    uint64_t worker_id;
+    char data_addr[64];
+    unsigned threads;
+    unsigned lease_want; /* a LeaseRequest waits for splits */
+    uint64_t lease_since_ns; /* when that request arrived */
+    int64_t last_seen_ms;
+    int64_t accepted_ms;    /* for the handshake timeout */
+    dpp_auth_state_t auth; /* pending: AUTH must come next */
+    struct peer *prev, *next;
+} peer_t;
+
+/* Split boundaries of files already indexed, so that a later session on the
+ * same unchanged files needs no index task. Keyed by path, size, mtime and
+ * split_rows; kept for the master's lifetime and rebuilt from the journal's
+ * index records at restart. */
+typedef struct index_entry {
+    struct index_entry *next;
+    char *path;
+    uint64_t size;
+    int64_t mtime_ns;
+    unsigned split_rows;
+    uint64_t records;
+    uint64_t *bounds;
+    size_t nbounds;
+} index_entry_t;
+
+/* Buckets of the lease latency histogram (seconds): how long a worker's
+ * LeaseRequest waited for work. */
+#define DPP_LEASE_BUCKETS 12
+
+/* Counters since the master started, for /metrics. */
+typedef struct dpp_master_counters {
+    uint64_t sessions_submitted, splits_leased, splits_consumed, splits_released;
+    uint64_t index_leased, index_done, resumes, cancels;
+    uint64_t rows_produced, rows_filtered, bytes_read;
+    dpp_rejects_t rejects;
+    uint64_t lease_hist[DPP_LEASE_BUCKETS + 1]; /* the last: +Inf */
+    double lease_sum;
+    uint64_t lease_count;
+} dpp_master_counters_t;
+
+/* Upper bounds of the lease latency buckets, seconds. */
+extern const double dpp_lease_bounds[DPP_LEASE_BUCKETS];
+
+struct dpp_master {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_timer_t timer;
+    char **roots;
+    size_t nroots;
+    char *state_dir;
+    unsigned heartbeat_ms, worker_timeout_ms;
+    char addr[64];
+    int lock_fd;
+    dpp_session_t **sessions;
+    size_t nsessions;
+    peer_t *peers;
+    index_entry_t *index_cache;
+    dpp_journal_t *journal;
+    size_t journal_compact_bytes;
+    uint64_t next_worker_id, next_lease_id;
+    int stopping;
+    dpp_master_counters_t n;
+    dpp_auth_t auth;       /* copied from the config; the token is the caller's */
+    unsigned handshake_ms, max_connections;
+    size_t npeers;
+    uint64_t auth_failures, refused_connections, handshake_timeouts;
+    struct dpp_http *http; /* --http, NULL when not serving */
+};
+
+
+#endif
