@@ -64,6 +64,27 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
+int dpp_path_check_under(const char *path, char *const *roots, size_t n)
+{
+    if (path[0] != '/')
+        return DPP_EPATH;
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return -errno;
+    int ok = strcmp(real, path) == 0;
+    free(real);
+    if (!ok)
+        return DPP_EPATH;
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(roots[i]);
+        if (strncmp(path, roots[i], len) == 0 && (path[len] == '/' || len == 1))
+            return 0;
+    }
+    return DPP_EPATH;
+}
+
 int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
                       char *err, size_t errlen)
 {

@@ -12,6 +12,13 @@
  * relative and has no ".." component. Returns 1 or 0. */
 int dpp_path_is_relative_inside(const char *path);
 
+/* A worker's check of a path the master sent: 0 when path is absolute,
+ * already resolved (realpath gives it back unchanged: no symlink or ".."
+ * appeared since the master resolved it) and, with roots (n > 0, each
+ * resolved), inside one of them; else DPP_EPATH (or -errno when it cannot
+ * be resolved). */
+int dpp_path_check_under(const char *path, char *const *roots, size_t n);
+
 /* Resolves `table` (relative to a data root) with realpath against each root
  * in order and returns the first that exists as a directory and lies under
  * its root. Absolute tables, "..", and symlinks leading out of every root are

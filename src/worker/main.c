@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // dpp-worker: command line around dpp_worker_t.
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include <uv.h>
 
+#include "common/alloc.h"
 #include "common/auth.h"
 #include "common/daemon.h"
 #include "common/log.h"
@@ -47,6 +49,10 @@ static const char usage[] =
     "  --handshake-timeout-ms N  close a client that has not said HELLO (and\n"
     "                        AUTH) after N ms (default 10000)\n"
     "  --max-connections N   clients served at once; more are refused (default 1024)\n"
+    "  --data-root DIR       only read files under DIR (repeat for several; the\n"
+    "                        master's roots as this host mounts them); a task for\n"
+    "                        a file elsewhere fails (default: any file the master\n"
+    "                        names)\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  -h, --help            show this help\n"
     "\n"
@@ -56,6 +62,8 @@ static const char usage[] =
     "Environment: DPP_FORCE_PREAD=1 does what --force-pread does.\n"
     "SIGTERM drains (no new leases; running splits finish; then exit 0); a\n"
     "second signal, or SIGINT, stops at once.\n";
+
+static char **data_roots; /* --data-root, resolved */
 
 /* What the signal handlers act on. */
 typedef struct worker_main {
@@ -105,6 +113,7 @@ int main(int argc, char **argv)
         {"insecure", no_argument, NULL, 'I'},
         {"handshake-timeout-ms", required_argument, NULL, 'S'},
         {"max-connections", required_argument, NULL, 'C'},
+        {"data-root", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -118,6 +127,9 @@ int main(int argc, char **argv)
     };
     unsigned long v;
     int c, idx = 0, insecure = 0;
+    /* kept for the process's life (a global: not a leak on early exits) */
+    data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
+    cfg.roots = data_roots;
     const char *token_file = NULL;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
@@ -188,6 +200,15 @@ int main(int argc, char **argv)
                 goto bad_value;
             cfg.max_connections = (unsigned)v;
             break;
+        case 'R': {
+            char *real = realpath(optarg, NULL);
+            if (real == NULL) {
+                fprintf(stderr, "dpp-worker: --data-root %s: %s\n", optarg, strerror(errno));
+                return 2;
+            }
+            data_roots[cfg.nroots++] = real;
+            break;
+        }
         case 'L': {
             dpp_log_level_t lvl;
             if (dpp_log_parse_level(optarg, &lvl) != 0)

@@ -15,6 +15,7 @@
 #include "common/example_decode.h"
 #include "common/log.h"
 #include "common/spec.h"
+#include "common/table.h"
 #include "common/tfindex.h"
 #include "common/transform.h"
 #include "common/util.h"
@@ -566,7 +567,15 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
-    rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
+    rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    if (rc == 0)
+        rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
+    if (rc == DPP_EPATH) {
+        set_error(res, rc, "file %s: %s", t->rel_path,
+                  "outside the worker's data roots, or a symlink appeared since the master "
+                  "resolved it");
+        goto out;
+    }
     if (rc) {
         set_error(res, rc, "file %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
@@ -659,6 +668,14 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
     res->lease_id = t->lease_id;
     if (t->split_rows == 0) {
         set_error(res, DPP_EINVAL, "index %s: split_rows is 0", t->rel_path);
+        return res->error;
+    }
+    int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    if (prc) {
+        set_error(res, prc, "file %s: %s", t->rel_path,
+                  prc == DPP_EPATH ? "outside the worker's data roots, or a symlink appeared "
+                                     "since the master resolved it"
+                                   : dpp_strerror(prc));
         return res->error;
     }
     struct stat st;

@@ -96,6 +96,8 @@ typedef struct dpp_pipeline_config {
     size_t budget_bytes; /* blocks produced and not yet written to a client */
     dpp_reader_config_t reader;
     dpp_stage_t stop_after;
+    char **roots; /* resolved data roots a task's file must be under; none: not checked */
+    size_t nroots;
 } dpp_pipeline_config_t;
 
 #define DPP_PIPELINE_MAX_CLIENTS 256

@@ -770,6 +770,8 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         .threads = cfg->threads,
         .budget_bytes = cfg->max_buffer_bytes - readers,
         .reader = cfg->reader,
+        .roots = cfg->roots,
+        .nroots = cfg->nroots,
     };
     rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);
     if (rc) {

@@ -5,7 +5,9 @@
 # connection is closed while the session keeps running; daemons refuse a
 # non-loopback address without a token unless --insecure; a peer silent past
 # the handshake timeout is closed; connections over --max-connections are
-# refused. A session then runs end to end and its sums are checked.
+# refused. A session then runs end to end and its sums are checked. Last, a
+# worker confined to another data root (--data-root) refuses a split of a
+# file outside it, and the session fails saying so.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -98,4 +100,14 @@ dpp_read "$DPP_SESSION" "$DPP_TMP/read.jsonl"
 dpp_refsum_check "$spec" "$root/criteo" "$DPP_TMP/read.jsonl"
 grep -q "auth_failed" "$DPP_TMP/master.log" || dpp_fail "the master never logged a refused peer"
 ! grep -q "$(cat "$tok")" "$DPP_TMP"/*.log || dpp_fail "the token appears in a log"
+dpp_step "a worker confined to another data root refuses files outside it"
+dpp_stop worker-0
+mkdir -p "$DPP_TMP/elsewhere"
+dpp_start_worker --threads 1 --token-file "$tok" --data-root "$DPP_TMP/elsewhere"
+dpp_submit "$spec"
+rc=0
+dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/confined.out" 2>&1 || rc=$?
+cat "$DPP_TMP/confined.out"
+((rc == 3)) && grep -q "outside the worker's data roots" "$DPP_TMP/confined.out" ||
+    dpp_fail "a confined worker read a file outside its data root (read exit $rc)"
 dpp_log "PASS: $(grep -c auth_failed "$DPP_TMP/master.log") peers refused by the master, $refused over the connection limit"
