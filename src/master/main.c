@@ -155,6 +155,8 @@ int main(int argc, char **argv)
     rc = dpp_master_new(&master, &loop, &cfg);
     if (rc == 0) {
         rc = dpp_daemon_run(&loop, "master", stop_master, NULL, master);
+        if (dpp_master_failed(master))
+            rc = 1;
         dpp_master_free(master);
     } else {
         uv_loop_close(&loop);

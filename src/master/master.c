@@ -20,6 +20,7 @@
 #include "dpp/error.h"
 #include "master.h"
 #include "master_internal.h"
+#include "metrics.h"
 #include "session.h"
 #include "common/table.h"
 #include "journal.h"
@@ -228,6 +229,7 @@ static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
     if (rc) {
         DPP_ERROR("journal_write_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
                   dpp_strerror(rc));
+        m->failed = 1;
         dpp_master_stop(m);
         return rc;
     }
@@ -1151,6 +1153,7 @@ static void maybe_compact(dpp_master_t *m)
     if (rc) {
         DPP_ERROR("journal_compaction_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
                   dpp_strerror(rc));
+        m->failed = 1;
         dpp_master_stop(m);
         return;
     }
@@ -1243,6 +1246,12 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &len);
     dpp_addr_format((struct sockaddr *)&ss, m->addr, sizeof m->addr);
     uv_timer_start(&m->timer, on_timer, m->heartbeat_ms, m->heartbeat_ms);
+    if (cfg->http && (rc = dpp_master_http_start(m, cfg->http)) != 0) {
+        dpp_master_stop(m);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_master_free(m);
+        return rc;
+    }
     if (cfg->port_file && (rc = dpp_write_port_file(cfg->port_file, m->addr)) != 0)
         DPP_ERROR("port_file_failed path=%s error=\"%s\"", cfg->port_file, dpp_strerror(rc));
     DPP_INFO("master_listening addr=%s roots=%zu state_dir=%s", m->addr, m->nroots, m->state_dir);
@@ -1259,6 +1268,7 @@ void dpp_master_stop(dpp_master_t *m)
     if (m->stopping)
         return;
     m->stopping = 1;
+    dpp_master_http_stop(m);
     uv_close((uv_handle_t *)&m->listener, NULL);
     uv_close((uv_handle_t *)&m->timer, NULL);
     for (peer_t *p = m->peers; p; p = p->next)
@@ -1287,6 +1297,11 @@ void dpp_master_free(dpp_master_t *m)
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);
+}
+
+int dpp_master_failed(const dpp_master_t *m)
+{
+    return m->failed;
 }
 
 const char *dpp_master_addr(const dpp_master_t *m)

@@ -38,6 +38,10 @@ void dpp_master_stop(dpp_master_t *m);
 /* Frees a stopped master. Accepts NULL. */
 void dpp_master_free(dpp_master_t *m);
 
+/* 1 when the master stopped because of an error (its journal could not be
+ * written): the process should exit non-zero so that a supervisor notices. */
+int dpp_master_failed(const dpp_master_t *m);
+
 /* The address the master listens on ("127.0.0.1:41234"). */
 const char *dpp_master_addr(const dpp_master_t *m);
 

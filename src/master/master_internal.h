@@ -87,6 +87,7 @@ struct dpp_master {
     size_t journal_compact_bytes;
     uint64_t next_worker_id, next_lease_id;
     int stopping;
+    int failed; /* stopped by an error (the journal): exit non-zero */
     dpp_master_counters_t n;
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
     unsigned handshake_ms, max_connections;

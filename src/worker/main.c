@@ -126,7 +126,7 @@ int main(int argc, char **argv)
         .reader = {.max_record = 16ull << 20},
     };
     unsigned long v;
-    int c, idx = 0, insecure = 0;
+    int c, idx = 0, insecure = 0, threads_given = 0;
     /* kept for the process's life (a global: not a leak on early exits) */
     data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
     cfg.roots = data_roots;
@@ -146,6 +146,7 @@ int main(int argc, char **argv)
             if (parse_uint(optarg, 1024, &v))
                 goto bad_value;
             cfg.threads = v ? (unsigned)v : cfg.threads; /* 0: one per core */
+            threads_given = v != 0;
             break;
         case 'b':
             if (parse_uint(optarg, 1ul << 20, &v) || v == 0)
@@ -231,6 +232,16 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* One thread per core by default, but no more than the buffer can give
+     * their readers (a big host with the default --max-buffer-mb, or a
+     * container whose CPU limit sysconf does not see). */
+    size_t per_thread = dpp_reader_memory_bound(&cfg.reader);
+    size_t fit = cfg.max_buffer_bytes > (8u << 20) ? (cfg.max_buffer_bytes - (8u << 20)) / per_thread : 0;
+    if (!threads_given && fit < cfg.threads) {
+        DPP_INFO("threads_capped threads=%zu cores=%u reason=\"--max-buffer-mb\"", fit ? fit : 1,
+                 cfg.threads);
+        cfg.threads = fit ? (unsigned)fit : 1;
+    }
     dpp_auth_t auth;
     const char *listens[] = {cfg.listen};
     int rc = dpp_daemon_secure("dpp-worker", token_file, insecure, listens, 1, &auth);

@@ -941,6 +941,14 @@ size_t dpp_pipeline_buffered_peak(dpp_pipeline_t *p)
     return peak;
 }
 
+size_t dpp_pipeline_buffered(dpp_pipeline_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t now = p->buffered;
+    pthread_mutex_unlock(&p->mu);
+    return now;
+}
+
 void dpp_pipeline_stop(dpp_pipeline_t *p)
 {
     pthread_mutex_lock(&p->mu);

@@ -164,6 +164,9 @@ size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p);
 void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback);
 
 /* Most bytes of blocks ever buffered at once (for tests and logs). */
+/* Bytes of blocks produced and not yet written to a client, now. */
+size_t dpp_pipeline_buffered(dpp_pipeline_t *p);
+
 size_t dpp_pipeline_buffered_peak(dpp_pipeline_t *p);
 
 /* Produces every block of one split task with reader (a dpp_reader_t *) and

@@ -11,6 +11,8 @@
 #include "common/alloc.h"
 #include "common/auth.h"
 #include "common/conn.h"
+#include "common/http.h"
+#include "common/metrics.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/util.h"
@@ -711,6 +713,127 @@ static void on_timer(uv_timer_t *t)
     }
 }
 
+/* ---- HTTP: /metrics, /healthz, /readyz ---------------------------------- */
+
+static void counter(dpp_metrics_t *m, const char *name, const char *help, uint64_t v)
+{
+    dpp_metrics_family(m, name, DPP_METRIC_COUNTER, help);
+    dpp_metrics_sample_u64(m, name, NULL, 0, v);
+}
+
+static void gauge(dpp_metrics_t *m, const char *name, const char *help, double v)
+{
+    dpp_metrics_family(m, name, DPP_METRIC_GAUGE, help);
+    dpp_metrics_sample(m, name, NULL, 0, v);
+}
+
+static void render_metrics(dpp_worker_t *w, dpp_metrics_t *m)
+{
+    const worker_counters_t *n = &w->n;
+    dpp_metrics_label_t l[2];
+    dpp_metrics_family(m, "dpp_build_info", DPP_METRIC_GAUGE, "Build of this daemon (always 1).");
+    l[0] = (dpp_metrics_label_t){"version", DPP_VERSION};
+    l[1] = (dpp_metrics_label_t){"role", "worker"};
+    dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
+    gauge(m, "dpp_worker_registered", "1 while registered with the master.",
+          w->mstate == MLINK_REGISTERED);
+    gauge(m, "dpp_worker_draining", "1 while draining (SIGTERM).", w->draining);
+    gauge(m, "dpp_worker_threads", "Pipeline threads.", w->cfg.threads);
+    gauge(m, "dpp_splits_running", "Leases given to the pipeline and not finished.",
+          w->outstanding);
+    counter(m, "dpp_splits_done_total", "Splits produced.", n->splits_done);
+    counter(m, "dpp_splits_failed_total", "Splits that failed (I/O, corrupt data with "
+            "on_corrupt: fail, a stop).", n->splits_failed);
+    counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
+    counter(m, "dpp_rows_read_total", "Records read from storage for splits.", n->records_read);
+    counter(m, "dpp_rows_produced_total", "Rows put into blocks.", n->rows_produced);
+    counter(m, "dpp_rows_filtered_total", "Rows dropped by the specs' filters.", n->rows_filtered);
+    counter(m, "dpp_rows_emitted_total", "Rows sent to clients.", n->rows_emitted);
+    counter(m, "dpp_bytes_read_total", "Bytes read from storage for splits.", n->bytes_read);
+    counter(m, "dpp_bytes_emitted_total", "Block bytes sent to clients (as sent: compressed "
+            "or not).", n->bytes_emitted);
+    counter(m, "dpp_blocks_emitted_total", "Blocks sent to clients.", n->blocks_emitted);
+    counter(m, "dpp_blocks_dropped_total", "Blocks dropped because their leases were revoked.",
+            n->blocks_dropped);
+    dpp_metrics_family(m, "dpp_records_rejected_total", DPP_METRIC_COUNTER,
+                       "Records rejected, by reason.");
+    const struct {
+        const char *reason;
+        uint64_t v;
+    } rej[] = {{"corrupt", n->rejects.corrupt}, {"truncated", n->rejects.truncated},
+               {"too_big", n->rejects.too_big}, {"example", n->rejects.example},
+               {"missing", n->rejects.missing}, {"type", n->rejects.type}};
+    for (size_t i = 0; i < sizeof rej / sizeof rej[0]; i++) {
+        l[0] = (dpp_metrics_label_t){"reason", rej[i].reason};
+        dpp_metrics_sample_u64(m, "dpp_records_rejected_total", l, 1, rej[i].v);
+    }
+    dpp_metrics_family(m, "dpp_pipeline_stage_seconds_total", DPP_METRIC_COUNTER,
+                       "Pipeline thread time per stage.");
+    const struct {
+        const char *stage;
+        uint64_t ns;
+    } st[] = {{"read", n->times.read_ns},
+              {"decode", n->times.decode_ns},
+              {"transform", n->times.transform_ns},
+              {"encode", n->times.encode_ns},
+              {"compress", n->times.compress_ns}};
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
+        l[0] = (dpp_metrics_label_t){"stage", st[i].stage};
+        dpp_metrics_sample(m, "dpp_pipeline_stage_seconds_total", l, 1, (double)st[i].ns / 1e9);
+    }
+    size_t queued = 0;
+    for (stream_t *s = w->streams; s; s = s->next)
+        queued += s->nblocks;
+    gauge(m, "dpp_blocks_queued", "Blocks waiting for their clients' credits.", (double)queued);
+    gauge(m, "dpp_buffered_bytes", "Bytes of blocks produced and not yet written to a client.",
+          w->pipe_started ? (double)dpp_pipeline_buffered(&w->pipe) : 0);
+    gauge(m, "dpp_buffer_limit_bytes", "Limit of dpp_buffered_bytes (--max-buffer-mb less the "
+          "readers' buffers).", (double)w->pipe.cfg.budget_bytes);
+    dpp_metrics_family(m, "dpp_connections", DPP_METRIC_GAUGE, "Open connections by role.");
+    l[0] = (dpp_metrics_label_t){"role", "client"};
+    dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->nclients);
+    l[0] = (dpp_metrics_label_t){"role", "master"};
+    dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->mlink != NULL);
+    counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
+            w->refused_connections);
+    counter(m, "dpp_auth_failures_total", "Clients refused for a wrong or missing token.",
+            w->auth_failures);
+    counter(m, "dpp_handshake_timeouts_total", "Clients closed for not finishing HELLO/AUTH.",
+            w->handshake_timeouts);
+}
+
+static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
+{
+    dpp_worker_t *w = arg;
+    const char *text_plain = "text/plain; charset=utf-8";
+    if (strcmp(req->path, "/healthz") == 0) {
+        dpp_http_respond(res, 200, text_plain, "ok\n", 3);
+    } else if (strcmp(req->path, "/readyz") == 0) {
+        /* ready: registered with the master and taking work */
+        if (w->mstate == MLINK_REGISTERED && !w->draining && !w->stopping)
+            dpp_http_respond(res, 200, text_plain, "ready\n", 6);
+        else if (w->draining)
+            dpp_http_respond(res, 503, text_plain, "draining\n", 9);
+        else
+            dpp_http_respond(res, 503, text_plain, "not registered with the master\n", 31);
+    } else if (strcmp(req->path, "/metrics") == 0) {
+        dpp_metrics_t m;
+        dpp_metrics_init(&m);
+        render_metrics(w, &m);
+        size_t len;
+        const char *text = dpp_metrics_text(&m, &len);
+        if (text) {
+            dpp_http_respond(res, 200, DPP_METRICS_CONTENT_TYPE, text, len);
+        } else {
+            DPP_ERROR("metrics_render_failed error=\"%s\"", dpp_strerror(dpp_metrics_error(&m)));
+            dpp_http_respond(res, 500, text_plain, "render failed\n", 14);
+        }
+        dpp_metrics_close(&m);
+    } else {
+        dpp_http_respond(res, 404, text_plain, "not found\n", 10);
+    }
+}
+
 int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_t *cfg)
 {
     dpp_worker_t *w = dpp_xcalloc(1, sizeof *w);
@@ -783,6 +906,15 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     }
     w->pipe_started = 1;
     uv_timer_start(&w->timer, on_timer, 50, 50);
+    if (cfg->http && (rc = dpp_http_start(&w->http, loop, cfg->http, on_http, w, NULL)) != 0) {
+        DPP_ERROR("http_listen_failed addr=%s error=\"%s\"", cfg->http, dpp_strerror(rc));
+        dpp_worker_stop(w);
+        uv_run(loop, UV_RUN_DEFAULT);
+        dpp_worker_free(w);
+        return rc;
+    }
+    if (w->http)
+        DPP_INFO("http_listening addr=%s port=%d", cfg->http, dpp_http_port(w->http));
     connect_master(w);
     if (cfg->port_file && (rc = dpp_write_port_file(cfg->port_file, w->data_addr)) != 0)
         DPP_ERROR("port_file_failed path=%s error=\"%s\"", cfg->port_file, dpp_strerror(rc));
@@ -811,6 +943,8 @@ void dpp_worker_stop(dpp_worker_t *w)
     if (w->stopping)
         return;
     w->stopping = 1;
+    dpp_http_stop(w->http);
+    w->http = NULL;
     if (w->pipe_started) {
         DPP_INFO("worker_stopped buffered_peak_bytes=%zu blocks_budget_bytes=%zu",
                  dpp_pipeline_buffered_peak(&w->pipe), w->pipe.cfg.budget_bytes);
