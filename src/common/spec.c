@@ -697,6 +697,33 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
     return parse_shuffle(p, root, s);
 }
 
+/* Refuses JSON nested deeper than DPP_SPEC_MAX_DEPTH before the parser
+ * recurses into it: a spec needs six levels, and a deep document is an
+ * attack on the parser's stack, not a spec. */
+static int check_depth(parser_t *p, const char *json, size_t len)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = json[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > DPP_SPEC_MAX_DEPTH) {
+                jpath_t rp = at_key(NULL, "(root)");
+                return fail(p, &rp, "nested deeper than %d levels", DPP_SPEC_MAX_DEPTH);
+            }
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
 {
     static const char *const top_keys[] = {
@@ -771,6 +798,9 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         rc = parse_feature_list(p, &features_path, features, "sparse", 0, &s->sparse, &s->nsparse);
     if (rc)
         return rc;
+    if (s->ndense + s->nsparse > DPP_SPEC_MAX_FEATURES)
+        return fail(p, &features_path, "%u features, more than %d", s->ndense + s->nsparse,
+                    DPP_SPEC_MAX_FEATURES);
     if (s->ndense + s->nsparse == 0)
         return fail(p, &features_path, "no features");
     rc = parse_label(p, root, s);
@@ -795,6 +825,13 @@ int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, siz
         err[0] = '\0';
     if (!json)
         len = 0;
+    if (len > DPP_SPEC_MAX_BYTES) {
+        jpath_t rp = at_key(NULL, "(root)");
+        rc = fail(&p, &rp, "the spec is %zu bytes, more than %u", len, DPP_SPEC_MAX_BYTES);
+        goto out;
+    }
+    if ((rc = check_depth(&p, json, len)) != 0)
+        goto out;
     /* Duplicate keys would otherwise silently keep the last value. */
     root = json_loadb(json ? json : "", len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {

@@ -12,6 +12,9 @@
 #define DPP_SPEC_MAX_DIM 65536        /* dense values per row */
 #define DPP_SPEC_MAX_BOUNDARIES 65536 /* bucketize */
 #define DPP_SPEC_MAX_FILTERS 64
+#define DPP_SPEC_MAX_BYTES (1u << 20) /* spec text; a master may allow less */
+#define DPP_SPEC_MAX_DEPTH 32         /* JSON nesting (a spec needs 6) */
+#define DPP_SPEC_MAX_FEATURES 4096    /* dense + sparse; a master may allow fewer */
 #define DPP_SPEC_DEFAULT_SPLIT_ROWS 65536
 
 typedef enum dpp_op_kind {

@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/spec.h"
 #include "common/util.h"
 #include "master.h"
 
@@ -45,6 +46,10 @@ static const char usage[] =
     "  --handshake-timeout-ms N  close a peer that has not said HELLO (and AUTH)\n"
     "                         after N ms (default 10000)\n"
     "  --max-connections N    peers served at once; more are refused (default 1024)\n"
+    "  --max-spec-kb N        largest spec accepted (default 1024)\n"
+    "  --max-features N       most features (dense + sparse) a spec may have\n"
+    "                         (default 4096)\n"
+    "  --max-frame-mb N       largest message a peer may send (default 16)\n"
     "  --log-level LEVEL      debug, info, warn or error (default info)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -71,6 +76,9 @@ int main(int argc, char **argv)
         {"insecure", no_argument, NULL, 'I'},
         {"handshake-timeout-ms", required_argument, NULL, 'S'},
         {"max-connections", required_argument, NULL, 'C'},
+        {"max-spec-kb", required_argument, NULL, 'K'},
+        {"max-features", required_argument, NULL, 'F'},
+        {"max-frame-mb", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -116,6 +124,29 @@ int main(int argc, char **argv)
         case 'C':
             cfg.max_connections = (unsigned)strtoul(optarg, NULL, 10);
             break;
+        case 'K':
+            cfg.max_spec_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
+            if (cfg.max_spec_bytes == 0 || cfg.max_spec_bytes > DPP_SPEC_MAX_BYTES) {
+                fprintf(stderr, "dpp-master: --max-spec-kb: from 1 to %u\n", DPP_SPEC_MAX_BYTES >> 10);
+                return 2;
+            }
+            break;
+        case 'F':
+            cfg.max_features = (unsigned)strtoul(optarg, NULL, 10);
+            if (cfg.max_features == 0 || cfg.max_features > DPP_SPEC_MAX_FEATURES) {
+                fprintf(stderr, "dpp-master: --max-features: from 1 to %d\n", DPP_SPEC_MAX_FEATURES);
+                return 2;
+            }
+            break;
+        case 'M': {
+            unsigned long mb = strtoul(optarg, NULL, 10);
+            if (mb == 0 || mb > 1024) {
+                fprintf(stderr, "dpp-master: --max-frame-mb: from 1 to 1024\n");
+                return 2;
+            }
+            cfg.max_msg_bytes = (uint32_t)(mb << 20);
+            break;
+        }
         case 'L': {
             dpp_log_level_t lvl;
             if (dpp_log_parse_level(optarg, &lvl) != 0) {

@@ -313,9 +313,23 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     char *table_path = NULL;
     char **files = NULL;
     size_t nfiles = 0;
-    int rc = dpp_spec_parse(req->spec_json, strlen(req->spec_json), &spec, err, sizeof err);
+    size_t len = strlen(req->spec_json);
+    int rc = DPP_ESPEC;
+    if (len > m->max_spec_bytes) {
+        snprintf(err, sizeof err, "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)",
+                 len, m->max_spec_bytes);
+        memset(&spec, 0, sizeof spec);
+        goto reject;
+    }
+    rc = dpp_spec_parse(req->spec_json, len, &spec, err, sizeof err);
     if (rc)
         goto reject;
+    if (spec.ndense + spec.nsparse > m->max_features) {
+        rc = DPP_ESPEC;
+        snprintf(err, sizeof err, "features: %u, this master takes at most %u (--max-features)",
+                 spec.ndense + spec.nsparse, m->max_features);
+        goto reject;
+    }
     rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path, err,
                            sizeof err);
     if (rc)
@@ -995,6 +1009,8 @@ static void on_connection(uv_stream_t *server, int status)
     m->peers = p;
     m->npeers++;
     p->accepted_ms = dpp_now_ms();
+    if (m->max_msg)
+        p->conn.limits.max_msg = m->max_msg;
     if (dpp_conn_accept(server, &p->conn) != 0) {
         dpp_conn_close(&p->conn, DPP_ECLOSED);
     } else if (m->npeers > m->max_connections) {
@@ -1185,6 +1201,9 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     if (cfg->auth)
         m->auth = *cfg->auth;
     m->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
+    m->max_spec_bytes = cfg->max_spec_bytes ? cfg->max_spec_bytes : DPP_SPEC_MAX_BYTES;
+    m->max_features = cfg->max_features ? cfg->max_features : DPP_SPEC_MAX_FEATURES;
+    m->max_msg = cfg->max_msg_bytes;
     m->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
     m->journal_compact_bytes =

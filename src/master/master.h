@@ -23,6 +23,9 @@ typedef struct dpp_master_config {
     const char *http;             /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
     unsigned handshake_ms;        /* a peer must finish HELLO (and AUTH) this fast (0: 10 s) */
     unsigned max_connections;     /* more are accepted and closed at once (0: 1024) */
+    size_t max_spec_bytes;        /* submitted spec text (0: 1 MiB) */
+    unsigned max_features;        /* dense + sparse features of a spec (0: 4096) */
+    uint32_t max_msg_bytes;       /* a frame's message (0: 16 MiB) */
 } dpp_master_config_t;
 
 typedef struct dpp_master dpp_master_t;

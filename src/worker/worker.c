@@ -364,6 +364,8 @@ static void on_client_connection(uv_stream_t *server, int status)
     w->clients = c;
     w->nclients++;
     c->accepted_ms = dpp_now_ms();
+    if (w->cfg.max_msg_bytes)
+        c->conn.limits.max_msg = w->cfg.max_msg_bytes;
     if (dpp_conn_accept(server, &c->conn) != 0) {
         dpp_conn_close(&c->conn, DPP_ECLOSED);
     } else if (w->nclients > w->max_connections) {

@@ -10,6 +10,7 @@ SCRIPT, one step per word:
   auth-garbage      AUTH with 32 random bytes as mac
   status            STATUS{} (a request before AUTH when the server wants one)
   idle:SECS         sends nothing for SECS seconds
+  bigframe:N        a frame header announcing an N-byte HELLO message
   expect-error      reads one frame: must be ERROR; prints "error CODE MESSAGE"
   expect-closed     the server must close the connection within 5 s
   hold              keeps the connection open until stdin closes
@@ -110,6 +111,9 @@ def main():
         elif name == "status":
             s.sendall(frame(TYPES["STATUS"], b""))
             print("sent STATUS")
+        elif name == "bigframe":
+            s.sendall(b"DPP1" + struct.pack("<HHII", TYPES["HELLO"], 0, int(arg), 0))
+            print("sent a header for %s bytes" % arg)
         elif name == "idle":
             import time
 

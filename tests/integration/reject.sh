@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rejections: bad specs and tables outside the data roots are refused by
 # `dppctl submit` with a one-line reason and a non-zero exit, offline
-# `dppctl validate` refuses a bad spec by itself, and the daemons keep
-# serving: a valid session afterwards runs to completion.
+# `dppctl validate` refuses a bad spec by itself, the master's limits (spec
+# size, JSON nesting, feature count, frame size) are hit while a session is
+# being read, and the daemons keep serving: that session completes with the
+# right sums, and a valid session afterwards runs to completion.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -62,10 +64,43 @@ dpp_expect_reject 'dppctl: features.dense[3].transforms[0].op: unknown op "logp"
 env -u DPP_MASTER "$DPPCTL" validate "$good" || dpp_fail "dppctl validate rejected $good"
 dpp_log "the valid spec validates"
 
-dpp_step "start a master and a worker"
-dpp_start_master --data-root "$root"
+dpp_step "start a master (with small limits) and a worker; a session is read meanwhile"
+dpp_start_master --data-root "$root" --max-spec-kb 8 --max-features 20 --max-frame-mb 1
 dpp_start_worker --threads 2
 dpp_log "master at $DPP_MASTER_ADDR"
+slow=$DPP_TMP/slow.json
+cat >"$slow" <<JSON
+{"table": "criteo", "batch_size": 100, "remainder": "keep",
+ "features": {"sparse": [{"name": "row_id"}]}, "label": {"name": "label"}}
+JSON
+dpp_submit "$slow"
+running=$DPP_SESSION
+timeout -k 5 120 "$DPP_BIN_DIR/tests/fault/dpp-fault-check" "$DPP_MASTER_ADDR" "$running" 0 \
+    <(seq 0 2999) 30 >"$DPP_TMP/running.out" 2>&1 &
+running_pid=$!
+dpp_track "$running_pid"
+
+dpp_step "limits: spec size, nesting, features, frame size"
+big=$DPP_TMP/big.json
+sed "s/\"table\": \"criteo\",/\"table\": \"criteo\", \"pad\": \"$(head -c 9000 /dev/zero | tr '\0' x)\",/" \
+    "$good" >"$big"
+dpp_expect_reject "dppctl: the spec is $(wc -c <"$big") bytes, this master takes at most 8192 (--max-spec-kb)" \
+    "$DPPCTL" submit "$big" || mismatches=$((mismatches + 1))
+deep=$DPP_TMP/deep.json
+printf '{"table": %s1%s}' "$(printf '[%.0s' $(seq 1 40))" "$(printf ']%.0s' $(seq 1 40))" >"$deep"
+dpp_expect_reject "dppctl: (root): nested deeper than 32 levels" \
+    "$DPPCTL" submit "$deep" || mismatches=$((mismatches + 1))
+wide=$DPP_TMP/wide.json
+{
+    printf '{"table": "criteo", "batch_size": 8, "features": {"dense": ['
+    for i in $(seq 1 21); do printf '{"name": "f%d"}%s' "$i" "$( ((i < 21)) && echo ,)"; done
+    printf ']}, "label": {"name": "label"}}'
+} >"$wide"
+dpp_expect_reject "dppctl: features: 21, this master takes at most 20 (--max-features)" \
+    "$DPPCTL" submit "$wide" || mismatches=$((mismatches + 1))
+/usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/rawpeer.py" "$DPP_MASTER_ADDR" \
+    "bigframe:2097152 expect-error expect-closed" | tee "$DPP_TMP/bigframe.out"
+grep -q "^error -1003 " "$DPP_TMP/bigframe.out" || dpp_fail "a 2 MiB message passed --max-frame-mb 1"
 
 dpp_step "submit: rejected specs"
 dpp_expect_reject 'dppctl: features.dense[3].transforms[0].op: unknown op "logp"' \
@@ -105,6 +140,11 @@ dpp_alive master || dpp_fail "the master died on malformed input"
 dpp_alive worker-0 || dpp_fail "the worker died on malformed input"
 dpp_ctl status >/dev/null || dpp_fail "the master stopped answering after malformed input"
 dpp_log "both daemons still up and answering"
+
+dpp_step "the session read meanwhile completed, every row once"
+wait "$running_pid" || { cat "$DPP_TMP/running.out"; dpp_fail "the session read during the rejections failed"; }
+cat "$DPP_TMP/running.out"
+grep -q " missing 0 duplicates 0 foreign 0 " "$DPP_TMP/running.out" || dpp_fail "rows lost or repeated"
 
 dpp_step "the daemons still serve: a valid session runs to completion"
 dpp_alive master || dpp_fail "the master died after the rejections"

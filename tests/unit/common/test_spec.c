@@ -992,6 +992,58 @@ static void test_out_of_memory(void **state)
     dpp_spec_close(&s);
 }
 
+/* The parser's own limits: text size, nesting (checked before jansson
+ * recurses), feature count. */
+static void test_spec_limits(void **state)
+{
+    (void)state;
+    dpp_spec_t spec;
+    char err[DPP_SPEC_ERRLEN];
+    /* 32 levels pass the depth check (and fail later as a spec); 33 do not */
+    for (int depth = 31; depth <= 33; depth++) {
+        char json[256];
+        int n = snprintf(json, sizeof json, "{\"table\":");
+        for (int i = 1; i < depth; i++)
+            json[n++] = '[';
+        json[n++] = '1';
+        for (int i = 1; i < depth; i++)
+            json[n++] = ']';
+        json[n++] = '}';
+        json[n] = '\0';
+        assert_int_equal(dpp_spec_parse(json, (size_t)n, &spec, err, sizeof err), DPP_ESPEC);
+        if (depth <= DPP_SPEC_MAX_DEPTH)
+            assert_null(strstr(err, "nested"));
+        else
+            assert_string_equal(err, "(root): nested deeper than 32 levels");
+    }
+    /* brackets inside strings are not nesting */
+    char str[200] = "{\"table\":\"";
+    for (int i = 0; i < 40; i++)
+        strcat(str, "[");
+    strcat(str, "\"}");
+    assert_int_equal(parse(str, &spec, err), DPP_ESPEC);
+    assert_null(strstr(err, "nested"));
+    /* more than 1 MiB */
+    size_t big = DPP_SPEC_MAX_BYTES + 1;
+    char *text = malloc(big);
+    memset(text, ' ', big);
+    text[0] = '{';
+    text[big - 1] = '}';
+    assert_int_equal(dpp_spec_parse(text, big, &spec, err, sizeof err), DPP_ESPEC);
+    assert_string_equal(err, "(root): the spec is 1048577 bytes, more than 1048576");
+    free(text);
+    /* 4097 features */
+    size_t cap = 200000, len = 0;
+    text = malloc(cap);
+    len += (size_t)snprintf(text, cap, "{\"table\":\"t\",\"batch_size\":8,\"features\":{\"sparse\":[");
+    for (int i = 0; i < DPP_SPEC_MAX_FEATURES + 1; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%s{\"name\":\"f%d\"}", i ? "," : "", i);
+    len += (size_t)snprintf(text + len, cap - len, "]},\"label\":{\"name\":\"y\"}}");
+    assert_int_equal(dpp_spec_parse(text, len, &spec, err, sizeof err), DPP_ESPEC);
+    assert_string_equal(err, "features: 4097 features, more than 4096");
+    free(text);
+}
+
 /* pad, order and shuffle survive the normalised form. */
 static void test_order_shuffle_pad(void **state)
 {
@@ -1060,6 +1112,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remainder),
         cmocka_unit_test(test_order_shuffle_pad),
+        cmocka_unit_test(test_spec_limits),
         cmocka_unit_test(test_minimal),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_sparse_only_and_limits),
