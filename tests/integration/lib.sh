@@ -33,6 +33,7 @@ DPP_DAEMON_NAMES=()
 DPP_DAEMON_PIDS=()
 DPP_NWORKERS=0
 DPP_CHILD_PIDS=() # bounded steps in progress (dpp_timeout, dpp_track)
+DPP_CLEANUP=()    # commands run at exit once the daemons are stopped (dpp_on_cleanup)
 
 dpp_log() { printf '%s: %s\n' "$DPP_NAME" "$*"; }
 dpp_step() { printf '\n== %s: %s\n' "$DPP_NAME" "$*"; }
@@ -111,6 +112,10 @@ dpp__on_exit() {
         wait "$pid" 2>/dev/null
     done
     dpp_stop_all
+    local cmd
+    for cmd in "${DPP_CLEANUP[@]}"; do
+        eval "$cmd"
+    done
     if ((rc == 130)); then
         printf '%s: interrupted\n' "$DPP_NAME" >&2
     elif ((rc != 0 && rc != 77)); then
@@ -285,6 +290,9 @@ dpp_timeout() {
 
 # dpp_track PID: the cleanup also stops PID, a background timeout(1) job.
 dpp_track() { DPP_CHILD_PIDS+=("$1"); }
+
+# dpp_on_cleanup CMD: runs CMD (eval) at exit, after the daemons are stopped.
+dpp_on_cleanup() { DPP_CLEANUP+=("$1"); }
 
 # dpp_ctl ARGS...: dppctl, bounded by DPP_CTL_TIMEOUT (default 120) seconds.
 dpp_ctl() { dpp_timeout "${DPP_CTL_TIMEOUT:-120}" "$DPPCTL" "$@"; }
