@@ -3,10 +3,12 @@
 
 BUILD     ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-fast demo demo-train install clean
+.PHONY: all deps build build-asan fuzz-build fuzz test test-fast demo demo-train install clean
 
 all: build
 
@@ -25,11 +27,28 @@ $(ASAN_BUILD)/CMakeCache.txt: | deps
 build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The whole suite twice: optimised, then under ASan+UBSan.
+# libFuzzer targets (tests/fuzz/README.md): clang, ASan+UBSan, -O1; only the
+# fuzz targets are built in this tree.
+$(FUZZ_BUILD)/CMakeCache.txt: | deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+	    -DDPP_FUZZ=ON -DDPP_SANITIZE=ON -DDPP_TESTS=OFF $(CMAKE_FLAGS)
+
+fuzz-build: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) --target dpp_fuzz -j $(JOBS)
+
+# Every fuzz target for FUZZ_SECONDS, one after the other; new inputs stay in
+# $(FUZZ_BUILD)/fuzz-corpus, crash files go to $(FUZZ_BUILD)/fuzz-crashes.
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The whole suite twice: optimised, then under ASan+UBSan; then a few seconds
+# of each fuzz target (ctest label fuzz, DPP_FUZZ_SECONDS).
 test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+	$(MAKE) fuzz-build
+	cd $(FUZZ_BUILD)/tests/fuzz && ctest --output-on-failure -L fuzz -j 2
 
 # Only the optimised build, for quick iterations.
 test-fast: build
@@ -46,4 +65,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

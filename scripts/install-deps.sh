@@ -7,7 +7,11 @@ packages=(
     build-essential cmake pkg-config
     libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev liburing-dev
     libjansson-dev libcmocka-dev
+    clang libclang-rt-14-dev  # make fuzz: clang 14 (clang-14), libFuzzer and sanitizer runtimes
     python3-torch python3-numpy
+    # tests only: an independent Prometheus text parser (metrics test), YAML
+    # for the deploy/ checks, ip(8) for the network-namespace test
+    python3-prometheus-client python3-yaml iproute2
 )
 
 missing=()

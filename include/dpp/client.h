@@ -54,6 +54,10 @@ typedef struct dpp_client_options {
      * (session may then be NULL: the token names it). NULL: from the start */
     const void *resume_token;
     size_t resume_token_len;
+    /* largest block accepted once decompressed, MiB (default 256, at most
+     * 4096): a block claiming more, or a zstd frame wanting a larger window,
+     * is refused before anything is allocated (DPP_EBLOCK) */
+    unsigned max_block_mb;
 } dpp_client_options_t;
 
 /* Fills o with the defaults; set master and session after it. */

@@ -75,6 +75,7 @@ class ClientOptions(ctypes.Structure):
         ("prefetch_splits", c_uint),
         ("resume_token", c_void_p),
         ("resume_token_len", c_size_t),
+        ("max_block_mb", c_uint),
     ]
 
 

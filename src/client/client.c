@@ -17,9 +17,6 @@
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
 
-/* Largest block the client accepts once decompressed (a decompression bomb
- * is refused before anything is allocated). */
-#define MAX_RAW_BLOCK (256u << 20)
 
 /* ---- core --------------------------------------------------------------- */
 
@@ -432,7 +429,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     *out = NULL;
     token_t tok, *resume = NULL;
     if (o == NULL || o->master == NULL || o->master[0] == '\0' || o->prefetch == 0 ||
-        o->prefetch > 1024 || o->memory_budget == 0 || o->prefetch_splits > 1024)
+        o->prefetch > 1024 || o->memory_budget == 0 || o->prefetch_splits > 1024 ||
+        o->max_block_mb > 4096)
         return DPP_EINVAL;
     if (o->resume_token) {
         int rc = token_unpack(o->resume_token, o->resume_token_len, &tok);
@@ -473,6 +471,14 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     dpp_core_t *core = c->core;
     core->prefetch = o->prefetch;
     core->prefetch_splits = o->prefetch_splits ? o->prefetch_splits : DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
+    core->max_raw = (size_t)(o->max_block_mb ? o->max_block_mb : DPP_CLIENT_DEFAULT_MAX_BLOCK_MB)
+                    << 20;
+    /* A zstd frame may ask for a window larger than its content: bound the
+     * decoder's memory by the largest block accepted, too. */
+    unsigned wlog = 10;
+    while (wlog < 31 && ((size_t)1 << wlog) < core->max_raw)
+        wlog++;
+    ZSTD_DCtx_setParameter(c->zctx, ZSTD_d_windowLogMax, (int)wlog);
     core->budget = o->memory_budget;
     struct sockaddr_storage master_ss;
     int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
@@ -734,21 +740,16 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     size_t raw_len = b->len, raw_cap = b->cap;
     int rc = 0;
     if (b->codec == 1) {
-        unsigned long long n = ZSTD_getFrameContentSize(b->data, b->len);
-        if (n != b->raw_size || n > MAX_RAW_BLOCK) {
-            rc = DPP_EBLOCK;
-        } else {
+        if ((rc = dpp_block_zstd_check(b->data, b->len, b->raw_size, core->max_raw)) == 0) {
+            size_t n = (size_t)b->raw_size;
             pthread_mutex_lock(&core->mu);
             raw = dpp__pool_get(core, n, &raw_cap);
             pthread_mutex_unlock(&core->mu);
-            if (raw == NULL) {
+            if (raw == NULL)
                 rc = -ENOMEM;
-            } else {
-                size_t got = ZSTD_decompressDCtx(c->zctx, raw, n, b->data, b->len);
-                if (ZSTD_isError(got) || got != n)
-                    rc = DPP_EBLOCK;
-                raw_len = n;
-            }
+            else
+                rc = dpp_block_zstd_decompress(c->zctx, b->data, b->len, raw, n);
+            raw_len = n;
         }
     } else if (b->codec != 0 || b->raw_size != b->len) {
         rc = DPP_EBLOCK;

@@ -17,6 +17,7 @@
 
 #define DPP_CLIENT_DEFAULT_PREFETCH 8
 #define DPP_CLIENT_DEFAULT_PREFETCH_SPLITS 4
+#define DPP_CLIENT_DEFAULT_MAX_BLOCK_MB 256
 #define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
 #define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
 /* Buffers kept for reuse after a batch is released or a block is spent. */
@@ -86,6 +87,7 @@ typedef struct dpp_core {
     uint8_t *ones;        /* batch_size bytes of 1: the mask of unpadded batches */
     unsigned prefetch;
     unsigned prefetch_splits; /* order deterministic: most splits in flight ahead */
+    size_t max_raw;           /* largest block accepted, decompressed (a bomb is refused) */
     size_t max_split_bytes;   /* largest split seen on the wire, to fit prefetch_splits in the budget */
     size_t budget;
     int64_t rank_splits;  /* per epoch; -1 until the master has planned */

@@ -16,7 +16,6 @@
 #define ATTACH_EVERY_MS 1000
 #define ATTACH_EVERY_NO_WORKERS_MS 200
 #define MAX_BLOCK_INDEX (1u << 24)
-#define MAX_RAW_BLOCK (256u << 20)
 
 typedef struct wlink {
     dpp_conn_t conn;
@@ -147,7 +146,7 @@ static int answer_hello(dpp_client_io_t *io, dpp_conn_t *conn, dpp_auth_state_t 
 static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeader *h)
 {
     dpp_core_t *core = l->io->core;
-    if (h->codec > 1 || h->raw_size > MAX_RAW_BLOCK || h->block_index >= MAX_BLOCK_INDEX ||
+    if (h->codec > 1 || h->raw_size > core->max_raw || h->block_index >= MAX_BLOCK_INDEX ||
         (h->codec == 0 && h->raw_size != f->payload_len) || h->split_seq >= h->rank_splits) {
         dpp_conn_close(&l->conn, DPP_EBLOCK);
         return;

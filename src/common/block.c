@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "block.h"
 #include "dpp/error.h"
 
@@ -320,6 +322,56 @@ done:
     b->rows = 0;
     for (unsigned k = 0; k < b->nsparse; k++)
         b->nvalues[k] = 0;
+    return 0;
+}
+
+int dpp_block_zstd_check(const uint8_t *data, size_t len, uint64_t raw_size, size_t max_raw)
+{
+    /* The declared size is trusted only once it matches the header and the
+     * limit, so a small frame cannot make the receiver allocate a lot. */
+    unsigned long long n = ZSTD_getFrameContentSize(data, len);
+    if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR || n != raw_size ||
+        n > max_raw)
+        return DPP_EBLOCK;
+    return 0;
+}
+
+int dpp_block_zstd_decompress(void *zctx, const uint8_t *data, size_t len, uint8_t *out,
+                              size_t raw_size)
+{
+    size_t got = zctx ? ZSTD_decompressDCtx(zctx, out, raw_size, data, len)
+                      : ZSTD_decompress(out, raw_size, data, len);
+    return ZSTD_isError(got) || got != raw_size ? DPP_EBLOCK : 0;
+}
+
+int dpp_block_decompress(void *zctx, const uint8_t *data, size_t len, uint32_t codec,
+                         uint64_t raw_size, size_t max_raw, uint8_t **out, size_t *out_len)
+{
+    uint8_t *raw = NULL;
+    *out = NULL;
+    *out_len = 0;
+    if (codec == 0) {
+        if (raw_size != len)
+            return DPP_EBLOCK;
+        /* malloc(0) may return NULL; one spare byte keeps -ENOMEM meaningful. */
+        if ((raw = malloc(len ? len : 1)) == NULL)
+            return -ENOMEM;
+        if (len)
+            memcpy(raw, data, len);
+    } else if (codec == 1) {
+        if (dpp_block_zstd_check(data, len, raw_size, max_raw) != 0)
+            return DPP_EBLOCK;
+        if ((raw = malloc(raw_size ? (size_t)raw_size : 1)) == NULL)
+            return -ENOMEM;
+        if (dpp_block_zstd_decompress(zctx, data, len, raw, (size_t)raw_size) != 0) {
+            free(raw);
+            return DPP_EBLOCK;
+        }
+    } else {
+        return DPP_EBLOCK;
+    }
+    *out = raw;
+    *out_len = (size_t)raw_size;
     return 0;
 }
 

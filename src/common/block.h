@@ -67,6 +67,33 @@ size_t dpp_block_builder_size(const dpp_block_builder_t *b);
  * (*out, *len; caller frees) and empties the builder. Returns 0 or -ENOMEM. */
 int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len);
 
+/* A zstd-compressed block (codec 1) as it arrived: 0 when its frame
+ * declares its content size, equal to raw_size and at most max_raw, else
+ * DPP_EBLOCK. Reads only the frame header: call it before allocating. */
+int dpp_block_zstd_check(const uint8_t *data, size_t len, uint64_t raw_size, size_t max_raw);
+
+/* Decompresses a checked zstd block into out (raw_size bytes). zctx: a
+ * ZSTD_DCtx * (NULL: a temporary one). DPP_EBLOCK unless exactly raw_size
+ * bytes came out. */
+int dpp_block_zstd_decompress(void *zctx, const uint8_t *data, size_t len, uint8_t *out,
+                              size_t raw_size);
+
+/* Turns a block as it arrived (data[0..len), codec and raw_size from its
+ * BLOCK header) into raw block bytes, with the client's checks:
+ *  - codec 0: raw_size must equal len; *out is a malloc'd copy of data.
+ *  - codec 1: the zstd frame's declared content size must be known, equal
+ *    raw_size and be at most max_raw, all checked before anything is
+ *    allocated; the frame must then decompress to exactly raw_size bytes.
+ *  - any other codec: DPP_EBLOCK.
+ * max_raw bounds codec 1 only (codec 0 bytes are already in memory, bounded
+ * by the frame limits). zctx is a ZSTD_DCtx * the caller owns (NULL: a
+ * temporary one). Returns 0 with *out a new malloc'd buffer of *out_len =
+ * raw_size bytes, 8-byte aligned as dpp_block_parse() needs, that the caller
+ * frees; or DPP_EBLOCK or -ENOMEM with *out NULL and *out_len 0. The bytes
+ * are not parsed: call dpp_block_parse() next. */
+int dpp_block_decompress(void *zctx, const uint8_t *data, size_t len, uint32_t codec,
+                         uint64_t raw_size, size_t max_raw, uint8_t **out, size_t *out_len);
+
 /* What a block holds, after dpp_block_parse() checked it. */
 typedef struct dpp_block_info {
     uint32_t rows;

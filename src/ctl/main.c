@@ -350,7 +350,8 @@ int main(int argc, char **argv)
     };
     const char *env = getenv("DPP_MASTER");
     const char *token_file = NULL;
-    ctl_t ctl = {.master = env && *env ? env : "127.0.0.1:7070",
+    static ctl_t ctl; /* static: its token stays reachable until exit */
+    ctl = (ctl_t){.master = env && *env ? env : "127.0.0.1:7070",
                  .timeout_ms = 60000,
                  .interval_ms = 1000};
     char *end;

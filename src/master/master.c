@@ -378,7 +378,7 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     maybe_compact(m);
     return;
 
-reject:
+reject:;
     char q[DPP_SPEC_ERRLEN + 64];
     DPP_INFO("session_rejected peer=%s error=%s", p->conn.peer, dpp_log_quote(err, q, sizeof q));
     dpp_conn_send_error(&p->conn, rc, "%s", err);

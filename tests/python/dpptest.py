@@ -113,21 +113,21 @@ class Cluster:
                 raise RuntimeError("%s wrote no port file in %ds:\n%s" % (name, timeout, self.log(name)))
             time.sleep(0.05)
 
-    def start_master(self):
+    def start_master(self, *extra):
         state = os.path.join(self.tmp, "master-state")
         os.makedirs(state, exist_ok=True)
         self.master = self._start(
             "master",
-            [need(os.path.join(BIN, "dpp-master")), "--listen", "127.0.0.1:0", "--state-dir", state, "--data-root", self.root],
+            [need(os.path.join(BIN, "dpp-master")), "--listen", "127.0.0.1:0", "--state-dir", state, "--data-root", self.root, *extra],
         )
         self.env["DPP_MASTER"] = self.master
         return self.master
 
-    def start_worker(self, threads=2):
+    def start_worker(self, threads=2, *extra):
         n = sum(1 for name, _ in self.procs if name.startswith("worker"))
         return self._start(
             "worker-%d" % n,
-            [need(os.path.join(BIN, "dpp-worker")), "--master", self.master, "--listen", "127.0.0.1:0", "--threads", str(threads)],
+            [need(os.path.join(BIN, "dpp-worker")), "--master", self.master, "--listen", "127.0.0.1:0", "--threads", str(threads), *extra],
         )
 
     def log(self, name):

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "common/block.h"
 #include "dpp/error.h"
@@ -294,6 +295,47 @@ static void test_builder_rejects_zero_dim(void **state)
     assert_int_equal(dpp_block_builder_init(&b, &zero_dim), DPP_EINVAL);
 }
 
+/* The checks a receiver makes before and after decompressing a block. */
+static void test_decompress(void **state)
+{
+    (void)state;
+    size_t n = 1u << 20;
+    uint8_t *raw = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        raw[i] = (uint8_t)(i * 2654435761u >> 13);
+    size_t bound = ZSTD_compressBound(n);
+    uint8_t *z = malloc(bound);
+    size_t zn = ZSTD_compress(z, bound, raw, n, 1);
+    assert_false(ZSTD_isError(zn));
+    uint8_t *out;
+    size_t out_len;
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n, n, &out, &out_len), 0);
+    assert_int_equal(out_len, n);
+    assert_memory_equal(out, raw, n);
+    free(out);
+    /* over the limit, a wrong declared size, a cut frame */
+    assert_int_equal(dpp_block_zstd_check(z, zn, n, n - 1), DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n, n - 1, &out, &out_len), DPP_EBLOCK);
+    assert_null(out);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n + 1, 2 * n, &out, &out_len),
+                     DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn / 2, 1, n, n, &out, &out_len), DPP_EBLOCK);
+    /* a bomb: 13 bytes whose header declares 4 GiB, refused from the header */
+    uint8_t bomb[13] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 1, 0, 0, 0};
+    assert_int_equal(ZSTD_getFrameContentSize(bomb, sizeof bomb), 1ull << 32);
+    assert_int_equal(dpp_block_zstd_check(bomb, sizeof bomb, 1ull << 32, 256u << 20), DPP_EBLOCK);
+    /* a frame that does not say its size */
+    assert_int_equal(dpp_block_zstd_check(raw, 64, 64, n), DPP_EBLOCK);
+    /* codec 0: the size must match; other codecs do not exist */
+    assert_int_equal(dpp_block_decompress(NULL, raw, 100, 0, 101, n, &out, &out_len), DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, raw, 100, 0, 100, n, &out, &out_len), 0);
+    assert_memory_equal(out, raw, 100);
+    free(out);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 2, n, n, &out, &out_len), DPP_EBLOCK);
+    free(z);
+    free(raw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_builder_rejects_zero_dim),
+        cmocka_unit_test(test_decompress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// libFuzzer target: the TFRecord reader (src/common/tfrecord.c) and the
+// index builders that scan a file's framing (src/common/tfindex.c). Input:
+// one byte picking the record size limit, one picking a record to restart
+// from, then the file. The in-memory iterator, the iterator restarted at a
+// record boundary (as a worker reads a split), dpp_tfindex_scan() and
+// dpp_tfindex_scan_verify() over the same bytes written to a file must agree
+// on every record boundary and on where and why reading stops.
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/tfindex.h"
+#include "common/tfrecord.h"
+#include "dpp/error.h"
+#include "fuzz_util.h"
+
+/* Every record the iterator framed, with whether its payload CRC held, and
+ * the framing error that stopped it (0: clean end). */
+typedef struct walk {
+    uint64_t *off, *size;
+    uint8_t *payload_ok;
+    size_t n, cap;
+    int err;
+    uint64_t err_off;
+} walk_t;
+
+static char file_path[4096];
+static int file_fd = -1;
+
+static void remove_file(void)
+{
+    if (file_path[0])
+        unlink(file_path);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    /* The scans open the file by path; tmpfs makes that twice as fast. */
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || *dir == '\0')
+        dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(file_path, sizeof file_path, "%s/dpp-fuzz-tfrecord-XXXXXX", dir);
+    file_fd = mkstemp(file_path);
+    FUZZ_CHECK(file_fd >= 0, "mkstemp %s: %s", file_path, strerror(errno));
+    atexit(remove_file);
+    return 0;
+}
+
+static void push(walk_t *w, uint64_t off, uint64_t size, int ok)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 64;
+        w->off = realloc(w->off, w->cap * sizeof *w->off);
+        w->size = realloc(w->size, w->cap * sizeof *w->size);
+        w->payload_ok = realloc(w->payload_ok, w->cap);
+        FUZZ_CHECK(w->off && w->size && w->payload_ok, "out of memory");
+    }
+    w->off[w->n] = off;
+    w->size[w->n] = size;
+    w->payload_ok[w->n] = (uint8_t)ok;
+    w->n++;
+}
+
+static void walk_free(walk_t *w)
+{
+    free(w->off);
+    free(w->size);
+    free(w->payload_ok);
+}
+
+static void iterate(const uint8_t *buf, size_t len, uint64_t base, uint64_t max_record, walk_t *w)
+{
+    dpp_tfrecord_iter_t it;
+    dpp_tfrecord_iter_init(&it, buf, len, base, max_record);
+    for (;;) {
+        const uint8_t *payload = NULL;
+        size_t plen = 0;
+        uint64_t err_off = UINT64_MAX;
+        size_t before = it.off;
+        int rc = dpp_tfrecord_next(&it, &payload, &plen, &err_off);
+        if (rc == 1) {
+            FUZZ_CHECK(payload == buf + before + 12 && plen <= max_record &&
+                           it.off == before + plen + DPP_TFRECORD_OVERHEAD && it.off <= len,
+                       "record at %zu: payload %zu bytes, next at %zu of %zu", before, plen,
+                       (size_t)it.off, len);
+            fuzz_touch(payload, plen);
+            push(w, base + before, it.off - before, 1);
+            continue;
+        }
+        if (rc == 0) {
+            FUZZ_CHECK(before == len, "clean end at %zu of %zu", before, len);
+            w->err = 0;
+            return;
+        }
+        FUZZ_CHECK(rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG, "rc %d", rc);
+        FUZZ_CHECK(err_off == base + before, "error at %llu for the record at %llu",
+                   (unsigned long long)err_off, (unsigned long long)(base + before));
+        if (!it.stuck) { /* payload CRC: the record is framed, reading goes on */
+            FUZZ_CHECK(rc == DPP_ECORRUPT && it.off > before && it.off <= len,
+                       "non-sticky error %d", rc);
+            push(w, base + before, it.off - before, 0);
+            continue;
+        }
+        uint64_t again = UINT64_MAX;
+        FUZZ_CHECK(dpp_tfrecord_next(&it, &payload, &plen, &again) == rc && again == err_off,
+                   "a framing error does not repeat");
+        w->err = rc;
+        w->err_off = err_off;
+        return;
+    }
+}
+
+static void write_file(const uint8_t *data, size_t size)
+{
+    FUZZ_CHECK(ftruncate(file_fd, 0) == 0, "ftruncate: %s", strerror(errno));
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = pwrite(file_fd, data + done, size - done, (off_t)done);
+        FUZZ_CHECK(n > 0, "pwrite: %s", strerror(errno));
+        done += (size_t)n;
+    }
+}
+
+/* Compares a scan with the iterator's records [0, n) and the given stop. */
+static void check_scan(const char *what, int rc, const dpp_tfindex_t *idx,
+                       const dpp_tfindex_scan_result_t *tail, const char *err, const walk_t *w,
+                       size_t n, int stop, uint64_t stop_off)
+{
+    FUZZ_CHECK(rc == 0, "%s: rc %d (%s)", what, rc, err);
+    FUZZ_CHECK(idx->n == n, "%s: %zu records, the iterator %zu", what, idx->n, n);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(idx->offsets[i] == w->off[i] && idx->sizes[i] == w->size[i],
+                   "%s: record %zu at %llu+%llu, the iterator's at %llu+%llu", what, i,
+                   (unsigned long long)idx->offsets[i], (unsigned long long)idx->sizes[i],
+                   (unsigned long long)w->off[i], (unsigned long long)w->size[i]);
+    FUZZ_CHECK(tail->error == stop && (stop == 0 || tail->error_offset == stop_off),
+               "%s: stops with %d at %llu, the iterator with %d at %llu", what, tail->error,
+               (unsigned long long)tail->error_offset, stop, (unsigned long long)stop_off);
+    FUZZ_CHECK(memchr(err, '\0', 256) != NULL, "%s: err not NUL-terminated", what);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    uint64_t max_record = data[0] == 0 ? UINT64_MAX : (uint64_t)data[0] * 4;
+    uint8_t restart = data[1];
+    data += 2;
+    size -= 2;
+
+    walk_t w = {0};
+    iterate(data, size, 0, max_record, &w);
+
+    /* A split starts at a record boundary and knows its file offset. */
+    if (w.n > 0) {
+        size_t k = restart % w.n;
+        walk_t part = {0};
+        iterate(data + w.off[k], size - (size_t)w.off[k], w.off[k], max_record, &part);
+        FUZZ_CHECK(part.n == w.n - k && part.err == w.err && part.err_off == w.err_off,
+                   "restarted at record %zu: %zu records and %d, whole file: %zu and %d", k,
+                   part.n, part.err, w.n - k, w.err);
+        for (size_t i = 0; i < part.n; i++)
+            FUZZ_CHECK(part.off[i] == w.off[k + i] && part.size[i] == w.size[k + i] &&
+                           part.payload_ok[i] == w.payload_ok[k + i],
+                       "restarted at record %zu: record %zu differs", k, i);
+        walk_free(&part);
+    }
+
+    write_file(data, size);
+    uint64_t scan_max = max_record == UINT64_MAX ? 0 : max_record; /* 0: no limit */
+    dpp_tfindex_t idx;
+    dpp_tfindex_scan_result_t tail;
+    char err[256];
+    int rc = dpp_tfindex_scan(file_path, scan_max, &idx, &tail, err, sizeof err);
+    check_scan("scan", rc, &idx, &tail, err, &w, w.n, w.err, w.err_off);
+    dpp_tfindex_close(&idx);
+
+    /* Verifying stops at the first payload CRC mismatch as well. */
+    size_t good = 0;
+    while (good < w.n && w.payload_ok[good])
+        good++;
+    rc = dpp_tfindex_scan_verify(file_path, scan_max, &idx, &tail, err, sizeof err);
+    if (good < w.n)
+        check_scan("scan_verify", rc, &idx, &tail, err, &w, good, DPP_ECORRUPT, w.off[good]);
+    else
+        check_scan("scan_verify", rc, &idx, &tail, err, &w, w.n, w.err, w.err_off);
+    dpp_tfindex_close(&idx);
+
+    /* Without a tail a stop is the error, and nothing is returned. */
+    rc = dpp_tfindex_scan(file_path, scan_max, &idx, NULL, err, sizeof err);
+    FUZZ_CHECK(rc == w.err && (rc != 0 || idx.n == w.n) && (rc == 0 || idx.n == 0),
+               "scan without tail: rc %d, want %d", rc, w.err);
+    dpp_tfindex_close(&idx);
+    walk_free(&w);
+    return 0;
+}
