@@ -17,17 +17,49 @@
 #include <zstd.h>
 
 #include "common/util.h"
+#include "common/tfindex.h"
 #include "worker/pipeline.h"
 #include "worker/reader.h"
 
 #define ROUNDS 3
+
+/* A range of a file, as the master leases it (--split-rows). */
+typedef struct range {
+    size_t file;
+    uint64_t byte_start, byte_end, record_start, record_count;
+} range_t;
 
 typedef struct table {
     char **paths, **rels;
     uint64_t *sizes;
     size_t n;
     uint64_t bytes;
+    range_t *ranges; /* NULL: each file whole */
+    size_t nranges;
 } table_t;
+
+/* Cuts every file into ranges of split_rows records from a framing scan,
+ * as index tasks and the master's plan do. */
+static void cut_ranges(table_t *t, unsigned long split_rows)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        dpp_tfindex_t idx;
+        dpp_tfindex_scan_result_t tail;
+        char err[256];
+        if (dpp_tfindex_scan(t->paths[i], 16u << 20, &idx, &tail, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_pipeline: index %s: %s\n", t->paths[i], err);
+            exit(1);
+        }
+        for (size_t k = 0; k < idx.n; k += split_rows) {
+            size_t last = k + split_rows < idx.n ? k + split_rows : idx.n;
+            t->ranges = realloc(t->ranges, (t->nranges + 1) * sizeof *t->ranges);
+            t->ranges[t->nranges++] = (range_t){i, idx.offsets[k],
+                                                idx.offsets[last - 1] + idx.sizes[last - 1], k,
+                                                last - k};
+        }
+        dpp_tfindex_close(&idx);
+    }
+}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -136,14 +168,27 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
     sink_t sink = {0};
     run_t r = {0};
     uint64_t t0 = dpp_now_ns();
-    for (size_t i = 0; i < t->n; i++) {
+    dpp_stage_times_t times = {0}; /* collected as the worker does */
+    dpp_split_scratch_t scratch = {0};
+    size_t ntasks = t->ranges ? t->nranges : t->n;
+    for (size_t i = 0; i < ntasks; i++) {
         dpp_task_t task = {.kind = DPP_TASK_SPLIT,
                            .path = t->paths[i],
                            .rel_path = t->rels[i],
                            .spec_json = (char *)spec,
                            .byte_end = UINT64_MAX};
+        if (t->ranges) {
+            const range_t *rg = &t->ranges[i];
+            task.path = t->paths[rg->file];
+            task.rel_path = t->rels[rg->file];
+            task.byte_start = rg->byte_start;
+            task.byte_end = rg->byte_end;
+            task.record_start = rg->record_start;
+            task.record_count = task.record_take = rg->record_count;
+        }
         dpp_split_result_t res;
-        if (dpp_pipeline_run_split(&cfg, reader, z, 0, &task, emit, &sink, &res, NULL) != 0) {
+        if (dpp_pipeline_run_split(&cfg, reader, z, &scratch, 0, &task, emit, &sink, &res, &times) !=
+            0) {
             fprintf(stderr, "bench_pipeline: %s\n", res.message);
             exit(1);
         }
@@ -157,6 +202,7 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
     r.raw_bytes = sink.raw_bytes;
     ZSTD_freeCCtx(z);
     dpp_reader_free(reader);
+    dpp_split_scratch_free(&scratch);
     return r;
 }
 
@@ -184,6 +230,7 @@ int main(int argc, char **argv)
     const char *spec_path = DPP_SOURCE_DIR "/examples/criteo.json";
     unsigned long rows = 1000000;
     int once = 0;
+    unsigned long split_rows = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--table") == 0 && i + 1 < argc)
             table_dir = argv[++i];
@@ -193,12 +240,17 @@ int main(int argc, char **argv)
             rows = strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--once") == 0)
             once = 1;
+        else if (strcmp(argv[i], "--split-rows") == 0 && i + 1 < argc)
+            split_rows = strtoul(argv[++i], NULL, 10);
         else {
             fprintf(stderr,
                     "usage: bench_pipeline [--table DIR] [--spec SPEC.json] [--rows N] [--once]\n"
+                    "                      [--split-rows N]\n"
                     "Without --table, generates an N-row (default 1,000,000) table with\n"
                     "dpp-gen into a temporary directory first. --once runs the whole\n"
-                    "path without compression once (for callgrind's instruction counts).\n");
+                    "path without compression once (for callgrind's instruction counts).\n"
+                    "--split-rows N: run ranges of N records, as leased splits (the\n"
+                    "files are scanned for record offsets first); default: whole files.\n");
             return 2;
         }
     }
@@ -226,6 +278,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_pipeline: no .tfrecord files under %s/*/\n", table_dir);
         return 1;
     }
+    if (split_rows)
+        cut_ranges(&t, split_rows);
     char *text = read_text(spec_path);
     char *spec_off = with_compression(text, "off");
     char *spec_zstd = with_compression(text, "zstd");

@@ -163,21 +163,38 @@ size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p);
  * or from elsewhere (0); decides compression "auto" for later splits. */
 void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback);
 
-/* Most bytes of blocks ever buffered at once (for tests and logs). */
 /* Bytes of blocks produced and not yet written to a client, now. */
 size_t dpp_pipeline_buffered(dpp_pipeline_t *p);
 
+/* Most bytes of blocks ever buffered at once (for tests and logs). */
 size_t dpp_pipeline_buffered_peak(dpp_pipeline_t *p);
 
-/* Produces every block of one split task with reader (a dpp_reader_t *) and
- * zctx (a ZSTD_CCtx *). emit(arg, block) takes each block in order; the
+/* A pipeline thread's memory for shuffled splits (spec `shuffle`): one
+ * split's records, gathered before they are produced in a permuted order.
+ * Kept from split to split: allocating a split's worth anew each time cost
+ * a page fault per 4 KiB. Zeroed: empty. */
+typedef struct dpp_split_scratch {
+    uint8_t *bytes;
+    size_t cap;
+    struct dpp_gathered_rec {
+        size_t at, len;
+        uint64_t index, off;
+    } *recs;
+    size_t ncap;
+} dpp_split_scratch_t;
+
+void dpp_split_scratch_free(dpp_split_scratch_t *s);
+
+/* Produces every block of one split task with reader (a dpp_reader_t *),
+ * zctx (a ZSTD_CCtx *) and scratch (NULL: a temporary one). emit(arg, block) takes each block in order; the
  * last is an empty block marked last. client_loopback: 1, 0 or -1 (unknown),
  * for compression "auto". times, when not NULL, accumulates time per stage.
  * Fills res; returns res->error. Public for the benchmarks and tests. */
 typedef int (*dpp_emit_cb)(void *arg, dpp_out_block_t *b);
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void *zctx,
-                           int client_loopback, const dpp_task_t *t, dpp_emit_cb emit, void *arg,
-                           dpp_split_result_t *res, dpp_stage_times_t *times);
+                           dpp_split_scratch_t *scratch, int client_loopback, const dpp_task_t *t,
+                           dpp_emit_cb emit, void *arg, dpp_split_result_t *res,
+                           dpp_stage_times_t *times);
 
 /* Runs an index task: loads the file's .idx sidecar, or scans its framing,
  * and fills res with the record count and the split boundaries. */
