@@ -14,6 +14,7 @@
 #include "dpp/client.h"
 
 #define ATTACH_EVERY_MS 1000
+#define KEEPALIVE_MS 5000 /* an empty Credit to each worker */
 #define ATTACH_EVERY_NO_WORKERS_MS 200
 #define MAX_BLOCK_INDEX (1u << 24)
 
@@ -53,7 +54,7 @@ struct dpp_client_io {
     uv_timer_t timer;
     struct sockaddr_storage master_ss;
     mlink_t *ml;
-    int64_t next_connect_ms, next_attach_ms;
+    int64_t next_connect_ms, next_attach_ms, next_keepalive_ms;
     unsigned backoff_ms;
     int attach_inflight;
     wlink_t *links;
@@ -554,6 +555,14 @@ static void on_timer(uv_timer_t *t)
 {
     dpp_client_io_t *io = dpp_container_of(t, dpp_client_io_t, timer);
     int64_t now = dpp_now_ms();
+    if (now >= io->next_keepalive_ms) {
+        /* workers close connections silent for their --idle-timeout-ms;
+         * a trainer holding batches has no credit to send for a while */
+        for (wlink_t *l = io->links; l; l = l->next)
+            if (l->ready && !l->conn.closing)
+                send_credit(l, 0);
+        io->next_keepalive_ms = now + KEEPALIVE_MS;
+    }
     if (io->ml == NULL && now >= io->next_connect_ms)
         connect_master(io);
     else if (io->ml && io->ml->ready && !io->attach_inflight && now >= io->next_attach_ms)

@@ -46,6 +46,8 @@ static const char usage[] =
     "  --handshake-timeout-ms N  close a peer that has not said HELLO (and AUTH)\n"
     "                         after N ms (default 10000)\n"
     "  --max-connections N    peers served at once; more are refused (default 1024)\n"
+    "  --idle-timeout-ms N    close a dppctl or client connection silent for N ms\n"
+    "                         (clients refresh every second; default 60000)\n"
     "  --max-spec-kb N        largest spec accepted (default 1024)\n"
     "  --max-features N       most features (dense + sparse) a spec may have\n"
     "                         (default 4096)\n"
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
         {"handshake-timeout-ms", required_argument, NULL, 'S'},
         {"max-connections", required_argument, NULL, 'C'},
         {"max-spec-kb", required_argument, NULL, 'K'},
+        {"idle-timeout-ms", required_argument, NULL, 'i'},
         {"max-features", required_argument, NULL, 'F'},
         {"max-frame-mb", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
@@ -123,6 +126,9 @@ int main(int argc, char **argv)
             break;
         case 'C':
             cfg.max_connections = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'i':
+            cfg.idle_ms = (unsigned)strtoul(optarg, NULL, 10);
             break;
         case 'K':
             cfg.max_spec_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;

@@ -1008,7 +1008,7 @@ static void on_connection(uv_stream_t *server, int status)
         m->peers->prev = p;
     m->peers = p;
     m->npeers++;
-    p->accepted_ms = dpp_now_ms();
+    p->accepted_ms = p->last_seen_ms = dpp_now_ms();
     if (m->max_msg)
         p->conn.limits.max_msg = m->max_msg;
     if (dpp_conn_accept(server, &p->conn) != 0) {
@@ -1036,6 +1036,17 @@ static void on_timer(uv_timer_t *t)
             DPP_WARN("handshake_timeout peer=%s ms=%u", p->conn.peer, m->handshake_ms);
             dpp_conn_send_error(&p->conn, DPP_ETIMEDOUT, "no %s within %u ms",
                                 p->role == ROLE_NONE ? "HELLO" : "AUTH", m->handshake_ms);
+            dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
+            continue;
+        }
+        /* clients refresh every second, dppctl asks once: silence is a
+         * peer gone without closing (workers have their own timeout) */
+        if ((p->role == ROLE_CTL || p->role == ROLE_CLIENT) && !p->conn.closing &&
+            now - p->last_seen_ms > (int64_t)m->idle_ms) {
+            m->idle_timeouts++;
+            DPP_INFO("idle_timeout peer=%s role=%s ms=%u", p->conn.peer, role_name(p->role),
+                     m->idle_ms);
+            dpp_conn_send_error(&p->conn, DPP_ETIMEDOUT, "idle for %u ms", m->idle_ms);
             dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
             continue;
         }
@@ -1201,6 +1212,7 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     if (cfg->auth)
         m->auth = *cfg->auth;
     m->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
+    m->idle_ms = cfg->idle_ms ? cfg->idle_ms : 60000;
     m->max_spec_bytes = cfg->max_spec_bytes ? cfg->max_spec_bytes : DPP_SPEC_MAX_BYTES;
     m->max_features = cfg->max_features ? cfg->max_features : DPP_SPEC_MAX_FEATURES;
     m->max_msg = cfg->max_msg_bytes;

@@ -22,6 +22,7 @@ typedef struct dpp_master_config {
     const struct dpp_auth *auth;  /* cluster token every peer must prove; NULL: none */
     const char *http;             /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
     unsigned handshake_ms;        /* a peer must finish HELLO (and AUTH) this fast (0: 10 s) */
+    unsigned idle_ms;             /* a dppctl or client silent this long is closed (0: 60 s) */
     unsigned max_connections;     /* more are accepted and closed at once (0: 1024) */
     size_t max_spec_bytes;        /* submitted spec text (0: 1 MiB) */
     unsigned max_features;        /* dense + sparse features of a spec (0: 4096) */

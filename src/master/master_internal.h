@@ -90,12 +90,12 @@ struct dpp_master {
     int failed; /* stopped by an error (the journal): exit non-zero */
     dpp_master_counters_t n;
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
-    unsigned handshake_ms, max_connections;
+    unsigned handshake_ms, idle_ms, max_connections;
     size_t max_spec_bytes;
     unsigned max_features;
     uint32_t max_msg; /* frames' message bytes; 0: the default */
     size_t npeers;
-    uint64_t auth_failures, refused_connections, handshake_timeouts;
+    uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
     struct dpp_http *http; /* --http, NULL when not serving */
 };
 

@@ -71,6 +71,8 @@ static void render(dpp_master_t *ms, dpp_metrics_t *m)
             ms->auth_failures);
     counter(m, "dpp_handshake_timeouts_total", "Peers closed for not finishing HELLO/AUTH.",
             ms->handshake_timeouts);
+    counter(m, "dpp_idle_timeouts_total", "dppctl and client connections closed for silence.",
+            ms->idle_timeouts);
 
     counter(m, "dpp_splits_leased_total", "Split leases granted.", n->splits_leased);
     counter(m, "dpp_splits_done_total", "Splits consumed by their clients.", n->splits_consumed);

@@ -49,6 +49,8 @@ static const char usage[] =
     "  --handshake-timeout-ms N  close a client that has not said HELLO (and\n"
     "                        AUTH) after N ms (default 10000)\n"
     "  --max-connections N   clients served at once; more are refused (default 1024)\n"
+    "  --idle-timeout-ms N   close a client silent for N ms (clients send a\n"
+    "                        keepalive every 5 s; default 60000)\n"
     "  --max-frame-mb N      largest message a client may send (default 16)\n"
     "  --data-root DIR       only read files under DIR (repeat for several; the\n"
     "                        master's roots as this host mounts them); a task for\n"
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
         {"max-connections", required_argument, NULL, 'C'},
         {"data-root", required_argument, NULL, 'R'},
         {"max-frame-mb", required_argument, NULL, 'M'},
+        {"idle-timeout-ms", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -202,6 +205,11 @@ int main(int argc, char **argv)
             if (parse_uint(optarg, 1u << 20, &v) || v == 0)
                 goto bad_value;
             cfg.max_connections = (unsigned)v;
+            break;
+        case 'i':
+            if (parse_uint(optarg, 86400000, &v) || v == 0)
+                goto bad_value;
+            cfg.idle_ms = (unsigned)v;
             break;
         case 'M':
             if (parse_uint(optarg, 1024, &v) || v == 0)

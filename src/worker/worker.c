@@ -39,7 +39,7 @@ typedef struct client {
     dpp_worker_t *w;
     int hello_done;
     dpp_auth_state_t auth; /* pending: AUTH must come next */
-    int64_t accepted_ms;
+    int64_t accepted_ms, last_seen_ms;
     stream_t *stream;
     uint32_t credits;
     struct client *prev, *next; /* all clients */
@@ -100,9 +100,9 @@ struct dpp_worker {
     worker_counters_t n;
     struct dpp_http *http; /* --http, NULL when not serving */
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
-    unsigned handshake_ms, max_connections;
+    unsigned handshake_ms, idle_ms, max_connections;
     size_t nclients;
-    uint64_t auth_failures, refused_connections, handshake_timeouts;
+    uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
 };
 
 /* ---- streams and clients ------------------------------------------------ */
@@ -271,6 +271,7 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         dpp_conn_close(conn, DPP_EMSG);
         return;
     }
+    c->last_seen_ms = dpp_now_ms();
     if (!c->hello_done && f->type != DPP_MSG_HELLO) {
         dpp_conn_send_error(conn, DPP_EMSGTYPE, "expected HELLO, got %s", dpp_msg_name(f->type));
         dpp_conn_close(conn, DPP_EMSGTYPE);
@@ -335,7 +336,11 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         break;
     }
     case DPP_MSG_CREDIT:
-        c->credits += ((Dpp__Credit *)msg)->credits;
+        {
+            /* bounded: a block per credit, so more than this is meaningless */
+            uint64_t sum = (uint64_t)c->credits + ((Dpp__Credit *)msg)->credits;
+            c->credits = sum > (1u << 20) ? 1u << 20 : (uint32_t)sum;
+        }
         if (c->stream)
             flush_stream(c->w, c->stream);
         break;
@@ -363,7 +368,7 @@ static void on_client_connection(uv_stream_t *server, int status)
         w->clients->prev = c;
     w->clients = c;
     w->nclients++;
-    c->accepted_ms = dpp_now_ms();
+    c->accepted_ms = c->last_seen_ms = dpp_now_ms();
     if (w->cfg.max_msg_bytes)
         c->conn.limits.max_msg = w->cfg.max_msg_bytes;
     if (dpp_conn_accept(server, &c->conn) != 0) {
@@ -705,6 +710,12 @@ static void on_timer(uv_timer_t *t)
             dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "no %s within %u ms",
                                 c->hello_done ? "AUTH" : "HELLO", w->handshake_ms);
             dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
+        } else if (c->hello_done && !c->conn.closing && now - c->last_seen_ms > (int64_t)w->idle_ms) {
+            /* clients send a keepalive every few seconds, even with no credit to give */
+            w->idle_timeouts++;
+            DPP_INFO("idle_timeout peer=%s ms=%u", c->conn.peer, w->idle_ms);
+            dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "idle for %u ms", w->idle_ms);
+            dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
         }
     }
     if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
@@ -802,6 +813,7 @@ static void render_metrics(dpp_worker_t *w, dpp_metrics_t *m)
             w->auth_failures);
     counter(m, "dpp_handshake_timeouts_total", "Clients closed for not finishing HELLO/AUTH.",
             w->handshake_timeouts);
+    counter(m, "dpp_idle_timeouts_total", "Clients closed for silence.", w->idle_timeouts);
 }
 
 static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
@@ -844,6 +856,7 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     if (cfg->auth)
         w->auth = *cfg->auth;
     w->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
+    w->idle_ms = cfg->idle_ms ? cfg->idle_ms : 60000;
     w->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
     w->backoff_ms = BACKOFF_MIN_MS;
     w->heartbeat_ms = 1000;

@@ -23,6 +23,7 @@ typedef struct dpp_worker_config {
     const struct dpp_auth *auth; /* cluster token (both ways); NULL: none */
     const char *http;            /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
     unsigned handshake_ms;       /* a client must finish HELLO (and AUTH) this fast (0: 10 s) */
+    unsigned idle_ms;            /* a client silent this long is closed (0: 60 s) */
     unsigned max_connections;    /* more clients are accepted and closed at once (0: 1024) */
     uint32_t max_msg_bytes;      /* a client frame's message (0: 16 MiB) */
     char **roots;                /* resolved data roots task files must be under; none: unchecked */

@@ -65,8 +65,9 @@ env -u DPP_MASTER "$DPPCTL" validate "$good" || dpp_fail "dppctl validate reject
 dpp_log "the valid spec validates"
 
 dpp_step "start a master (with small limits) and a worker; a session is read meanwhile"
-dpp_start_master --data-root "$root" --max-spec-kb 8 --max-features 20 --max-frame-mb 1
-dpp_start_worker --threads 2
+dpp_start_master --data-root "$root" --max-spec-kb 8 --max-features 20 --max-frame-mb 1 \
+    --idle-timeout-ms 5000
+dpp_start_worker --threads 2 --idle-timeout-ms 7000
 dpp_log "master at $DPP_MASTER_ADDR"
 slow=$DPP_TMP/slow.json
 cat >"$slow" <<JSON
@@ -101,6 +102,18 @@ dpp_expect_reject "dppctl: features: 21, this master takes at most 20 (--max-fea
 /usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/rawpeer.py" "$DPP_MASTER_ADDR" \
     "bigframe:2097152 expect-error expect-closed" | tee "$DPP_TMP/bigframe.out"
 grep -q "^error -1003 " "$DPP_TMP/bigframe.out" || dpp_fail "a 2 MiB message passed --max-frame-mb 1"
+# idle peers: silent after HELLO, closed by each daemon's --idle-timeout-ms
+# (the session's own client, reading meanwhile, keeps both links alive)
+/usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/rawpeer.py" "$DPP_MASTER_ADDR" \
+    "hello:ctl idle:6 expect-error expect-closed" >"$DPP_TMP/idle-master.out" 2>&1 &
+idle_master=$!
+dpp_track "$idle_master"
+/usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/rawpeer.py" "$(cat -- "$DPP_TMP/worker-0.port")" \
+    "hello:client idle:8 expect-error expect-closed" >"$DPP_TMP/idle-worker.out" 2>&1 || true
+wait "$idle_master" || true
+cat "$DPP_TMP/idle-master.out" "$DPP_TMP/idle-worker.out"
+grep -q "^error -1015 idle for 5000 ms" "$DPP_TMP/idle-master.out" || dpp_fail "the master kept an idle peer"
+grep -q "^error -1015 idle for 7000 ms" "$DPP_TMP/idle-worker.out" || dpp_fail "the worker kept an idle peer"
 
 dpp_step "submit: rejected specs"
 dpp_expect_reject 'dppctl: features.dense[3].transforms[0].op: unknown op "logp"' \
