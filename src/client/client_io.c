@@ -392,9 +392,10 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
 
 /* ---- master link -------------------------------------------------------- */
 
-static void send_attach(dpp_client_io_t *io)
+static void send_attach_req(dpp_client_io_t *io, int detach)
 {
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
+    req.detach = detach;
     req.session_id = io->c->session;
     req.rank = io->c->rank;
     uint64_t hist[16];
@@ -409,6 +410,11 @@ static void send_attach(dpp_client_io_t *io)
     req.wait_hist = hist;
     if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
         io->attach_inflight = 1;
+}
+
+static void send_attach(dpp_client_io_t *io)
+{
+    send_attach_req(io, 0);
 }
 
 /* Sends queued credits and, when the master link is up, queued acks. */
@@ -534,6 +540,8 @@ static void close_all(dpp_client_io_t *io)
     uv_close((uv_handle_t *)&io->wake, NULL);
     uv_close((uv_handle_t *)&io->timer, NULL);
     drain_queues(io); /* the last acknowledgements still reach the master */
+    if (io->ml && io->ml->ready)
+        send_attach_req(io, 1); /* the trainer's final counters; the rank is gone */
     if (io->ml)
         dpp_conn_finish(&io->ml->conn);
     for (wlink_t *l = io->links; l; l = l->next)

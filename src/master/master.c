@@ -768,7 +768,7 @@ static void handle_attach(peer_t *p, const Dpp__AttachRequest *req)
     int64_t now = dpp_now_ms();
     int64_t *seen = &s->rank_seen_ms[req->rank];
     newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
-    *seen = now;
+    *seen = req->detach ? 0 : now; /* a closing client: nothing more for this rank */
     Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
     r.session_id = s->id;
     r.rank = req->rank;
