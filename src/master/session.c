@@ -41,6 +41,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->state = SESSION_INDEXING;
     s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
+    s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
@@ -66,6 +67,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_first);
     free(s->rank_count);
     free(s->rank_prefetch);
+    free(s->rank_cursor);
     free(s->prev_leases);
     free(s->reports);
     free(s);
@@ -192,6 +194,7 @@ static void plan_splits(dpp_session_t *s)
     }
     free(s->splits);
     s->splits = plan_epoch(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
+    memset(s->rank_cursor, 0, s->spec.consumers * sizeof *s->rank_cursor);
     memset(s->counts, 0, sizeof s->counts);
     s->counts[SPLIT_PENDING] = s->nsplits;
 }
@@ -224,16 +227,18 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
         s->splits[i].lease.lease_id = s->splits[i].lease.worker_id = 0;
 }
 
-int dpp_session_split_held_back(const dpp_session_t *s, size_t i)
+int dpp_session_split_held_back(dpp_session_t *s, size_t i)
 {
     if (s->spec.order_fastest)
         return 0;
     const dpp_split_t *sp = &s->splits[i];
-    size_t first = s->rank_first[sp->rank];
-    size_t unconsumed = 0; /* seq of the rank's first split not consumed */
-    while (unconsumed < sp->seq && s->splits[first + unconsumed].state == SPLIT_CONSUMED)
-        unconsumed++;
-    return sp->seq > unconsumed + s->rank_prefetch[sp->rank];
+    size_t first = s->rank_first[sp->rank], n = s->rank_count[sp->rank];
+    /* the rank's first unconsumed split: the cursor only moves forward
+     * (amortised O(1) per call) and is reset when splits go back */
+    size_t *cur = &s->rank_cursor[sp->rank];
+    while (*cur < n && s->splits[first + *cur].state == SPLIT_CONSUMED)
+        (*cur)++;
+    return sp->seq > *cur + s->rank_prefetch[sp->rank];
 }
 
 /* Every split of the epoch is consumed: starts the next epoch or ends the
@@ -356,6 +361,8 @@ int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned
     size_t first = s->rank_first[rank];
     for (size_t j = seq; j < s->rank_count[rank]; j++)
         reset_split(s, first + j);
+    if (s->rank_cursor[rank] > seq)
+        s->rank_cursor[rank] = seq;
     /* the splits before the token's position reached the trainer (their
      * acknowledgements may not have): consumed; the last one may end the
      * epoch */

@@ -93,6 +93,7 @@ typedef struct dpp_session {
     size_t *rank_first;    /* [consumers]: id of each rank's first split this epoch */
     size_t *rank_count;    /* [consumers]: splits of each rank this epoch */
     unsigned *rank_prefetch; /* [consumers]: order deterministic: splits leased ahead */
+    size_t *rank_cursor;     /* [consumers]: no split before this position is unconsumed */
     uint64_t *prev_leases;   /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */
     size_t nprev;
@@ -137,7 +138,7 @@ static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned ra
 /* With order deterministic: 1 when split i is too far ahead of what its
  * rank's client consumed to be leased now (more than rank_prefetch splits
  * past its first unconsumed one), which bounds what the client buffers. */
-int dpp_session_split_held_back(const dpp_session_t *s, size_t i);
+int dpp_session_split_held_back(dpp_session_t *s, size_t i);
 
 /* Batches every rank gets per epoch with remainder "pad" (0 otherwise or
  * while indexing). */
