@@ -138,17 +138,26 @@ static void grant_leases(dpp_master_t *m)
             dpp_session_t *s = m->sessions[si];
             if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
                 continue;
-            for (size_t i = 0; i < s->nsplits && n < p->lease_want; i++) {
+            for (unsigned r = 0; r < s->spec.consumers && n < p->lease_want; r++) {
                 /* Only for a rank whose client is attached: blocks nobody
                  * reads would fill the worker's buffer and starve every
                  * other session it serves. */
-                int64_t seen = s->rank_seen_ms[dpp_session_rank_of(s, i)];
+                int64_t seen = s->rank_seen_ms[r];
                 if (seen == 0 || now - seen > RANK_ABSENT_MS)
                     continue;
-                if (s->splits[i].state == SPLIT_PENDING && !dpp_session_split_held_back(s, i)) {
-                    lease_split(m, p, s, i, &leases[n]);
-                    ptrs[n] = &leases[n];
-                    n++;
+                /* From the rank's first unconsumed split; with order
+                 * deterministic, no further than its lease window: a grant
+                 * looks at a few splits per rank, not at the whole plan. */
+                size_t first = s->rank_first[r], from = dpp_session_rank_cursor(s, r);
+                size_t to = s->rank_count[r];
+                if (!s->spec.order_fastest && from + s->rank_prefetch[r] + 1 < to)
+                    to = from + s->rank_prefetch[r] + 1;
+                for (size_t seq = from; seq < to && n < p->lease_want; seq++) {
+                    if (s->splits[first + seq].state == SPLIT_PENDING) {
+                        lease_split(m, p, s, first + seq, &leases[n]);
+                        ptrs[n] = &leases[n];
+                        n++;
+                    }
                 }
             }
         }
@@ -572,26 +581,26 @@ static void handle_register(peer_t *p, const Dpp__RegisterRequest *req)
     dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
-/* The split a lease id names: its current lease, or (*late = 1, *split
- * meaningless) a lease of the epoch before, whose split its client consumed
- * before the worker's SPLIT_DONE arrived. */
-static dpp_session_t *find_split_lease(dpp_master_t *m, uint64_t lease_id, size_t *split, int *late)
+/* The split a SPLIT_DONE names: its current lease (the worker echoes the
+ * session and split, so this is direct), or (*late = 1, *split meaningless)
+ * a lease of the epoch before, whose split its client consumed before the
+ * worker's SPLIT_DONE arrived. A lease that is neither is stale: NULL. */
+static dpp_session_t *find_split_lease(dpp_master_t *m, const Dpp__SplitDone *msg, size_t *split,
+                                       int *late)
 {
-    for (size_t si = 0; si < m->nsessions; si++) {
-        dpp_session_t *s = m->sessions[si];
-        for (size_t i = 0; i < s->nsplits; i++) {
-            if (s->splits[i].lease.lease_id == lease_id) {
-                *split = i;
-                *late = 0;
-                return s;
-            }
-        }
-        for (size_t i = 0; i < s->nprev; i++) {
-            if (s->prev_leases[i] == lease_id) {
-                *split = 0;
-                *late = 1;
-                return s;
-            }
+    dpp_session_t *s = find_session(m, msg->session_id);
+    if (s == NULL)
+        return NULL;
+    if (msg->split_id < s->nsplits && s->splits[msg->split_id].lease.lease_id == msg->lease_id) {
+        *split = msg->split_id;
+        *late = 0;
+        return s;
+    }
+    for (size_t i = 0; i < s->nprev; i++) {
+        if (s->prev_leases[i] == msg->lease_id) {
+            *split = 0;
+            *late = 1;
+            return s;
         }
     }
     return NULL;
@@ -630,7 +639,7 @@ static void handle_split_done(peer_t *p, const Dpp__SplitDone *msg)
 {
     size_t i;
     int late;
-    dpp_session_t *s = find_split_lease(p->m, msg->lease_id, &i, &late);
+    dpp_session_t *s = find_split_lease(p->m, msg, &i, &late);
     if (s == NULL || s->state == SESSION_FAILED)
         return;
     dpp_split_t *sp = late ? NULL : &s->splits[i];

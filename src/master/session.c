@@ -227,18 +227,22 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
         s->splits[i].lease.lease_id = s->splits[i].lease.worker_id = 0;
 }
 
+size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r)
+{
+    /* moves only forward, and is reset when splits go back (a new plan,
+     * a resume) */
+    size_t first = s->rank_first[r], n = s->rank_count[r], *cur = &s->rank_cursor[r];
+    while (*cur < n && s->splits[first + *cur].state == SPLIT_CONSUMED)
+        (*cur)++;
+    return *cur;
+}
+
 int dpp_session_split_held_back(dpp_session_t *s, size_t i)
 {
     if (s->spec.order_fastest)
         return 0;
     const dpp_split_t *sp = &s->splits[i];
-    size_t first = s->rank_first[sp->rank], n = s->rank_count[sp->rank];
-    /* the rank's first unconsumed split: the cursor only moves forward
-     * (amortised O(1) per call) and is reset when splits go back */
-    size_t *cur = &s->rank_cursor[sp->rank];
-    while (*cur < n && s->splits[first + *cur].state == SPLIT_CONSUMED)
-        (*cur)++;
-    return sp->seq > *cur + s->rank_prefetch[sp->rank];
+    return sp->seq > dpp_session_rank_cursor(s, sp->rank) + s->rank_prefetch[sp->rank];
 }
 
 /* Every split of the epoch is consumed: starts the next epoch or ends the

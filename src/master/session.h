@@ -135,6 +135,10 @@ static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned ra
     return s->rank_count ? s->rank_count[rank] : 0;
 }
 
+/* Position of rank r's first split of this epoch that is not consumed
+ * (its split count when all are). Amortised O(1). */
+size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r);
+
 /* With order deterministic: 1 when split i is too far ahead of what its
  * rank's client consumed to be leased now (more than rank_prefetch splits
  * past its first unconsumed one), which bounds what the client buffers. */

@@ -588,6 +588,8 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     memset(res, 0, sizeof *res);
     res->kind = DPP_TASK_SPLIT;
     res->lease_id = t->lease_id;
+    memcpy(res->session, t->session, sizeof res->session);
+    res->split = t->split;
     int rc = plan_init(&plan, t->spec_json, err, sizeof err);
     if (rc) {
         set_error(res, rc, "spec: %s", rc == -ENOMEM ? "out of memory" : err);

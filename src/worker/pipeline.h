@@ -65,6 +65,8 @@ typedef struct dpp_split_result {
     struct dpp_split_result *next;
     dpp_task_kind_t kind;
     uint64_t lease_id;
+    char session[24]; /* SPLIT: the lease's session and split, echoed to the master */
+    uint32_t split;
     unsigned generation;
     uint32_t blocks;
     uint64_t rows, filtered, bytes_read;

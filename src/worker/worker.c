@@ -590,6 +590,8 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     }
     Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
     d.lease_id = r->lease_id;
+    d.session_id = (char *)r->session;
+    d.split_id = r->split;
     d.blocks = r->blocks;
     d.rows = r->rows;
     d.records_rejected =
