@@ -188,18 +188,29 @@ static int read_frame(dpp_sync_conn_t *c, dpp_frame_t *f, size_t *flen, int64_t 
     }
 }
 
+int dpp_sync_send(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *m, int timeout_ms)
+{
+    size_t len;
+    uint8_t *out = dpp_frame_pack(type, m, 0, &len);
+    if (out == NULL)
+        return -ENOMEM;
+    int rc = write_all(c->fd, out, len, now_ms() + timeout_ms);
+    free(out);
+    return rc;
+}
+
 int dpp_sync_call(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *req,
                   uint16_t *reply_type, ProtobufCMessage **reply, int timeout_ms)
 {
+    int rc = dpp_sync_send(c, type, req, timeout_ms);
+    return rc ? rc : dpp_sync_recv(c, reply_type, reply, timeout_ms);
+}
+
+int dpp_sync_recv(dpp_sync_conn_t *c, uint16_t *reply_type, ProtobufCMessage **reply,
+                  int timeout_ms)
+{
     int64_t deadline = now_ms() + timeout_ms;
-    size_t len;
-    uint8_t *out = dpp_frame_pack(type, req, 0, &len);
-    if (out == NULL)
-        return -ENOMEM;
-    int rc = write_all(c->fd, out, len, deadline);
-    free(out);
-    if (rc)
-        return rc;
+    int rc;
     dpp_frame_t f;
     size_t flen;
     rc = read_frame(c, &f, &flen, deadline);
@@ -272,13 +283,8 @@ int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int
                              sizeof c->error);
     }
     protobuf_c_message_free_unpacked(reply, NULL);
-    if (rc == 0 && send) {
-        /* no answer: a wrong token gets an Error in reply to the next request */
-        size_t len;
-        uint8_t *out = dpp_frame_pack(DPP_MSG_AUTH, &am.base, 0, &len);
-        rc = out ? write_all(c->fd, out, len, now_ms() + timeout_ms) : -ENOMEM;
-        free(out);
-    }
+    if (rc == 0 && send) /* no answer: a wrong token gets an Error in reply to the next request */
+        rc = dpp_sync_send(c, DPP_MSG_AUTH, &am.base, timeout_ms);
     if (rc)
         goto fail;
     return 0;

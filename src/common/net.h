@@ -54,6 +54,12 @@ int dpp_sync_connect(dpp_sync_conn_t *c, const char *addr, const char *role, int
 int dpp_sync_call(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *req,
                   uint16_t *reply_type, ProtobufCMessage **reply, int timeout_ms);
 
+/* The two halves of dpp_sync_call(): send one frame (no reply expected), or
+ * wait for one. Same returns. */
+int dpp_sync_send(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *m, int timeout_ms);
+int dpp_sync_recv(dpp_sync_conn_t *c, uint16_t *reply_type, ProtobufCMessage **reply,
+                  int timeout_ms);
+
 void dpp_sync_close(dpp_sync_conn_t *c);
 
 #endif
