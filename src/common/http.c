@@ -12,6 +12,7 @@
 #include "dpp/error.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "util.h"
 
@@ -559,4 +560,21 @@ void dpp_http_stop(dpp_http_t *h)
     for (http_conn_t *c = h->conns; c; c = c->next)
         conn_close(c);
     uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+}
+
+void dpp_http_respond_metrics(dpp_http_response_t *res, void (*render)(void *arg, dpp_metrics_t *m),
+                              void *arg)
+{
+    dpp_metrics_t m;
+    dpp_metrics_init(&m);
+    render(arg, &m);
+    size_t len;
+    const char *text = dpp_metrics_text(&m, &len);
+    if (text) {
+        dpp_http_respond(res, 200, DPP_METRICS_CONTENT_TYPE, text, len);
+    } else {
+        DPP_ERROR("metrics_render_failed error=\"%s\"", dpp_strerror(dpp_metrics_error(&m)));
+        dpp_http_respond(res, 500, "text/plain; charset=utf-8", "render failed\n", 14);
+    }
+    dpp_metrics_close(&m);
 }

@@ -76,6 +76,14 @@ int dpp_http_respond(dpp_http_response_t *res, int status, const char *content_t
 int dpp_http_start(dpp_http_t **out, uv_loop_t *loop, const char *host_port,
                    dpp_http_handler_fn handler, void *arg, const dpp_http_limits_t *limits);
 
+struct dpp_metrics;
+
+/* Answers GET /metrics: renders into a fresh dpp_metrics_t with
+ * render(arg, m) and responds 200 with the text, or 500 (logged) when the
+ * render failed. */
+void dpp_http_respond_metrics(dpp_http_response_t *res,
+                              void (*render)(void *arg, struct dpp_metrics *m), void *arg);
+
 /* The bound port (useful with port 0). */
 int dpp_http_port(const dpp_http_t *h);
 

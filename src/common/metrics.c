@@ -294,3 +294,34 @@ int dpp_metrics_error(const dpp_metrics_t *m)
 {
     return m->error;
 }
+
+int dpp_metrics_counter(dpp_metrics_t *m, const char *name, const char *help, uint64_t v)
+{
+    dpp_metrics_family(m, name, DPP_METRIC_COUNTER, help);
+    return dpp_metrics_sample_u64(m, name, NULL, 0, v);
+}
+
+int dpp_metrics_gauge(dpp_metrics_t *m, const char *name, const char *help, double v)
+{
+    dpp_metrics_family(m, name, DPP_METRIC_GAUGE, help);
+    return dpp_metrics_sample(m, name, NULL, 0, v);
+}
+
+int dpp_metrics_build_info(dpp_metrics_t *m, const char *role)
+{
+    dpp_metrics_label_t l[2] = {{"version", DPP_VERSION}, {"role", role}};
+    dpp_metrics_family(m, "dpp_build_info", DPP_METRIC_GAUGE, "Build of this daemon (always 1).");
+    return dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
+}
+
+int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const uint64_t v[6])
+{
+    static const char *const reasons[6] = {"corrupt", "truncated", "too_big",
+                                           "example", "missing",   "type"};
+    dpp_metrics_family(m, "dpp_records_rejected_total", DPP_METRIC_COUNTER, help);
+    for (int i = 0; i < 6; i++) {
+        dpp_metrics_label_t l = {"reason", reasons[i]};
+        dpp_metrics_sample_u64(m, "dpp_records_rejected_total", &l, 1, v[i]);
+    }
+    return dpp_metrics_error(m);
+}

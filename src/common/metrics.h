@@ -85,6 +85,17 @@ int dpp_metrics_histogram(dpp_metrics_t *m, const char *name, const dpp_metrics_
                           size_t nlabels, const double *bounds, const uint64_t *counts,
                           size_t nbuckets, double sum, uint64_t count);
 
+/* A family of one sample without labels (counter or gauge). */
+int dpp_metrics_counter(dpp_metrics_t *m, const char *name, const char *help, uint64_t v);
+int dpp_metrics_gauge(dpp_metrics_t *m, const char *name, const char *help, double v);
+
+/* dpp_build_info{version="...",role} 1, the family every daemon serves. */
+int dpp_metrics_build_info(dpp_metrics_t *m, const char *role);
+
+/* The records-rejected counter family, by reason: v[] holds corrupt,
+ * truncated, too_big, example, missing and type, in that order. */
+int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const uint64_t v[6]);
+
 /* The rendered text and its length (every line ends with '\n'), or NULL
  * after a failure (see dpp_metrics_error()). The text is NUL-terminated and
  * owned by m: valid until the next write, reset or close. */

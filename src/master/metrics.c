@@ -21,27 +21,13 @@ static void wait_bounds(double *b)
         b[i] = 10e-6 * (double)(1u << i);
 }
 
-static void counter(dpp_metrics_t *m, const char *name, const char *help, uint64_t v)
+static void render(void *arg, dpp_metrics_t *m)
 {
-    dpp_metrics_family(m, name, DPP_METRIC_COUNTER, help);
-    dpp_metrics_sample_u64(m, name, NULL, 0, v);
-}
-
-static void gauge(dpp_metrics_t *m, const char *name, const char *help, double v)
-{
-    dpp_metrics_family(m, name, DPP_METRIC_GAUGE, help);
-    dpp_metrics_sample(m, name, NULL, 0, v);
-}
-
-static void render(dpp_master_t *ms, dpp_metrics_t *m)
-{
+    dpp_master_t *ms = arg;
     const dpp_master_counters_t *n = &ms->n;
     dpp_metrics_label_t l[3];
 
-    dpp_metrics_family(m, "dpp_build_info", DPP_METRIC_GAUGE, "Build of this daemon (always 1).");
-    l[0] = (dpp_metrics_label_t){"version", DPP_VERSION};
-    l[1] = (dpp_metrics_label_t){"role", "master"};
-    dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
+    dpp_metrics_build_info(m, "master");
 
     size_t by_state[4] = {0};
     for (size_t i = 0; i < ms->nsessions; i++)
@@ -51,55 +37,51 @@ static void render(dpp_master_t *ms, dpp_metrics_t *m)
         l[0] = (dpp_metrics_label_t){"state", dpp_session_state_name((session_state_t)st)};
         dpp_metrics_sample_u64(m, "dpp_sessions", l, 1, by_state[st]);
     }
-    counter(m, "dpp_sessions_submitted_total", "Sessions accepted.", n->sessions_submitted);
+    dpp_metrics_counter(m, "dpp_sessions_submitted_total", "Sessions accepted.",
+                        n->sessions_submitted);
 
     size_t workers = 0, by_role[4] = {0};
     for (peer_t *p = ms->peers; p; p = p->next) {
         by_role[p->role]++;
         workers += p->role == ROLE_WORKER && p->worker_id != 0;
     }
-    gauge(m, "dpp_workers", "Registered workers.", (double)workers);
+    dpp_metrics_gauge(m, "dpp_workers", "Registered workers.", (double)workers);
     static const char *const roles[] = {"handshake", "ctl", "worker", "client"};
     dpp_metrics_family(m, "dpp_connections", DPP_METRIC_GAUGE, "Open connections by role.");
     for (int r = 0; r < 4; r++) {
         l[0] = (dpp_metrics_label_t){"role", roles[r]};
         dpp_metrics_sample_u64(m, "dpp_connections", l, 1, by_role[r]);
     }
-    counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
-            ms->refused_connections);
-    counter(m, "dpp_auth_failures_total", "Peers refused for a wrong or missing token.",
-            ms->auth_failures);
-    counter(m, "dpp_handshake_timeouts_total", "Peers closed for not finishing HELLO/AUTH.",
-            ms->handshake_timeouts);
-    counter(m, "dpp_idle_timeouts_total", "dppctl and client connections closed for silence.",
-            ms->idle_timeouts);
+    dpp_metrics_counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
+                        ms->refused_connections);
+    dpp_metrics_counter(m, "dpp_auth_failures_total", "Peers refused for a wrong or missing token.",
+                        ms->auth_failures);
+    dpp_metrics_counter(m, "dpp_handshake_timeouts_total",
+                        "Peers closed for not finishing HELLO/AUTH.", ms->handshake_timeouts);
+    dpp_metrics_counter(m, "dpp_idle_timeouts_total",
+                        "dppctl and client connections closed for silence.", ms->idle_timeouts);
 
-    counter(m, "dpp_splits_leased_total", "Split leases granted.", n->splits_leased);
-    counter(m, "dpp_splits_done_total", "Splits consumed by their clients.", n->splits_consumed);
-    counter(m, "dpp_splits_released_total",
-            "Splits taken back from lost or silent workers, to be leased again.",
-            n->splits_released);
-    counter(m, "dpp_index_tasks_leased_total", "File index tasks leased.", n->index_leased);
-    counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
-    counter(m, "dpp_resumes_total", "Ranks resumed from checkpoint tokens.", n->resumes);
-    counter(m, "dpp_cancels_total", "Sessions cancelled.", n->cancels);
-    counter(m, "dpp_rows_produced_total", "Rows workers produced (as they reported).",
-            n->rows_produced);
-    counter(m, "dpp_rows_filtered_total", "Rows dropped by the specs' filters.", n->rows_filtered);
-    counter(m, "dpp_bytes_read_total", "Bytes workers read for splits (as they reported).",
-            n->bytes_read);
-    dpp_metrics_family(m, "dpp_records_rejected_total", DPP_METRIC_COUNTER,
-                       "Records rejected, by reason (as workers reported).");
-    const struct {
-        const char *reason;
-        uint64_t v;
-    } rej[] = {{"corrupt", n->rejects.corrupt}, {"truncated", n->rejects.truncated},
-               {"too_big", n->rejects.too_big}, {"example", n->rejects.example},
-               {"missing", n->rejects.missing}, {"type", n->rejects.type}};
-    for (size_t i = 0; i < sizeof rej / sizeof rej[0]; i++) {
-        l[0] = (dpp_metrics_label_t){"reason", rej[i].reason};
-        dpp_metrics_sample_u64(m, "dpp_records_rejected_total", l, 1, rej[i].v);
-    }
+    dpp_metrics_counter(m, "dpp_splits_leased_total", "Split leases granted.", n->splits_leased);
+    dpp_metrics_counter(m, "dpp_splits_done_total", "Splits consumed by their clients.",
+                        n->splits_consumed);
+    dpp_metrics_counter(m, "dpp_splits_released_total",
+                        "Splits taken back from lost or silent workers, to be leased again.",
+                        n->splits_released);
+    dpp_metrics_counter(m, "dpp_index_tasks_leased_total", "File index tasks leased.",
+                        n->index_leased);
+    dpp_metrics_counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
+    dpp_metrics_counter(m, "dpp_resumes_total", "Ranks resumed from checkpoint tokens.",
+                        n->resumes);
+    dpp_metrics_counter(m, "dpp_cancels_total", "Sessions cancelled.", n->cancels);
+    dpp_metrics_counter(m, "dpp_rows_produced_total", "Rows workers produced (as they reported).",
+                        n->rows_produced);
+    dpp_metrics_counter(m, "dpp_rows_filtered_total", "Rows dropped by the specs' filters.",
+                        n->rows_filtered);
+    dpp_metrics_counter(m, "dpp_bytes_read_total",
+                        "Bytes workers read for splits (as they reported).", n->bytes_read);
+    const uint64_t rej[6] = {n->rejects.corrupt, n->rejects.truncated, n->rejects.too_big,
+                             n->rejects.example, n->rejects.missing,   n->rejects.type};
+    dpp_metrics_rejects(m, "Records rejected, by reason (as workers reported).", rej);
 
     dpp_metrics_family(m, "dpp_lease_latency_seconds", DPP_METRIC_HISTOGRAM,
                        "How long a worker's lease request waited for work.");
@@ -174,8 +156,10 @@ static void render(dpp_master_t *ms, dpp_metrics_t *m)
 
     dpp_journal_stats_t js;
     dpp_journal_get_stats(ms->journal, &js);
-    gauge(m, "dpp_journal_bytes", "Size of the master's journal file.", (double)js.file_size);
-    gauge(m, "dpp_journal_records", "Records in the master's journal file.", (double)js.records);
+    dpp_metrics_gauge(m, "dpp_journal_bytes", "Size of the master's journal file.",
+                      (double)js.file_size);
+    dpp_metrics_gauge(m, "dpp_journal_records", "Records in the master's journal file.",
+                      (double)js.records);
 }
 
 static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
@@ -190,18 +174,7 @@ static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, voi
         else
             dpp_http_respond(res, 200, "text/plain; charset=utf-8", "ready\n", 6);
     } else if (strcmp(req->path, "/metrics") == 0) {
-        dpp_metrics_t m;
-        dpp_metrics_init(&m);
-        render(ms, &m);
-        size_t len;
-        const char *text = dpp_metrics_text(&m, &len);
-        if (text) {
-            dpp_http_respond(res, 200, DPP_METRICS_CONTENT_TYPE, text, len);
-        } else {
-            DPP_ERROR("metrics_render_failed error=\"%s\"", dpp_strerror(dpp_metrics_error(&m)));
-            dpp_http_respond(res, 500, "text/plain; charset=utf-8", "render failed\n", 14);
-        }
-        dpp_metrics_close(&m);
+        dpp_http_respond_metrics(res, render, ms);
     } else {
         dpp_http_respond(res, 404, "text/plain; charset=utf-8", "not found\n", 10);
     }

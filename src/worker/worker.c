@@ -335,12 +335,11 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         flush_stream(c->w, s);
         break;
     }
-    case DPP_MSG_CREDIT:
-        {
-            /* bounded: a block per credit, so more than this is meaningless */
-            uint64_t sum = (uint64_t)c->credits + ((Dpp__Credit *)msg)->credits;
-            c->credits = sum > (1u << 20) ? 1u << 20 : (uint32_t)sum;
-        }
+    case DPP_MSG_CREDIT: {
+        /* bounded: a block per credit, so more than this is meaningless */
+        uint64_t sum = (uint64_t)c->credits + ((Dpp__Credit *)msg)->credits;
+        c->credits = sum > (1u << 20) ? 1u << 20 : (uint32_t)sum;
+    }
         if (c->stream)
             flush_stream(c->w, c->stream);
         break;
@@ -621,8 +620,8 @@ static void count_result(worker_counters_t *n, const dpp_split_result_t *r)
     n->rejects.example += j->example;
     n->rejects.missing += j->missing;
     n->rejects.type += j->type;
-    n->records_read += r->rows + r->filtered + j->corrupt + j->truncated + j->too_big +
-                       j->example + j->missing + j->type;
+    n->records_read += r->rows + r->filtered + j->corrupt + j->truncated + j->too_big + j->example +
+                       j->missing + j->type;
     n->rows_produced += r->rows;
     n->rows_filtered += r->filtered;
     n->bytes_read += r->bytes_read;
@@ -712,7 +711,8 @@ static void on_timer(uv_timer_t *t)
             dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "no %s within %u ms",
                                 c->hello_done ? "AUTH" : "HELLO", w->handshake_ms);
             dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
-        } else if (c->hello_done && !c->conn.closing && now - c->last_seen_ms > (int64_t)w->idle_ms) {
+        } else if (c->hello_done && !c->conn.closing &&
+                   now - c->last_seen_ms > (int64_t)w->idle_ms) {
             /* clients send a keepalive every few seconds, even with no credit to give */
             w->idle_timeouts++;
             DPP_INFO("idle_timeout peer=%s ms=%u", c->conn.peer, w->idle_ms);
@@ -730,58 +730,43 @@ static void on_timer(uv_timer_t *t)
 
 /* ---- HTTP: /metrics, /healthz, /readyz ---------------------------------- */
 
-static void counter(dpp_metrics_t *m, const char *name, const char *help, uint64_t v)
+static void render_metrics(void *arg, dpp_metrics_t *m)
 {
-    dpp_metrics_family(m, name, DPP_METRIC_COUNTER, help);
-    dpp_metrics_sample_u64(m, name, NULL, 0, v);
-}
-
-static void gauge(dpp_metrics_t *m, const char *name, const char *help, double v)
-{
-    dpp_metrics_family(m, name, DPP_METRIC_GAUGE, help);
-    dpp_metrics_sample(m, name, NULL, 0, v);
-}
-
-static void render_metrics(dpp_worker_t *w, dpp_metrics_t *m)
-{
+    dpp_worker_t *w = arg;
     const worker_counters_t *n = &w->n;
-    dpp_metrics_label_t l[2];
-    dpp_metrics_family(m, "dpp_build_info", DPP_METRIC_GAUGE, "Build of this daemon (always 1).");
-    l[0] = (dpp_metrics_label_t){"version", DPP_VERSION};
-    l[1] = (dpp_metrics_label_t){"role", "worker"};
-    dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
-    gauge(m, "dpp_worker_registered", "1 while registered with the master.",
-          w->mstate == MLINK_REGISTERED);
-    gauge(m, "dpp_worker_draining", "1 while draining (SIGTERM).", w->draining);
-    gauge(m, "dpp_worker_threads", "Pipeline threads.", w->cfg.threads);
-    gauge(m, "dpp_splits_running", "Leases given to the pipeline and not finished.",
-          w->outstanding);
-    counter(m, "dpp_splits_done_total", "Splits produced.", n->splits_done);
-    counter(m, "dpp_splits_failed_total", "Splits that failed (I/O, corrupt data with "
-            "on_corrupt: fail, a stop).", n->splits_failed);
-    counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
-    counter(m, "dpp_rows_read_total", "Records read from storage for splits.", n->records_read);
-    counter(m, "dpp_rows_produced_total", "Rows put into blocks.", n->rows_produced);
-    counter(m, "dpp_rows_filtered_total", "Rows dropped by the specs' filters.", n->rows_filtered);
-    counter(m, "dpp_rows_emitted_total", "Rows sent to clients.", n->rows_emitted);
-    counter(m, "dpp_bytes_read_total", "Bytes read from storage for splits.", n->bytes_read);
-    counter(m, "dpp_bytes_emitted_total", "Block bytes sent to clients (as sent: compressed "
-            "or not).", n->bytes_emitted);
-    counter(m, "dpp_blocks_emitted_total", "Blocks sent to clients.", n->blocks_emitted);
-    counter(m, "dpp_blocks_dropped_total", "Blocks dropped because their leases were revoked.",
-            n->blocks_dropped);
-    dpp_metrics_family(m, "dpp_records_rejected_total", DPP_METRIC_COUNTER,
-                       "Records rejected, by reason.");
-    const struct {
-        const char *reason;
-        uint64_t v;
-    } rej[] = {{"corrupt", n->rejects.corrupt}, {"truncated", n->rejects.truncated},
-               {"too_big", n->rejects.too_big}, {"example", n->rejects.example},
-               {"missing", n->rejects.missing}, {"type", n->rejects.type}};
-    for (size_t i = 0; i < sizeof rej / sizeof rej[0]; i++) {
-        l[0] = (dpp_metrics_label_t){"reason", rej[i].reason};
-        dpp_metrics_sample_u64(m, "dpp_records_rejected_total", l, 1, rej[i].v);
-    }
+    dpp_metrics_label_t l[1];
+    dpp_metrics_build_info(m, "worker");
+    dpp_metrics_gauge(m, "dpp_worker_registered", "1 while registered with the master.",
+                      w->mstate == MLINK_REGISTERED);
+    dpp_metrics_gauge(m, "dpp_worker_draining", "1 while draining (SIGTERM).", w->draining);
+    dpp_metrics_gauge(m, "dpp_worker_threads", "Pipeline threads.", w->cfg.threads);
+    dpp_metrics_gauge(m, "dpp_splits_running", "Leases given to the pipeline and not finished.",
+                      w->outstanding);
+    dpp_metrics_counter(m, "dpp_splits_done_total", "Splits produced.", n->splits_done);
+    dpp_metrics_counter(m, "dpp_splits_failed_total",
+                        "Splits that failed (I/O, corrupt data with "
+                        "on_corrupt: fail, a stop).",
+                        n->splits_failed);
+    dpp_metrics_counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
+    dpp_metrics_counter(m, "dpp_rows_read_total", "Records read from storage for splits.",
+                        n->records_read);
+    dpp_metrics_counter(m, "dpp_rows_produced_total", "Rows put into blocks.", n->rows_produced);
+    dpp_metrics_counter(m, "dpp_rows_filtered_total", "Rows dropped by the specs' filters.",
+                        n->rows_filtered);
+    dpp_metrics_counter(m, "dpp_rows_emitted_total", "Rows sent to clients.", n->rows_emitted);
+    dpp_metrics_counter(m, "dpp_bytes_read_total", "Bytes read from storage for splits.",
+                        n->bytes_read);
+    dpp_metrics_counter(m, "dpp_bytes_emitted_total",
+                        "Block bytes sent to clients (as sent: compressed "
+                        "or not).",
+                        n->bytes_emitted);
+    dpp_metrics_counter(m, "dpp_blocks_emitted_total", "Blocks sent to clients.",
+                        n->blocks_emitted);
+    dpp_metrics_counter(m, "dpp_blocks_dropped_total",
+                        "Blocks dropped because their leases were revoked.", n->blocks_dropped);
+    const uint64_t rej[6] = {n->rejects.corrupt, n->rejects.truncated, n->rejects.too_big,
+                             n->rejects.example, n->rejects.missing,   n->rejects.type};
+    dpp_metrics_rejects(m, "Records rejected, by reason.", rej);
     dpp_metrics_family(m, "dpp_pipeline_stage_seconds_total", DPP_METRIC_COUNTER,
                        "Pipeline thread time per stage.");
     const struct {
@@ -799,23 +784,28 @@ static void render_metrics(dpp_worker_t *w, dpp_metrics_t *m)
     size_t queued = 0;
     for (stream_t *s = w->streams; s; s = s->next)
         queued += s->nblocks;
-    gauge(m, "dpp_blocks_queued", "Blocks waiting for their clients' credits.", (double)queued);
-    gauge(m, "dpp_buffered_bytes", "Bytes of blocks produced and not yet written to a client.",
-          w->pipe_started ? (double)dpp_pipeline_buffered(&w->pipe) : 0);
-    gauge(m, "dpp_buffer_limit_bytes", "Limit of dpp_buffered_bytes (--max-buffer-mb less the "
-          "readers' buffers).", (double)w->pipe.cfg.budget_bytes);
+    dpp_metrics_gauge(m, "dpp_blocks_queued", "Blocks waiting for their clients' credits.",
+                      (double)queued);
+    dpp_metrics_gauge(m, "dpp_buffered_bytes",
+                      "Bytes of blocks produced and not yet written to a client.",
+                      w->pipe_started ? (double)dpp_pipeline_buffered(&w->pipe) : 0);
+    dpp_metrics_gauge(m, "dpp_buffer_limit_bytes",
+                      "Limit of dpp_buffered_bytes (--max-buffer-mb less the "
+                      "readers' buffers).",
+                      (double)w->pipe.cfg.budget_bytes);
     dpp_metrics_family(m, "dpp_connections", DPP_METRIC_GAUGE, "Open connections by role.");
     l[0] = (dpp_metrics_label_t){"role", "client"};
     dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->nclients);
     l[0] = (dpp_metrics_label_t){"role", "master"};
     dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->mlink != NULL);
-    counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
-            w->refused_connections);
-    counter(m, "dpp_auth_failures_total", "Clients refused for a wrong or missing token.",
-            w->auth_failures);
-    counter(m, "dpp_handshake_timeouts_total", "Clients closed for not finishing HELLO/AUTH.",
-            w->handshake_timeouts);
-    counter(m, "dpp_idle_timeouts_total", "Clients closed for silence.", w->idle_timeouts);
+    dpp_metrics_counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
+                        w->refused_connections);
+    dpp_metrics_counter(m, "dpp_auth_failures_total",
+                        "Clients refused for a wrong or missing token.", w->auth_failures);
+    dpp_metrics_counter(m, "dpp_handshake_timeouts_total",
+                        "Clients closed for not finishing HELLO/AUTH.", w->handshake_timeouts);
+    dpp_metrics_counter(m, "dpp_idle_timeouts_total", "Clients closed for silence.",
+                        w->idle_timeouts);
 }
 
 static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
@@ -833,18 +823,7 @@ static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, voi
         else
             dpp_http_respond(res, 503, text_plain, "not registered with the master\n", 31);
     } else if (strcmp(req->path, "/metrics") == 0) {
-        dpp_metrics_t m;
-        dpp_metrics_init(&m);
-        render_metrics(w, &m);
-        size_t len;
-        const char *text = dpp_metrics_text(&m, &len);
-        if (text) {
-            dpp_http_respond(res, 200, DPP_METRICS_CONTENT_TYPE, text, len);
-        } else {
-            DPP_ERROR("metrics_render_failed error=\"%s\"", dpp_strerror(dpp_metrics_error(&m)));
-            dpp_http_respond(res, 500, text_plain, "render failed\n", 14);
-        }
-        dpp_metrics_close(&m);
+        dpp_http_respond_metrics(res, render_metrics, w);
     } else {
         dpp_http_respond(res, 404, text_plain, "not found\n", 10);
     }
