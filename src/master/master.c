@@ -149,9 +149,7 @@ static void grant_leases(dpp_master_t *m)
                  * deterministic, no further than its lease window: a grant
                  * looks at a few splits per rank, not at the whole plan. */
                 size_t first = s->rank_first[r], from = dpp_session_rank_cursor(s, r);
-                size_t to = s->rank_count[r];
-                if (!s->spec.order_fastest && from + s->rank_prefetch[r] + 1 < to)
-                    to = from + s->rank_prefetch[r] + 1;
+                size_t to = dpp_session_lease_end(s, r);
                 for (size_t seq = from; seq < to && n < p->lease_want; seq++) {
                     if (s->splits[first + seq].state == SPLIT_PENDING) {
                         lease_split(m, p, s, first + seq, &leases[n]);

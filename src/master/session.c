@@ -237,12 +237,13 @@ size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r)
     return *cur;
 }
 
-int dpp_session_split_held_back(dpp_session_t *s, size_t i)
+size_t dpp_session_lease_end(dpp_session_t *s, unsigned r)
 {
+    size_t n = s->rank_count[r];
     if (s->spec.order_fastest)
-        return 0;
-    const dpp_split_t *sp = &s->splits[i];
-    return sp->seq > dpp_session_rank_cursor(s, sp->rank) + s->rank_prefetch[sp->rank];
+        return n;
+    size_t end = dpp_session_rank_cursor(s, r) + s->rank_prefetch[r] + 1;
+    return end < n ? end : n;
 }
 
 /* Every split of the epoch is consumed: starts the next epoch or ends the

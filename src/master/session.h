@@ -139,10 +139,11 @@ static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned ra
  * (its split count when all are). Amortised O(1). */
 size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r);
 
-/* With order deterministic: 1 when split i is too far ahead of what its
- * rank's client consumed to be leased now (more than rank_prefetch splits
- * past its first unconsumed one), which bounds what the client buffers. */
-int dpp_session_split_held_back(dpp_session_t *s, size_t i);
+/* Rank r's splits that may be leased now are the pending ones among
+ * positions [dpp_session_rank_cursor(), this end). With order deterministic
+ * the end is rank_prefetch splits past the first unconsumed one, which
+ * bounds what the rank's client buffers; with order fastest, every split. */
+size_t dpp_session_lease_end(dpp_session_t *s, unsigned r);
 
 /* Batches every rank gets per epoch with remainder "pad" (0 otherwise or
  * while indexing). */

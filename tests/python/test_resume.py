@@ -4,7 +4,8 @@
      session; a new TorchDataset with load_state_dict() yields exactly the
      batches a reference session (same spec, read without a break) had after
      batch k, tensor for tensor, across the epoch boundary;
-  2. remainder "pad": each epoch's last batch has batch_size rows, the mask
+  2. remainder "pad": epoch_batches is known before the epoch's first batch;
+     each epoch's last batch has batch_size rows, the mask
      marks the padding (False, after every real row), padded rows are zero,
      valid_rows counts the real ones, stats count the padded rows; the
      epoch's batch count is known from the start;
@@ -13,6 +14,7 @@
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dpptest as T  # noqa: E402
@@ -92,6 +94,12 @@ def case_pad(cl, path):
     with dpp.Client(cl.master, sid) as c:
         padded = 0
         for epoch in range(2):
+            # known before the epoch's first batch, padding included
+            for _ in range(100):
+                if c.epoch_batches is not None:
+                    break
+                time.sleep(0.05)
+            assert c.epoch_batches == (ROWS + BS - 1) // BS, c.epoch_batches
             got = [b for b in c.epoch_iter()]
             assert c.epoch == epoch + 1
             assert len(got) == (ROWS + BS - 1) // BS

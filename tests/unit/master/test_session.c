@@ -311,19 +311,21 @@ static void test_held_back(void **state)
     dpp_session_t *s = make_x(8, 1, 1, 10, "keep", "");
     index_all(s, 10);
     s->rank_prefetch[0] = 2;
-    for (size_t i = 0; i < 8; i++)
-        assert_int_equal(dpp_session_split_held_back(s, i), i > 2);
+    assert_int_equal(dpp_session_rank_cursor(s, 0), 0);
+    assert_int_equal(dpp_session_lease_end(s, 0), 3); /* positions 0..2 */
     dpp_session_consumed(s, 1); /* out of order: seq 0 still open */
-    assert_int_equal(dpp_session_split_held_back(s, 3), 1);
+    assert_int_equal(dpp_session_lease_end(s, 0), 3);
     dpp_session_consumed(s, 0);
-    assert_int_equal(dpp_session_split_held_back(s, 4), 0);
-    assert_int_equal(dpp_session_split_held_back(s, 5), 1);
+    assert_int_equal(dpp_session_rank_cursor(s, 0), 2);
+    assert_int_equal(dpp_session_lease_end(s, 0), 5); /* positions 2..4 */
+    for (size_t i = 2; i < 8; i++)
+        dpp_session_consumed(s, i);
+    assert_int_equal(s->state, SESSION_DONE);
     dpp_session_free(s);
     s = make_x(8, 1, 1, 10, "keep", "\"order\":\"fastest\",");
     index_all(s, 10);
     s->rank_prefetch[0] = 1;
-    for (size_t i = 0; i < 8; i++)
-        assert_int_equal(dpp_session_split_held_back(s, i), 0);
+    assert_int_equal(dpp_session_lease_end(s, 0), 8); /* no window */
     dpp_session_free(s);
 }
 
