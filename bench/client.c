@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_client: the receive path of libdppclient. A forked child runs a fake
- * master and a fake worker on 127.0.0.1 (one libuv loop, src/common/conn.c
+ * master and a fake worker on 127.0.0.1 (one libuv loop, src/wire/conn.c
  * and frame.c): the master answers HELLO and ATTACH with a Criteo-like
  * session (13 dense features of dim 1, 26 sparse, batch_size 4096, one
  * epoch, rank 0 of 1) and ignores SPLIT_CONSUMED; the worker answers HELLO
@@ -31,10 +31,10 @@
 #include <netinet/in.h>
 #include <uv.h>
 
-#include "common/block.h"
-#include "common/conn.h"
-#include "common/frame.h"
-#include "common/util.h"
+#include "format/block.h"
+#include "wire/conn.h"
+#include "wire/frame.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/example_decode.h"
+#include "format/example_decode.h"
 #include "example.pb-c.h"
 
 #define NDENSE 13

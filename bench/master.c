@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/frame.h"
-#include "common/net.h"
-#include "common/util.h"
+#include "wire/frame.h"
+#include "wire/net.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 
@@ -59,8 +59,8 @@ static ProtobufCMessage *call(dpp_sync_conn_t *c, uint16_t type, const ProtobufC
     if (rc)
         die(dpp_msg_name(type), rc);
     if (got != want) {
-        fprintf(stderr, "bench_master: %s answered %s%s%s\n", dpp_msg_name(type),
-                dpp_msg_name(got), got == DPP_MSG_ERROR ? ": " : "",
+        fprintf(stderr, "bench_master: %s answered %s%s%s\n", dpp_msg_name(type), dpp_msg_name(got),
+                got == DPP_MSG_ERROR ? ": " : "",
                 got == DPP_MSG_ERROR ? ((Dpp__Error *)r)->message : "");
         exit(1);
     }
@@ -99,12 +99,11 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc)
             nworkers = (unsigned)atoi(argv[++i]);
         else {
-            fprintf(stderr,
-                    "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S]\n"
-                    "                    [--epochs E] [--workers W]\n"
-                    "F files (default 200) of 1000 records cut into splits of S records\n"
-                    "(default 10: 20,000 splits per epoch), E epochs (default 2), W\n"
-                    "simulated workers (default 16), one simulated trainer.\n");
+            fprintf(stderr, "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S]\n"
+                            "                    [--epochs E] [--workers W]\n"
+                            "F files (default 200) of 1000 records cut into splits of S records\n"
+                            "(default 10: 20,000 splits per epoch), E epochs (default 2), W\n"
+                            "simulated workers (default 16), one simulated trainer.\n");
             return 2;
         }
     }

@@ -16,8 +16,8 @@
 
 #include <zstd.h>
 
-#include "common/util.h"
-#include "common/tfindex.h"
+#include "base/util.h"
+#include "format/tfindex.h"
 #include "worker/pipeline.h"
 #include "worker/reader.h"
 
@@ -53,9 +53,8 @@ static void cut_ranges(table_t *t, unsigned long split_rows)
         for (size_t k = 0; k < idx.n; k += split_rows) {
             size_t last = k + split_rows < idx.n ? k + split_rows : idx.n;
             t->ranges = realloc(t->ranges, (t->nranges + 1) * sizeof *t->ranges);
-            t->ranges[t->nranges++] = (range_t){i, idx.offsets[k],
-                                                idx.offsets[last - 1] + idx.sizes[last - 1], k,
-                                                last - k};
+            t->ranges[t->nranges++] = (range_t){
+                i, idx.offsets[k], idx.offsets[last - 1] + idx.sizes[last - 1], k, last - k};
         }
         dpp_tfindex_close(&idx);
     }
@@ -187,8 +186,8 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
             task.record_count = task.record_take = rg->record_count;
         }
         dpp_split_result_t res;
-        if (dpp_pipeline_run_split(&cfg, reader, z, &scratch, 0, &task, emit, &sink, &res, &times) !=
-            0) {
+        if (dpp_pipeline_run_split(&cfg, reader, z, &scratch, 0, &task, emit, &sink, &res,
+                                   &times) != 0) {
             fprintf(stderr, "bench_pipeline: %s\n", res.message);
             exit(1);
         }

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/crc32c.h"
-#include "common/log.h"
-#include "common/util.h"
+#include "base/crc32c.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "dpp/error.h"
 #include "worker/reader.h"
 

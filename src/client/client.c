@@ -10,13 +10,12 @@
 #include <zstd.h>
 
 #include "client_internal.h"
-#include "common/block.h"
-#include "common/crc32c.h"
-#include "common/net.h"
-#include "common/util.h"
+#include "format/block.h"
+#include "base/crc32c.h"
+#include "wire/net.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
-
 
 /* ---- core --------------------------------------------------------------- */
 
@@ -271,8 +270,8 @@ static void token_pack(const token_t *t, uint8_t *out)
 static int token_unpack(const void *buf, size_t len, token_t *t)
 {
     const uint8_t *p = buf;
-    if (buf == NULL || len != DPP_CHECKPOINT_SIZE || memcmp(p, TOKEN_MAGIC, 4) != 0 ||
-        p[4] != 1 || p[5] || p[6] || p[7] || dpp_load_le32(p + 60) != dpp_crc32c(0, p, 60) ||
+    if (buf == NULL || len != DPP_CHECKPOINT_SIZE || memcmp(p, TOKEN_MAGIC, 4) != 0 || p[4] != 1 ||
+        p[5] || p[6] || p[7] || dpp_load_le32(p + 60) != dpp_crc32c(0, p, 60) ||
         memchr(p + 8, 0, 24) == NULL || p[8] == 0)
         return DPP_ETOKEN;
     memcpy(t->session, p + 8, 24);
@@ -470,7 +469,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     c->rank = o->rank;
     dpp_core_t *core = c->core;
     core->prefetch = o->prefetch;
-    core->prefetch_splits = o->prefetch_splits ? o->prefetch_splits : DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
+    core->prefetch_splits =
+        o->prefetch_splits ? o->prefetch_splits : DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
     core->max_raw = (size_t)(o->max_block_mb ? o->max_block_mb : DPP_CLIENT_DEFAULT_MAX_BLOCK_MB)
                     << 20;
     /* A zstd frame may ask for a window larger than its content: bound the
@@ -711,7 +711,8 @@ static int take_next(dpp_client_t *c, epoch_track_t *t, rblock_t **out)
     for (rblock_t **pp = &core->ready; *pp;) {
         rblock_t *b = *pp;
         int before = b->seq < c->next_seq || (b->seq == c->next_seq && b->index < c->next_index);
-        if (b->epoch != c->epoch || (!before && (b->seq != c->next_seq || b->index != c->next_index))) {
+        if (b->epoch != c->epoch ||
+            (!before && (b->seq != c->next_seq || b->index != c->next_index))) {
             pp = &b->next;
             continue;
         }

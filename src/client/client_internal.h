@@ -10,9 +10,9 @@
 
 #include <uv.h>
 
-#include "common/auth.h"
-#include "common/block.h"
-#include "common/conn.h"
+#include "wire/handshake.h"
+#include "format/block.h"
+#include "wire/conn.h"
 #include "dpp/client.h"
 
 #define DPP_CLIENT_DEFAULT_PREFETCH 8
@@ -81,14 +81,15 @@ typedef struct dpp_core {
     dpp_block_shape_t shape; /* points at dims and weighted */
     unsigned batch_size;
     int keep_remainder;
-    int pad;              /* remainder "pad" */
-    int64_t pad_batches;  /* with pad: batches per epoch, -1 until planned */
-    int order_fastest;    /* blocks taken as they arrive, credits returned when spent */
-    uint8_t *ones;        /* batch_size bytes of 1: the mask of unpadded batches */
+    int pad;             /* remainder "pad" */
+    int64_t pad_batches; /* with pad: batches per epoch, -1 until planned */
+    int order_fastest;   /* blocks taken as they arrive, credits returned when spent */
+    uint8_t *ones;       /* batch_size bytes of 1: the mask of unpadded batches */
     unsigned prefetch;
     unsigned prefetch_splits; /* order deterministic: most splits in flight ahead */
     size_t max_raw;           /* largest block accepted, decompressed (a bomb is refused) */
-    size_t max_split_bytes;   /* largest split seen on the wire, to fit prefetch_splits in the budget */
+    size_t
+        max_split_bytes; /* largest split seen on the wire, to fit prefetch_splits in the budget */
     size_t budget;
     int64_t rank_splits;  /* per epoch; -1 until the master has planned */
     int64_t rank_records; /* per epoch when rank_records_exact; -1 unknown */
@@ -109,10 +110,10 @@ typedef struct dpp_core {
     size_t ncredit, credit_cap;
     uint32_t (*ack_q)[2]; /* (epoch, split) consumed */
     size_t nack, ack_cap;
-    uint32_t cur_epoch;     /* the consumer's epoch; older blocks are duplicates */
+    uint32_t cur_epoch; /* the consumer's epoch; older blocks are duplicates */
     /* the consumer's counters as of its last next(), reported to the master */
     uint64_t rep_batches, rep_wait_ns, rep_hist[16];
-    uint64_t open_ns; /* when the client opened (monotonic) */
+    uint64_t open_ns;       /* when the client opened (monotonic) */
     epoch_track_t track[2]; /* by epoch parity: current and next */
     int error;
     char error_text[256];
@@ -137,7 +138,7 @@ struct dpp_client {
     unsigned epochs, batch_size;
     unsigned epoch; /* current epoch of the consumer */
     int session_ended;
-    int epoch_end_pending; /* a kept remainder went out: EPOCH_END comes next */
+    int epoch_end_pending;      /* a kept remainder went out: EPOCH_END comes next */
     uint64_t epoch_batches_out; /* batches handed out in this epoch */
     /* order deterministic: the next block to take, (split position, block
      * index) in the current epoch; skip_rows: rows of it a resumed client
@@ -157,7 +158,7 @@ struct dpp_batch {
     size_t bytes; /* counted in held_bytes until released */
     size_t cap;   /* allocated, for the pool */
     size_t rows;
-    size_t valid_rows; /* rows before the padding (remainder "pad") */
+    size_t valid_rows;   /* rows before the padding (remainder "pad") */
     const uint8_t *mask; /* [rows]: 1 real row, 0 padding; core->ones or owned */
     unsigned epoch;
     uint64_t link_id; /* owed a credit on release; 0: none */

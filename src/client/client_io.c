@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "client_internal.h"
-#include "common/net.h"
-#include "common/util.h"
+#include "wire/net.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/client.h"
 

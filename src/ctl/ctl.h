@@ -7,7 +7,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "common/auth.h"
+#include "wire/handshake.h"
 
 /* Exit statuses (also in --help and docs/cli.md). */
 enum {

@@ -10,15 +10,14 @@
 
 #include <jansson.h>
 
-#include "common/net.h"
-#include "common/spec.h"
-#include "common/table.h"
-#include "common/tfindex.h"
-#include "common/util.h"
+#include "wire/net.h"
+#include "spec/spec.h"
+#include "spec/table.h"
+#include "format/tfindex.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "ctl.h"
 #include "dpp/client.h"
-
 
 #define MAX_SPEC_BYTES (1u << 20)
 
@@ -115,7 +114,8 @@ int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req
     dpp_sync_conn_t conn;
     int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms, &ctl->auth);
     if (rc)
-        return ctl_fail("master %s: %s", ctl->master, conn.error[0] ? conn.error : dpp_strerror(rc));
+        return ctl_fail("master %s: %s", ctl->master,
+                        conn.error[0] ? conn.error : dpp_strerror(rc));
     uint16_t rtype;
     rc = dpp_sync_call(&conn, type, req, &rtype, reply, ctl->timeout_ms);
     dpp_sync_close(&conn);
@@ -341,19 +341,22 @@ static int cmd_index(const char *dir)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"master", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
-        {"rank", required_argument, NULL, 'r'},   {"timeout-s", required_argument, NULL, 't'},
+        {"master", required_argument, NULL, 'm'},
+        {"output", required_argument, NULL, 'o'},
+        {"rank", required_argument, NULL, 'r'},
+        {"timeout-s", required_argument, NULL, 't'},
         {"token-file", required_argument, NULL, 'T'},
-        {"epochs", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
-        {"watch", no_argument, NULL, 'w'},        {"interval-s", required_argument, NULL, 'i'},
+        {"epochs", required_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {"watch", no_argument, NULL, 'w'},
+        {"interval-s", required_argument, NULL, 'i'},
         {0, 0, 0, 0},
     };
     const char *env = getenv("DPP_MASTER");
     const char *token_file = NULL;
     static ctl_t ctl; /* static: its token stays reachable until exit */
-    ctl = (ctl_t){.master = env && *env ? env : "127.0.0.1:7070",
-                 .timeout_ms = 60000,
-                 .interval_ms = 1000};
+    ctl = (ctl_t){
+        .master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000, .interval_ms = 1000};
     char *end;
     int c;
     /* GNU getopt permutes: options may come before or after the command. */
@@ -378,8 +381,9 @@ int main(int argc, char **argv)
         case 'i': {
             double v = strtod(optarg, &end);
             if (*optarg == '\0' || *end != '\0' || !(v >= 0.05 && v <= 3600))
-                return ctl_fail("--interval-s: expected seconds from 0.05 to 3600, got \"%s\"%s", optarg,
-                            "") + 1;
+                return ctl_fail("--interval-s: expected seconds from 0.05 to 3600, got \"%s\"%s",
+                                optarg, "") +
+                       1;
             ctl.interval_ms = (int)(v * 1000);
             break;
         }

@@ -10,9 +10,9 @@
 
 #include <jansson.h>
 
-#include "common/frame.h"
-#include "common/spec.h"
-#include "common/util.h"
+#include "wire/frame.h"
+#include "spec/spec.h"
+#include "base/util.h"
 #include "ctl.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
@@ -44,31 +44,31 @@ static json_t *session_json(const Dpp__SessionStatus *s)
         "session", s->session_id, "state", s->state, "table", s->table, "epochs", s->epochs,
         "epoch", s->current_epoch, "consumers", s->consumers, "files", s->files, "files_indexed",
         s->files_indexed, "splits_per_epoch", s->splits_per_epoch, "splits_pending",
-        s->splits_pending, "splits_leased", s->splits_leased, "splits_produced",
-        s->splits_produced, "splits_consumed", s->splits_consumed, "rows_produced",
-        (json_int_t)s->rows_produced, "rows_filtered", (json_int_t)s->rows_filtered,
-        "records_rejected", (json_int_t)s->records_rejected, "records_per_epoch",
-        (json_int_t)s->records_per_epoch, "workers", s->workers, "error", s->error);
+        s->splits_pending, "splits_leased", s->splits_leased, "splits_produced", s->splits_produced,
+        "splits_consumed", s->splits_consumed, "rows_produced", (json_int_t)s->rows_produced,
+        "rows_filtered", (json_int_t)s->rows_filtered, "records_rejected",
+        (json_int_t)s->records_rejected, "records_per_epoch", (json_int_t)s->records_per_epoch,
+        "workers", s->workers, "error", s->error);
     if (o == NULL)
         return NULL;
     if (unbounded(s))
         json_object_set_new(o, "epochs", json_string("unbounded"));
     const Dpp__Rejects *rj = s->rejects;
     if (rj)
-        json_object_set_new(
-            o, "rejects",
-            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt", (json_int_t)rj->corrupt,
-                      "truncated", (json_int_t)rj->truncated, "too_big", (json_int_t)rj->too_big,
-                      "example", (json_int_t)rj->example, "missing", (json_int_t)rj->missing,
-                      "type", (json_int_t)rj->type));
+        json_object_set_new(o, "rejects",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt",
+                                      (json_int_t)rj->corrupt, "truncated",
+                                      (json_int_t)rj->truncated, "too_big", (json_int_t)rj->too_big,
+                                      "example", (json_int_t)rj->example, "missing",
+                                      (json_int_t)rj->missing, "type", (json_int_t)rj->type));
     json_t *ranks = json_array();
     for (size_t i = 0; i < s->n_ranks; i++) {
         const Dpp__RankStatus *r = s->ranks[i];
-        json_array_append_new(
-            ranks, json_pack("{s:i, s:i, s:i, s:b, s:I, s:f}", "rank", r->rank, "splits", r->splits,
-                             "splits_consumed", r->splits_consumed, "attached", r->attached,
-                             "batches", (json_int_t)r->batches, "wait_share",
-                             ratio(r->wait_ns, r->open_ns)));
+        json_array_append_new(ranks,
+                              json_pack("{s:i, s:i, s:i, s:b, s:I, s:f}", "rank", r->rank, "splits",
+                                        r->splits, "splits_consumed", r->splits_consumed,
+                                        "attached", r->attached, "batches", (json_int_t)r->batches,
+                                        "wait_share", ratio(r->wait_ns, r->open_ns)));
     }
     json_object_set_new(o, "ranks", ranks);
     return o;
@@ -142,11 +142,10 @@ int ctl_workers(const ctl_t *ctl)
     for (size_t i = 0; i < r->n_workers; i++) {
         const Dpp__WorkerStatus *w = r->workers[i];
         if (ctl->json) {
-            json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:i, s:i}", "worker",
-                                                 (json_int_t)w->worker_id, "data_addr",
-                                                 w->data_addr, "threads", w->threads,
-                                                 "splits_leased", w->splits_leased, "silent_ms",
-                                                 w->silent_ms));
+            json_array_append_new(
+                arr, json_pack("{s:I, s:s, s:i, s:i, s:i}", "worker", (json_int_t)w->worker_id,
+                               "data_addr", w->data_addr, "threads", w->threads, "splits_leased",
+                               w->splits_leased, "silent_ms", w->silent_ms));
             continue;
         }
         printf("%-8" PRIu64 " %-22s %-8u %-14u %.1f s ago\n", w->worker_id, w->data_addr,
@@ -223,8 +222,8 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
     char rate[48] = "";
     if (prev->have)
         snprintf(rate, sizeof rate, " (%.0f rows/s)", rate_of(s->rows_produced, prev->rows, secs));
-    printf("session %s  %s  table %s  epoch %s  workers %u  rows %" PRIu64 "%s%s",
-           s->session_id, s->state, s->table, epoch, s->workers, s->rows_produced, rate, eol);
+    printf("session %s  %s  table %s  epoch %s  workers %u  rows %" PRIu64 "%s%s", s->session_id,
+           s->state, s->table, epoch, s->workers, s->rows_produced, rate, eol);
     lines++;
     if (strcmp(s->state, "indexing") == 0) {
         printf("  indexing files: %u/%u%s", s->files_indexed, s->files, eol);
@@ -244,9 +243,9 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
         }
         if (prev->have)
             snprintf(bps, sizeof bps, "%.1f", rate_of(r->batches, prev->batches[i], secs));
-        printf("  rank %-3u [%s] %4u/%-4u splits  %6s batches/s  wait %5.1f%%  ETA %s%s%s",
-               r->rank, b, r->splits_consumed, r->splits, bps, 100.0 * ratio(r->wait_ns, r->open_ns),
-               eta, r->attached ? "" : "  (no client)", eol);
+        printf("  rank %-3u [%s] %4u/%-4u splits  %6s batches/s  wait %5.1f%%  ETA %s%s%s", r->rank,
+               b, r->splits_consumed, r->splits, bps, 100.0 * ratio(r->wait_ns, r->open_ns), eta,
+               r->attached ? "" : "  (no client)", eol);
         lines++;
     }
     if (s->records_rejected || s->rows_filtered) {
@@ -304,9 +303,9 @@ int ctl_status(const ctl_t *ctl, const char *session)
         if (ctl->json) {
             json_t *o = session_json(s);
             if (o && prev.have)
-                json_object_set_new(o, "rows_per_s",
-                                    json_real(rate_of(s->rows_produced, prev.rows,
-                                                      (double)(now - prev.ns) / 1e9)));
+                json_object_set_new(
+                    o, "rows_per_s",
+                    json_real(rate_of(s->rows_produced, prev.rows, (double)(now - prev.ns) / 1e9)));
             print_json(o);
             json_decref(o);
         } else {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/tfrecord.h"
+#include "format/tfrecord.h"
 #include "example.pb-c.h"
 
 #define NDENSE 13

@@ -12,8 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "common/crc32c.h"
+#include "base/alloc.h"
+#include "base/crc32c.h"
 #include "dpp/error.h"
 #include "master/journal.h"
 

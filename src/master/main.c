@@ -7,12 +7,12 @@
 
 #include <uv.h>
 
-#include "common/alloc.h"
-#include "common/auth.h"
-#include "common/daemon.h"
-#include "common/log.h"
-#include "common/spec.h"
-#include "common/util.h"
+#include "base/alloc.h"
+#include "wire/handshake.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
+#include "spec/spec.h"
+#include "base/util.h"
 #include "master.h"
 
 static const char usage[] =
@@ -133,14 +133,16 @@ int main(int argc, char **argv)
         case 'K':
             cfg.max_spec_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
             if (cfg.max_spec_bytes == 0 || cfg.max_spec_bytes > DPP_SPEC_MAX_BYTES) {
-                fprintf(stderr, "dpp-master: --max-spec-kb: from 1 to %u\n", DPP_SPEC_MAX_BYTES >> 10);
+                fprintf(stderr, "dpp-master: --max-spec-kb: from 1 to %u\n",
+                        DPP_SPEC_MAX_BYTES >> 10);
                 return 2;
             }
             break;
         case 'F':
             cfg.max_features = (unsigned)strtoul(optarg, NULL, 10);
             if (cfg.max_features == 0 || cfg.max_features > DPP_SPEC_MAX_FEATURES) {
-                fprintf(stderr, "dpp-master: --max-features: from 1 to %d\n", DPP_SPEC_MAX_FEATURES);
+                fprintf(stderr, "dpp-master: --max-features: from 1 to %d\n",
+                        DPP_SPEC_MAX_FEATURES);
                 return 2;
             }
             break;

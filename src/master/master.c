@@ -11,18 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "common/conn.h"
-#include "common/log.h"
-#include "common/net.h"
-#include "common/util.h"
+#include "base/alloc.h"
+#include "wire/conn.h"
+#include "base/log.h"
+#include "wire/net.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "master.h"
 #include "master_internal.h"
 #include "metrics.h"
 #include "session.h"
-#include "common/table.h"
+#include "spec/table.h"
 #include "journal.h"
 
 static const char *role_name(peer_role_t r)
@@ -99,7 +99,7 @@ static void lease_split(dpp_master_t *m, peer_t *p, dpp_session_t *s, size_t i, 
 }
 
 const double dpp_lease_bounds[DPP_LEASE_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                     0.1,   0.25,   0.5,   1,    2.5,   10};
+                                                    0.1,   0.25,   0.5,   1,    2.5,   10};
 
 static void count_lease_latency(dpp_master_t *m, double secs)
 {
@@ -323,8 +323,9 @@ static void handle_submit(peer_t *p, const Dpp__SubmitRequest *req)
     size_t len = strlen(req->spec_json);
     int rc = DPP_ESPEC;
     if (len > m->max_spec_bytes) {
-        snprintf(err, sizeof err, "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)",
-                 len, m->max_spec_bytes);
+        snprintf(err, sizeof err,
+                 "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)", len,
+                 m->max_spec_bytes);
         memset(&spec, 0, sizeof spec);
         goto reject;
     }
@@ -904,8 +905,8 @@ static int authenticate(peer_t *p, const dpp_frame_t *f, const ProtobufCMessage 
     else if (f->type != DPP_MSG_AUTH)
         snprintf(err, sizeof err, "authentication required: this master has a cluster token");
     else
-        rc = dpp_auth_check(&p->m->auth, &p->auth, role_name(p->role), (const Dpp__Auth *)msg,
-                            err, sizeof err);
+        rc = dpp_auth_check(&p->m->auth, &p->auth, role_name(p->role), (const Dpp__Auth *)msg, err,
+                            sizeof err);
     if (rc) {
         p->m->auth_failures++;
         DPP_WARN("auth_failed peer=%s role=%s reason=\"%s\"", p->conn.peer, role_name(p->role),

@@ -9,8 +9,8 @@
 
 #include <uv.h>
 
-#include "common/auth.h"
-#include "common/conn.h"
+#include "wire/handshake.h"
+#include "wire/conn.h"
 #include "journal.h"
 #include "master.h"
 #include "session.h"
@@ -28,10 +28,10 @@ typedef struct peer {
     uint64_t worker_id;
     char data_addr[64];
     unsigned threads;
-    unsigned lease_want; /* a LeaseRequest waits for splits */
+    unsigned lease_want;     /* a LeaseRequest waits for splits */
     uint64_t lease_since_ns; /* when that request arrived */
     int64_t last_seen_ms;
-    int64_t accepted_ms;    /* for the handshake timeout */
+    int64_t accepted_ms;   /* for the handshake timeout */
     dpp_auth_state_t auth; /* pending: AUTH must come next */
     struct peer *prev, *next;
 } peer_t;
@@ -89,7 +89,7 @@ struct dpp_master {
     int stopping;
     int failed; /* stopped by an error (the journal): exit non-zero */
     dpp_master_counters_t n;
-    dpp_auth_t auth;       /* copied from the config; the token is the caller's */
+    dpp_auth_t auth; /* copied from the config; the token is the caller's */
     unsigned handshake_ms, idle_ms, max_connections;
     size_t max_spec_bytes;
     unsigned max_features;
@@ -98,6 +98,5 @@ struct dpp_master {
     uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
     struct dpp_http *http; /* --http, NULL when not serving */
 };
-
 
 #endif

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/http.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/util.h"
+#include "daemon/http.h"
+#include "base/log.h"
+#include "daemon/metrics.h"
+#include "base/util.h"
 #include "dpp/error.h"
 #include "master_internal.h"
 #include "metrics.h"

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/alloc.h"
-#include "common/transform.h"
+#include "base/alloc.h"
+#include "spec/transform.h"
 #include "dpp/error.h"
 #include "session.h"
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/spec.h"
+#include "spec/spec.h"
 
 typedef enum split_state {
     SPLIT_PENDING = 0,  /* waiting for a worker */
@@ -53,7 +53,7 @@ typedef struct dpp_file {
 typedef struct dpp_split {
     split_state_t state;
     dpp_lease_ref_t lease;
-    uint64_t rows;          /* as produced */
+    uint64_t rows; /* as produced */
     uint32_t file;
     unsigned rank;
     uint32_t seq; /* position among its rank's splits, the order its client consumes them */
@@ -89,12 +89,12 @@ typedef struct dpp_session {
     size_t counts[4]; /* splits of the current epoch per split_state_t */
     uint64_t rows_produced, rows_filtered;
     dpp_rejects_t rejects;
-    int64_t *rank_seen_ms; /* [consumers]: last attach of each rank's client, 0: never */
-    size_t *rank_first;    /* [consumers]: id of each rank's first split this epoch */
-    size_t *rank_count;    /* [consumers]: splits of each rank this epoch */
-    unsigned *rank_prefetch; /* [consumers]: order deterministic: splits leased ahead */
-    size_t *rank_cursor;     /* [consumers]: no split before this position is unconsumed */
-    uint64_t *prev_leases;   /* last epoch's lease ids: their SPLIT_DONE may come late */
+    int64_t *rank_seen_ms;      /* [consumers]: last attach of each rank's client, 0: never */
+    size_t *rank_first;         /* [consumers]: id of each rank's first split this epoch */
+    size_t *rank_count;         /* [consumers]: splits of each rank this epoch */
+    unsigned *rank_prefetch;    /* [consumers]: order deterministic: splits leased ahead */
+    size_t *rank_cursor;        /* [consumers]: no split before this position is unconsumed */
+    uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */
     size_t nprev;
 } dpp_session_t;

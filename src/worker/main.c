@@ -9,10 +9,10 @@
 
 #include <uv.h>
 
-#include "common/alloc.h"
-#include "common/auth.h"
-#include "common/daemon.h"
-#include "common/log.h"
+#include "base/alloc.h"
+#include "wire/handshake.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
 #include "worker.h"
 
 static const char usage[] =
@@ -251,7 +251,8 @@ int main(int argc, char **argv)
      * their readers (a big host with the default --max-buffer-mb, or a
      * container whose CPU limit sysconf does not see). */
     size_t per_thread = dpp_reader_memory_bound(&cfg.reader);
-    size_t fit = cfg.max_buffer_bytes > (8u << 20) ? (cfg.max_buffer_bytes - (8u << 20)) / per_thread : 0;
+    size_t fit =
+        cfg.max_buffer_bytes > (8u << 20) ? (cfg.max_buffer_bytes - (8u << 20)) / per_thread : 0;
     if (!threads_given && fit < cfg.threads) {
         DPP_INFO("threads_capped threads=%zu cores=%u reason=\"--max-buffer-mb\"", fit ? fit : 1,
                  cfg.threads);

@@ -11,14 +11,14 @@
 
 #include <zstd.h>
 
-#include "common/block.h"
-#include "common/example_decode.h"
-#include "common/log.h"
-#include "common/spec.h"
-#include "common/table.h"
-#include "common/tfindex.h"
-#include "common/transform.h"
-#include "common/util.h"
+#include "format/block.h"
+#include "format/example_decode.h"
+#include "base/log.h"
+#include "spec/spec.h"
+#include "spec/table.h"
+#include "format/tfindex.h"
+#include "spec/transform.h"
+#include "base/util.h"
 #include "dpp/error.h"
 #include "pipeline.h"
 #include "reader.h"

@@ -11,10 +11,10 @@
 
 #include <liburing.h>
 
-#include "common/crc32c.h"
-#include "common/log.h"
-#include "common/tfrecord.h"
-#include "common/util.h"
+#include "base/crc32c.h"
+#include "base/log.h"
+#include "format/tfrecord.h"
+#include "base/util.h"
 #include "dpp/error.h"
 #include "reader.h"
 

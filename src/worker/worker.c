@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "common/auth.h"
-#include "common/conn.h"
-#include "common/http.h"
-#include "common/metrics.h"
-#include "common/log.h"
-#include "common/net.h"
-#include "common/util.h"
+#include "base/alloc.h"
+#include "wire/handshake.h"
+#include "wire/conn.h"
+#include "daemon/http.h"
+#include "daemon/metrics.h"
+#include "base/log.h"
+#include "wire/net.h"
+#include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "pipeline.h"

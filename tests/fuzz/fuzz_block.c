@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: what the client does with a BLOCK payload
-// (src/common/block.c): dpp_block_decompress(), dpp_block_parse() against a
+// (src/format/block.c): dpp_block_decompress(), dpp_block_parse() against a
 // few fixed shapes, then every column read through the accessors so ASan sees
 // any pointer outside the block. A parsed block is also copied row range by
 // row range into a builder, as the client assembles batches, and the
@@ -19,7 +19,7 @@
 
 #include <zstd.h>
 
-#include "common/block.h"
+#include "format/block.h"
 #include "dpp/error.h"
 #include "fuzz_shapes.h"
 #include "fuzz_util.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the tf.Example decoder (src/common/example_decode.c), fed
+// libFuzzer target: the tf.Example decoder (src/format/example_decode.c), fed
 // a record payload. The projection is built once, as src/worker/pipeline.c
 // builds it from a spec: the label, dense and sparse features, a weights
 // feature and a filter's feature, with names of every length class the
@@ -9,15 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/example_decode.h"
+#include "format/example_decode.h"
 #include "dpp/error.h"
 #include "fuzz_util.h"
 
 static const char *const names[] = {
-    "label",                  /* label */
-    "i1",        "i13",       /* dense */
-    "user_emb",               /* dense, dim 16 */
-    "c1",        "c26",       /* sparse */
+    "label", /* label */
+    "i1",
+    "i13",      /* dense */
+    "user_emb", /* dense, dim 16 */
+    "c1",
+    "c26",                    /* sparse */
     "item_ids",               /* sparse, weighted */
     "item_weights_long_name", /* its weights (past 8 bytes: FNV-1a) */
     "y",                      /* a filter's feature */
@@ -88,8 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < NNAMES; i++) {
         const dpp_feat_ref_t *f = &out[i];
         size_t n = 0;
-        FUZZ_CHECK((unsigned)f->kind <= DPP_FEAT_INT64, "%s: kind %d",
-                   names[i], (int)f->kind);
+        FUZZ_CHECK((unsigned)f->kind <= DPP_FEAT_INT64, "%s: kind %d", names[i], (int)f->kind);
         if (f->kind == DPP_FEAT_ABSENT) {
             FUZZ_CHECK(dpp_feat_count(f, DPP_FEAT_INT64, &n) == DPP_ETYPE && n == 0,
                        "%s: absent but typed", names[i]);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the frame decoder (src/common/frame.c). The input is what
+// libFuzzer target: the frame decoder (src/wire/frame.c). The input is what
 // arrives on a connection, after one byte that picks how it is cut into reads.
-// The stream is parsed whole, then read by read the way src/common/conn.c
+// The stream is parsed whole, then read by read the way src/wire/conn.c
 // does (append, parse whole frames, keep the partial one); both must see the
 // same frames and end the same way. Every whole frame's message is unpacked
 // with its type's descriptor, walked field by field, packed and parsed again.
@@ -11,7 +11,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "common/frame.h"
+#include "wire/frame.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "fuzz_util.h"

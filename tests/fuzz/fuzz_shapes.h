@@ -5,7 +5,7 @@
 #ifndef DPP_TESTS_FUZZ_SHAPES_H
 #define DPP_TESTS_FUZZ_SHAPES_H
 
-#include "common/block.h"
+#include "format/block.h"
 
 static const unsigned dpp_fuzz_dims_a[] = {1, 3};
 static const unsigned dpp_fuzz_dims_b[] = {1};

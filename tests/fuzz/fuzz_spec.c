@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the session spec parser (src/common/spec.c), fed the JSON
+// libFuzzer target: the session spec parser (src/spec/spec.c), fed the JSON
 // text dppctl submits. A spec that parses must survive the normalised round
 // trip: dpp_spec_to_json() and parsing that again succeeds and serialises to
 // the same text (an equal spec, as spec.h promises).
@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/spec.h"
+#include "spec/spec.h"
 #include "dpp/error.h"
 #include "fuzz_util.h"
 
 static void check_zeroed(const dpp_spec_t *s)
 {
-    FUZZ_CHECK(s->table == NULL && s->partitions == NULL && s->dense == NULL &&
-                   s->sparse == NULL && s->label == NULL && s->filters == NULL &&
-                   s->ndense == 0 && s->nsparse == 0 && s->nfilters == 0,
+    FUZZ_CHECK(s->table == NULL && s->partitions == NULL && s->dense == NULL && s->sparse == NULL &&
+                   s->label == NULL && s->filters == NULL && s->ndense == 0 && s->nsparse == 0 &&
+                   s->nfilters == 0,
                "a refused spec left fields set");
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the index sidecar parser dpp_tfindex_parse()
-// (src/common/tfindex.c), fed the text of a .idx file, which sits beside the
+// (src/format/tfindex.c), fed the text of a .idx file, which sits beside the
 // data and is not trusted. An accepted index is contiguous from 0 and parses
 // again in canonical form with its end as the file size; a refused one leaves
 // the result empty and says which line is wrong.
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/tfindex.h"
-#include "common/tfrecord.h"
+#include "format/tfindex.h"
+#include "format/tfrecord.h"
 #include "dpp/error.h"
 #include "fuzz_util.h"
 
@@ -66,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dpp_tfindex_close(&idx2);
     if (end < UINT64_MAX - 1) {
         rc = dpp_tfindex_parse(canon, used, end + 1, &idx2, err, sizeof err);
-        FUZZ_CHECK(rc == DPP_EINVAL && idx2.n == 0, "records end at %" PRIu64 " in a file of %" PRIu64,
-                   end, end + 1);
+        FUZZ_CHECK(rc == DPP_EINVAL && idx2.n == 0,
+                   "records end at %" PRIu64 " in a file of %" PRIu64, end, end + 1);
     }
     rc = dpp_tfindex_parse(text, size, end, &idx2, err, sizeof err);
     FUZZ_CHECK(rc == 0 && idx2.n == idx.n, "refused with its own end as file size: %s", err);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the TFRecord reader (src/common/tfrecord.c) and the
-// index builders that scan a file's framing (src/common/tfindex.c). Input:
+// libFuzzer target: the TFRecord reader (src/format/tfrecord.c) and the
+// index builders that scan a file's framing (src/format/tfindex.c). Input:
 // one byte picking the record size limit, one picking a record to restart
 // from, then the file. The in-memory iterator, the iterator restarted at a
 // record boundary (as a worker reads a split), dpp_tfindex_scan() and
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/tfindex.h"
-#include "common/tfrecord.h"
+#include "format/tfindex.h"
+#include "format/tfrecord.h"
 #include "dpp/error.h"
 #include "fuzz_util.h"
 
@@ -164,8 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         walk_t part = {0};
         iterate(data + w.off[k], size - (size_t)w.off[k], w.off[k], max_record, &part);
         FUZZ_CHECK(part.n == w.n - k && part.err == w.err && part.err_off == w.err_off,
-                   "restarted at record %zu: %zu records and %d, whole file: %zu and %d", k,
-                   part.n, part.err, w.n - k, w.err);
+                   "restarted at record %zu: %zu records and %d, whole file: %zu and %d", k, part.n,
+                   part.err, w.n - k, w.err);
         for (size_t i = 0; i < part.n; i++)
             FUZZ_CHECK(part.off[i] == w.off[k + i] && part.size[i] == w.size[k + i] &&
                            part.payload_ok[i] == w.payload_ok[k + i],

@@ -14,9 +14,9 @@
 
 #include <zstd.h>
 
-#include "common/block.h"
-#include "common/frame.h"
-#include "common/tfrecord.h"
+#include "format/block.h"
+#include "wire/frame.h"
+#include "format/tfrecord.h"
 #include "dpp.pb-c.h"
 #include "example.pb-c.h"
 #include "fuzz_shapes.h"

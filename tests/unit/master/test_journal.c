@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "common/alloc.h"
-#include "common/crc32c.h"
+#include "base/alloc.h"
+#include "base/crc32c.h"
 #include "dpp/error.h"
 #include "master/journal.h"
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "common/alloc.h"
+#include "base/alloc.h"
 #include "dpp/error.h"
 #include "master/session.h"
 
@@ -236,7 +236,6 @@ static void test_release_worker(void **state)
     dpp_session_free(s);
 }
 
-
 /* The files of the current plan in split order, as a string of file
  * numbers, checking that every rank's splits are consecutive with seq
  * counting from 0 and every file appears once. */
@@ -313,7 +312,7 @@ static void test_held_back(void **state)
     s->rank_prefetch[0] = 2;
     assert_int_equal(dpp_session_rank_cursor(s, 0), 0);
     assert_int_equal(dpp_session_lease_end(s, 0), 3); /* positions 0..2 */
-    dpp_session_consumed(s, 1); /* out of order: seq 0 still open */
+    dpp_session_consumed(s, 1);                       /* out of order: seq 0 still open */
     assert_int_equal(dpp_session_lease_end(s, 0), 3);
     dpp_session_consumed(s, 0);
     assert_int_equal(dpp_session_rank_cursor(s, 0), 2);
@@ -335,7 +334,7 @@ static void test_pad_batches(void **state)
     (void)state;
     dpp_session_t *s = make_x(3, 1, 3, 100, "pad", "");
     assert_int_equal(dpp_session_pad_batches(s), 0); /* indexing */
-    index_all(s, 7); /* 21 records: 7 per rank, batch_size 4 */
+    index_all(s, 7);                                 /* 21 records: 7 per rank, batch_size 4 */
     assert_int_equal(dpp_session_pad_batches(s), 2);
     assert_int_equal(dpp_session_rank_records(s, 2), 7);
     dpp_session_free(s);

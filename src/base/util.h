@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers every part uses. */
+#ifndef DPP_BASE_UTIL_H
+#define DPP_BASE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* The struct that embeds `ptr` as `member` (h2o style). */
+#define dpp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* Monotonic clock in nanoseconds and milliseconds. */
+static inline uint64_t dpp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int64_t dpp_now_ms(void)
+{
+    return (int64_t)(dpp_now_ns() / 1000000u);
+}
+
+/* Little-endian loads that work at any alignment on any host. */
+static inline uint32_t dpp_load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t dpp_load_le64(const uint8_t *p)
+{
+    return (uint64_t)dpp_load_le32(p) | (uint64_t)dpp_load_le32(p + 4) << 32;
+}
+
+#endif

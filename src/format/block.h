@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blocks: up to batch_size rows of one split in columnar layout, all columns
+ * in one contiguous buffer described by a small header. The worker builds
+ * them, the client reads them in place. Layout: docs/protocol.md, "Blocks". */
+#ifndef DPP_FORMAT_BLOCK_H
+#define DPP_FORMAT_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DPP_BLOCK_MAGIC 0x31425044u /* "DPB1" as little-endian u32 */
+#define DPP_BLOCK_VERSION 2
+#define DPP_BLOCK_HEADER_SIZE 32
+#define DPP_BLOCK_COL_ENTRY_SIZE 16
+#define DPP_BLOCK_MAX_FEATURES 4096
+
+/* The columns a session's blocks have. Not owned: the arrays must outlive
+ * whoever holds the shape. */
+typedef struct dpp_block_shape {
+    unsigned ndense, nsparse;
+    const unsigned *dims;    /* [ndense], values per row */
+    const uint8_t *weighted; /* [nsparse], 1: the feature has a weights column; NULL: none */
+} dpp_block_shape_t;
+
+/* Accumulates rows. Column arrays grow as rows are appended and are reused
+ * from block to block. */
+typedef struct dpp_block_builder {
+    unsigned ndense, nsparse;
+    unsigned *dims;       /* per dense feature */
+    uint8_t *weighted;    /* per sparse feature */
+    unsigned dense_width; /* sum of dims */
+    size_t rows, cap_rows;
+    float *labels;    /* [cap_rows] */
+    float *dense;     /* [cap_rows * dense_width], row-major over all dense values */
+    int32_t *lengths; /* [nsparse][cap_rows] */
+    int64_t **values; /* per sparse feature */
+    float **weights;  /* per weighted sparse feature, parallel to values */
+    size_t *nvalues, *cap_values;
+} dpp_block_builder_t;
+
+/* Prepares b for blocks of the given shape (copied). Returns 0, DPP_EINVAL
+ * (a zero dim, too many features) or -ENOMEM; on 0 release with
+ * dpp_block_builder_close(). */
+int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shape);
+void dpp_block_builder_close(dpp_block_builder_t *b);
+
+/* Appends one row: its label, dense_width dense values (features in spec
+ * order, each dims[i] wide), and for each sparse feature k the ids
+ * ids[k][0..lens[k]) with, for weighted features, weights[k][0..lens[k])
+ * (weights may be NULL when no feature is weighted). Returns 0 or -ENOMEM
+ * (the row is then not added). */
+int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *dense,
+                             const int64_t *const *ids, const float *const *weights,
+                             const size_t *lens);
+
+/* Appends rows [r0, r1) of a block that dpp_block_parse() accepted for the
+ * builder's shape, column by column (the client assembles batches of exactly
+ * batch_size rows this way). Returns 0, DPP_EINVAL or -ENOMEM (nothing is
+ * then appended). */
+int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block, size_t r0,
+                                   size_t r1);
+
+/* Bytes the finished block will take. */
+size_t dpp_block_builder_size(const dpp_block_builder_t *b);
+
+/* Writes the rows appended so far as one block into a new malloc'd buffer
+ * (*out, *len; caller frees) and empties the builder. Returns 0 or -ENOMEM. */
+int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len);
+
+/* A zstd-compressed block (codec 1) as it arrived: 0 when its frame
+ * declares its content size, equal to raw_size and at most max_raw, else
+ * DPP_EBLOCK. Reads only the frame header: call it before allocating. */
+int dpp_block_zstd_check(const uint8_t *data, size_t len, uint64_t raw_size, size_t max_raw);
+
+/* Decompresses a checked zstd block into out (raw_size bytes). zctx: a
+ * ZSTD_DCtx * (NULL: a temporary one). DPP_EBLOCK unless exactly raw_size
+ * bytes came out. */
+int dpp_block_zstd_decompress(void *zctx, const uint8_t *data, size_t len, uint8_t *out,
+                              size_t raw_size);
+
+/* Turns a block as it arrived (data[0..len), codec and raw_size from its
+ * BLOCK header) into raw block bytes, with the client's checks:
+ *  - codec 0: raw_size must equal len; *out is a malloc'd copy of data.
+ *  - codec 1: the zstd frame's declared content size must be known, equal
+ *    raw_size and be at most max_raw, all checked before anything is
+ *    allocated; the frame must then decompress to exactly raw_size bytes.
+ *  - any other codec: DPP_EBLOCK.
+ * max_raw bounds codec 1 only (codec 0 bytes are already in memory, bounded
+ * by the frame limits). zctx is a ZSTD_DCtx * the caller owns (NULL: a
+ * temporary one). Returns 0 with *out a new malloc'd buffer of *out_len =
+ * raw_size bytes, 8-byte aligned as dpp_block_parse() needs, that the caller
+ * frees; or DPP_EBLOCK or -ENOMEM with *out NULL and *out_len 0. The bytes
+ * are not parsed: call dpp_block_parse() next. */
+int dpp_block_decompress(void *zctx, const uint8_t *data, size_t len, uint32_t codec,
+                         uint64_t raw_size, size_t max_raw, uint8_t **out, size_t *out_len);
+
+/* What a block holds, after dpp_block_parse() checked it. */
+typedef struct dpp_block_info {
+    uint32_t rows;
+    unsigned ncols;
+} dpp_block_info_t;
+
+/* Validates buf[0..len) as a block of the given shape: magic, version,
+ * counts, every column inside the buffer and 8-byte aligned, column sizes
+ * consistent with rows and dims, lengths non-negative and summing to the
+ * values (and weights) count. Returns 0 or DPP_EBLOCK. buf must be 8-byte
+ * aligned. */
+int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *shape,
+                    dpp_block_info_t *info);
+
+/* Column pointers of a parsed block (no checks: call dpp_block_parse first).
+ * Columns: labels; dense i; then every sparse feature together in TorchRec
+ * KeyedJaggedTensor layout (lengths, values and offsets key-major, weights
+ * when any feature is weighted, 1.0 for the ids of the others). The per-key
+ * functions return that key's slice (dpp_block_weights() NULL for an
+ * unweighted key). */
+const float *dpp_block_labels(const uint8_t *buf);
+const float *dpp_block_dense(const uint8_t *buf, unsigned i);
+const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
+const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,
+                                size_t *n);
+const float *dpp_block_weights(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
+
+typedef struct dpp_block_kjt {
+    const int32_t *lengths; /* [nsparse * rows], key-major */
+    const int32_t *offsets; /* [nsparse * rows + 1], prefix sums of lengths */
+    const int64_t *values;  /* [nvalues] */
+    const float *weights;   /* [nvalues], NULL when no feature is weighted */
+    size_t nvalues;
+} dpp_block_kjt_t;
+
+void dpp_block_kjt(const uint8_t *buf, const dpp_block_shape_t *shape, dpp_block_kjt_t *out);
+
+#endif

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Hand-written zero-copy tf.train.Example decoder: walks Example, Features
+ * and the map entries, finds each key in the projection's hash table and
+ * records where the projected lists are; the accessors decode lists on demand. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpp/error.h"
+#include "format/example_decode.h"
+
+enum wire_type {
+    WT_VARINT = 0,
+    WT_I64 = 1,
+    WT_LEN = 2,
+    WT_SGROUP = 3,
+    WT_EGROUP = 4,
+    WT_I32 = 5,
+};
+
+#define TAG(field, wt) ((uint64_t)(field) << 3 | (wt))
+#define SLOT_EMPTY UINT32_MAX
+
+struct proj_slot {
+    uint32_t hash;
+    uint32_t idx; /* into names[], or SLOT_EMPTY */
+};
+
+struct proj_name {
+    const char *s; /* in pool */
+    size_t len;
+};
+
+struct dpp_projection {
+    size_t n;
+    uint32_t mask; /* slots - 1; slots is a power of two at most a quarter full */
+    struct proj_slot *slots;
+    struct proj_name *names;
+    char *pool;
+};
+
+static inline uint32_t load16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static inline uint32_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Names are a few bytes long ("i1", "c26"). Up to 8 bytes they are read as
+ * two overlapping loads that cover every byte, so neither the hash nor the
+ * comparison loops per byte: those loops' exits, at lengths that vary from
+ * entry to entry, were the decoder's most mispredicted branches. Longer
+ * names take FNV-1a. */
+static inline uint32_t name_hash(const uint8_t *s, size_t len)
+{
+    uint32_t a, b;
+    if (len >= 4 && len <= 8) {
+        a = load32(s);
+        b = load32(s + len - 4);
+    } else if (len >= 2 && len < 4) {
+        a = load16(s);
+        b = load16(s + len - 2);
+    } else if (len == 1) {
+        a = s[0];
+        b = 0;
+    } else {
+        uint32_t h = 2166136261u;
+        for (size_t i = 0; i < len; i++)
+            h = (h ^ s[i]) * 16777619u;
+        return h ^ (h >> 16);
+    }
+    uint32_t h = a * 0x9E3779B1u ^ (b * 0x85EBCA77u + (uint32_t)len * 0xC2B2AE3Du);
+    return h ^ (h >> 15);
+}
+
+static inline int bytes_equal(const char *a, const uint8_t *b, size_t len)
+{
+    const uint8_t *x = (const uint8_t *)a;
+    if (len >= 4 && len <= 8)
+        return load32(x) == load32(b) && load32(x + len - 4) == load32(b + len - 4);
+    if (len >= 2 && len < 4)
+        return load16(x) == load16(b) && load16(x + len - 2) == load16(b + len - 2);
+    return memcmp(a, b, len) == 0;
+}
+
+/* Index of the name equal to key[0..len), or -1. */
+static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size_t len)
+{
+    uint32_t h = name_hash(key, len);
+    for (uint32_t i = h & p->mask;; i = (i + 1) & p->mask) {
+        const struct proj_slot *s = &p->slots[i];
+        if (s->idx == SLOT_EMPTY)
+            return -1;
+        if (s->hash == h && p->names[s->idx].len == len &&
+            bytes_equal(p->names[s->idx].s, key, len))
+            return (long)s->idx;
+    }
+}
+
+int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t n)
+{
+    dpp_projection_t *p = NULL;
+    size_t nslots = 8, pool_len = 0;
+    char *at;
+    int err = -ENOMEM;
+
+    *out = NULL;
+    if (n >= SLOT_EMPTY / 8) /* 4n slots must fit the 32-bit mask */
+        return DPP_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (names[i] == NULL || names[i][0] == '\0')
+            return DPP_EINVAL;
+        pool_len += strlen(names[i]) + 1;
+    }
+    while (nslots < 4 * n) /* a quarter full: few probes past the first slot */
+        nslots *= 2;
+
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        goto fail;
+    p->n = n;
+    p->mask = (uint32_t)(nslots - 1);
+    p->slots = malloc(nslots * sizeof(*p->slots));
+    p->names = calloc(n ? n : 1, sizeof(*p->names));
+    p->pool = malloc(pool_len ? pool_len : 1);
+    if (!p->slots || !p->names || !p->pool)
+        goto fail;
+    for (size_t i = 0; i < nslots; i++)
+        p->slots[i].idx = SLOT_EMPTY;
+
+    at = p->pool;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        uint32_t h = name_hash((const uint8_t *)names[i], len);
+
+        if (proj_find(p, (const uint8_t *)names[i], len) >= 0) {
+            err = DPP_EINVAL;
+            goto fail;
+        }
+        memcpy(at, names[i], len + 1);
+        p->names[i].s = at;
+        p->names[i].len = len;
+        at += len + 1;
+
+        uint32_t j = h & p->mask;
+        while (p->slots[j].idx != SLOT_EMPTY)
+            j = (j + 1) & p->mask;
+        p->slots[j].hash = h;
+        p->slots[j].idx = (uint32_t)i;
+    }
+    *out = p;
+    return 0;
+
+fail:
+    dpp_projection_free(p);
+    return err;
+}
+
+void dpp_projection_free(dpp_projection_t *p)
+{
+    if (!p)
+        return;
+    free(p->slots);
+    free(p->names);
+    free(p->pool);
+    free(p);
+}
+
+size_t dpp_projection_size(const dpp_projection_t *p)
+{
+    return p->n;
+}
+
+/* The wire readers below advance *pp and return 0, or DPP_EEXAMPLE. */
+static int varint_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+
+    /* At most 10 bytes; bits past 64 in the 10th byte are dropped, as every
+     * protobuf parser does. */
+    for (unsigned shift = 0; shift <= 63; shift += 7) {
+        if (p == end)
+            return DPP_EEXAMPLE;
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = v;
+            *pp = p;
+            return 0;
+        }
+    }
+    return DPP_EEXAMPLE;
+}
+
+/* With 10 bytes in reach no byte needs its own bounds check. */
+static inline int varint_unchecked(const uint8_t **pp, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = *p++ & 0x7f;
+
+    for (unsigned shift = 7; shift <= 63; shift += 7) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = v;
+            *pp = p;
+            return 0;
+        }
+    }
+    return DPP_EEXAMPLE;
+}
+
+static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) {
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    if (end - p >= 10)
+        return varint_unchecked(pp, out);
+    return varint_slow(pp, end, out);
+}
+
+/* A tag: field numbers are 1..2^29-1, so the varint must fit 32 bits. */
+static inline int read_tag(const uint8_t **pp, const uint8_t *end, uint64_t *tag)
+{
+    if (read_varint(pp, end, tag) != 0 || *tag > UINT32_MAX || (*tag >> 3) == 0)
+        return DPP_EEXAMPLE;
+    return 0;
+}
+
+static inline int read_len(const uint8_t **pp, const uint8_t *end, const uint8_t **data,
+                           size_t *len)
+{
+    uint64_t v;
+    if (read_varint(pp, end, &v) != 0 || v > (uint64_t)(end - *pp))
+        return DPP_EEXAMPLE;
+    *data = *pp;
+    *len = (size_t)v;
+    *pp += v;
+    return 0;
+}
+
+static int skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
+{
+    uint64_t v;
+    const uint8_t *data;
+    size_t len;
+
+    switch (wt) {
+    case WT_VARINT:
+        return read_varint(pp, end, &v);
+    case WT_I64:
+        if (end - *pp < 8)
+            return DPP_EEXAMPLE;
+        *pp += 8;
+        return 0;
+    case WT_LEN:
+        return read_len(pp, end, &data, &len);
+    case WT_I32:
+        if (end - *pp < 4)
+            return DPP_EEXAMPLE;
+        *pp += 4;
+        return 0;
+    default: /* groups (3, 4) are not part of proto3; 6 and 7 do not exist */
+        return DPP_EEXAMPLE;
+    }
+}
+
+/* Parses one serialized Feature into *ref. Several `value` fields of one map
+ * entry are merged by protobuf, which is the same as parsing them one after
+ * the other into the same state: has_list carries over between calls. */
+static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *ref, int *has_list)
+{
+    /* Fast path: the Feature is exactly one list that ends it. */
+    if (!*has_list && end - p >= 2 &&
+        (p[0] == TAG(1, WT_LEN) || p[0] == TAG(2, WT_LEN) || p[0] == TAG(3, WT_LEN))) {
+        const uint8_t *q = p + 1;
+        uint64_t len;
+        if (read_varint(&q, end, &len) == 0 && len == (uint64_t)(end - q)) {
+            ref->kind = (dpp_feat_kind_t)(p[0] >> 3);
+            ref->list = q;
+            ref->list_len = (size_t)len;
+            *has_list = 1;
+            return 0;
+        }
+    }
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *list;
+        size_t len;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN) || tag == TAG(2, WT_LEN) || tag == TAG(3, WT_LEN)) {
+            if (read_len(&p, end, &list, &len) != 0)
+                return DPP_EEXAMPLE;
+            /* The same list twice must be concatenated by merge rules, which a
+             * zero-copy reference cannot express. No TFRecord writer emits it. */
+            if (*has_list && ref->kind == (dpp_feat_kind_t)(tag >> 3))
+                return DPP_EEXAMPLE;
+            ref->kind = (dpp_feat_kind_t)(tag >> 3);
+            ref->list = list;
+            ref->list_len = len;
+            *has_list = 1;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    return 0;
+}
+
+static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, const uint8_t *end,
+                        dpp_feat_ref_t *out)
+{
+    const uint8_t *p = start, *key = NULL, *val = NULL;
+    size_t key_len = 0, val_len = 0;
+    unsigned nval = 0;
+    long idx;
+
+    /* Fast path for what every writer emits: key (field 1, length < 128),
+     * then one value (field 2) that ends the entry. Anything else takes the
+     * general walk below, which accepts every valid encoding. */
+    if (end - p >= 4 && p[0] == TAG(1, WT_LEN) && p[1] < 0x80 && end - p - 2 > p[1]) {
+        const uint8_t *q = p + 2 + p[1];
+        uint64_t vlen;
+        if (*q == TAG(2, WT_LEN) && (q++, read_varint(&q, end, &vlen) == 0) &&
+            vlen == (uint64_t)(end - q) && p[1] > 0) {
+            idx = proj_find(proj, p + 2, p[1]);
+            if (idx < 0)
+                return 0;
+            /* Decoded straight into its slot: a struct built on the stack and
+             * copied here cost a store-forwarding stall per feature. */
+            dpp_feat_ref_t *ref = &out[idx];
+            ref->kind = DPP_FEAT_BYTES;
+            ref->list = start;
+            ref->list_len = 0;
+            int has_list = 0;
+            return decode_feature(q, q + vlen, ref, &has_list);
+        }
+    }
+    while (p < end) {
+        uint64_t tag;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &key, &key_len) != 0)
+                return DPP_EEXAMPLE;
+        } else if (tag == TAG(2, WT_LEN)) {
+            if (read_len(&p, end, &val, &val_len) != 0)
+                return DPP_EEXAMPLE;
+            nval++;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    if (key_len == 0)
+        return 0; /* "" is never projected */
+    idx = proj_find(proj, key, key_len);
+    if (idx < 0)
+        return 0;
+
+    /* No value, or a value with no kind set, is a present, empty feature. */
+    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0};
+    int has_list = 0;
+    if (nval == 1) {
+        if (decode_feature(val, val + val_len, &ref, &has_list) != 0)
+            return DPP_EEXAMPLE;
+    } else if (nval > 1) {
+        /* Rare: walk the entry again, merging the values in order. The first
+         * walk validated the framing. */
+        p = start;
+        while (p < end) {
+            uint64_t tag = 0;
+            read_tag(&p, end, &tag);
+            if (tag == TAG(2, WT_LEN)) {
+                read_len(&p, end, &val, &val_len);
+                if (decode_feature(val, val + val_len, &ref, &has_list) != 0)
+                    return DPP_EEXAMPLE;
+            } else {
+                skip_field(&p, end, (unsigned)(tag & 7));
+            }
+        }
+    }
+    out[idx] = ref;
+    return 0;
+}
+
+static int decode_features(const dpp_projection_t *proj, const uint8_t *p, const uint8_t *end,
+                           dpp_feat_ref_t *out)
+{
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *entry;
+        size_t len;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &entry, &len) != 0 ||
+                decode_entry(proj, entry, entry + len, out) != 0)
+                return DPP_EEXAMPLE;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    return 0;
+}
+
+int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t len,
+                       dpp_feat_ref_t *out)
+{
+    const uint8_t *p = rec, *end;
+
+    /* DPP_FEAT_ABSENT is 0 and NULL is all-zero bits on every platform dpp
+     * builds for: one memset instead of a loop of struct stores. */
+    memset(out, 0, proj->n * sizeof *out);
+    if (len == 0)
+        return 0;
+    /* Example.features may repeat; protobuf merges the occurrences, which for
+     * a map means their entries in order, later keys winning. */
+    end = rec + len;
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *features;
+        size_t flen;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &features, &flen) != 0 ||
+                decode_features(proj, features, features + flen, out) != 0)
+                return DPP_EEXAMPLE;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    return 0;
+}
+
+static int check_kind(const dpp_feat_ref_t *f, dpp_feat_kind_t kind)
+{
+    if (kind != DPP_FEAT_BYTES && kind != DPP_FEAT_FLOAT && kind != DPP_FEAT_INT64)
+        return DPP_EINVAL;
+    return f->kind == kind ? 0 : DPP_ETYPE;
+}
+
+/* Values in a packed varint block: one per byte without the continuation
+ * bit. The block must end a varint and hold none longer than 10 bytes. */
+static int count_packed_varints(const uint8_t *p, size_t len, size_t *n)
+{
+    size_t count = 0;
+    unsigned run = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] & 0x80) {
+            if (++run == 10)
+                return DPP_EEXAMPLE;
+        } else {
+            count++;
+            run = 0;
+        }
+    }
+    if (run != 0)
+        return DPP_EEXAMPLE;
+    *n = count;
+    return 0;
+}
+
+static inline float load_float_le(const uint8_t *p)
+{
+    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
+{
+    const uint8_t *p, *end;
+    size_t count = 0;
+    int err;
+
+    *n = 0;
+    if ((err = check_kind(f, kind)) != 0)
+        return err;
+    if (f->list_len == 0)
+        return 0;
+    p = f->list;
+    end = p + f->list_len;
+    while (p < end) {
+        uint64_t tag, v;
+        const uint8_t *data;
+        size_t len, k;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (kind == DPP_FEAT_FLOAT && tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &len) != 0 || len % 4 != 0)
+                return DPP_EEXAMPLE;
+            count += len / 4;
+        } else if (kind == DPP_FEAT_FLOAT && tag == TAG(1, WT_I32)) {
+            if (end - p < 4)
+                return DPP_EEXAMPLE;
+            p += 4;
+            count++;
+        } else if (kind == DPP_FEAT_INT64 && tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &len) != 0 || count_packed_varints(data, len, &k) != 0)
+                return DPP_EEXAMPLE;
+            count += k;
+        } else if (kind == DPP_FEAT_INT64 && tag == TAG(1, WT_VARINT)) {
+            if (read_varint(&p, end, &v) != 0)
+                return DPP_EEXAMPLE;
+            count++;
+        } else if (kind == DPP_FEAT_BYTES && tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &len) != 0)
+                return DPP_EEXAMPLE;
+            count++;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    *n = count;
+    return 0;
+}
+
+int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
+{
+    const uint8_t *p, *end;
+    size_t w = 0, total = 0;
+    int err;
+
+    *n = 0;
+    if ((err = check_kind(f, DPP_FEAT_FLOAT)) != 0)
+        return err;
+    if (f->list_len == 0)
+        return 0;
+    p = f->list;
+    end = p + f->list_len;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Fast path: one packed run filling the list, as writers emit it. */
+    if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
+        (size_t)p[1] == f->list_len - 2 && p[1] % 4 == 0) {
+        total = p[1] / 4;
+        memcpy(out, p + 2, (total < cap ? total : cap) * 4);
+        *n = total;
+        return 0;
+    }
+#endif
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *data;
+        size_t len;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &len) != 0 || len % 4 != 0)
+                return DPP_EEXAMPLE;
+            size_t k = len / 4;
+            total += k;
+            if (k > cap - w)
+                k = cap - w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            if (k > 0)
+                memcpy(out + w, data, k * 4);
+#else
+            for (size_t i = 0; i < k; i++)
+                out[w + i] = load_float_le(data + 4 * i);
+#endif
+            w += k;
+        } else if (tag == TAG(1, WT_I32)) {
+            if (end - p < 4)
+                return DPP_EEXAMPLE;
+            if (w < cap)
+                out[w++] = load_float_le(p);
+            total++;
+            p += 4;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    *n = total;
+    return 0;
+}
+
+/* Decodes a packed varint run into out (at most cap - *w more values) and
+ * counts every value into *total. */
+static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
+                                 size_t *w, size_t *total)
+{
+    uint64_t v;
+    size_t i = *w, t = *total;
+    while (q < qend) {
+        if (*q < 0x80) { /* ids below 128 and small counts: one byte */
+            v = *q++;
+        } else if (read_varint(&q, qend, &v) != 0) {
+            return DPP_EEXAMPLE;
+        }
+        if (i < cap)
+            out[i++] = (int64_t)v;
+        t++;
+    }
+    *w = i;
+    *total = t;
+    return 0;
+}
+
+int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n)
+{
+    const uint8_t *p, *end;
+    size_t w = 0, total = 0;
+    int err;
+
+    *n = 0;
+    if ((err = check_kind(f, DPP_FEAT_INT64)) != 0)
+        return err;
+    if (f->list_len == 0)
+        return 0;
+    p = f->list;
+    end = p + f->list_len;
+    /* Fast path: one packed run filling the list, as writers emit it. */
+    if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
+        (size_t)p[1] == f->list_len - 2) {
+        if (unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
+            return DPP_EEXAMPLE;
+        *n = total;
+        return 0;
+    }
+    while (p < end) {
+        uint64_t tag, v;
+        const uint8_t *data;
+        size_t len;
+
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &len) != 0 ||
+                unpack_varints(data, data + len, out, cap, &w, &total) != 0)
+                return DPP_EEXAMPLE;
+        } else if (tag == TAG(1, WT_VARINT)) {
+            if (read_varint(&p, end, &v) != 0)
+                return DPP_EEXAMPLE;
+            if (w < cap)
+                out[w++] = (int64_t)v;
+            total++;
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            return DPP_EEXAMPLE;
+        }
+    }
+    *n = total;
+    return 0;
+}

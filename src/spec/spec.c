@@ -1,0 +1,1078 @@
+// SPDX-License-Identifier: Apache-2.0
+// Session spec v1: JSON (jansson) to dpp_spec_t with validation that names the
+// JSON path of the first problem, and back to a normalised JSON text.
+#include <errno.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpp/error.h"
+#include "spec/spec.h"
+#include "spec/table.h"
+#include "spec/transform.h"
+
+#define MAX_BATCH_SIZE 1048576
+#define MAX_EPOCHS 1000000
+#define MAX_CONSUMERS 65536
+#define MAX_SPLIT_ROWS INT32_MAX
+#define MAX_COMPRESSION_LEVEL 19
+#define MAX_TRUNCATE_LEN INT32_MAX /* sparse lengths travel as int32 */
+
+/* Where the parser is in the document: a chain of stack frames, formatted
+ * only when an error is reported. */
+typedef struct jpath {
+    const struct jpath *parent; /* NULL at the top level */
+    const char *key;            /* member name, or NULL for an array index */
+    size_t index;
+} jpath_t;
+
+typedef struct parser {
+    char *err;
+    size_t errlen;
+    json_t *names; /* feature names seen so far, used as a set */
+} parser_t;
+
+typedef struct op_info {
+    const char *name;
+    dpp_op_kind_t op;
+    int dense;           /* 1: dense features only, 0: sparse only */
+    const char *keys[3]; /* allowed keys besides "op", NULL-terminated */
+} op_info_t;
+
+/* The first entry of a kind names it in the normalised form, so "first_x"
+ * (an alias) comes after "truncate". */
+static const op_info_t op_table[] = {
+    {"fill_missing", DPP_OP_FILL_MISSING, 1, {"value", NULL}},
+    {"clamp", DPP_OP_CLAMP, 1, {"min", "max", NULL}},
+    {"log1p", DPP_OP_LOG1P, 1, {NULL}},
+    {"standardize", DPP_OP_STANDARDIZE, 1, {"mean", "std", NULL}},
+    {"bucketize", DPP_OP_BUCKETIZE, 1, {"boundaries", NULL}},
+    {"cast", DPP_OP_CAST, 1, {"to", NULL}},
+    {"modulo", DPP_OP_MODULO, 0, {"n", NULL}},
+    {"hash", DPP_OP_HASH, 0, {"n", "salt", NULL}},
+    {"truncate", DPP_OP_TRUNCATE, 0, {"max_len", "keep", NULL}},
+    {"first_x", DPP_OP_TRUNCATE, 0, {"x", NULL}},
+};
+#define NOPS (sizeof(op_table) / sizeof(op_table[0]))
+
+static const op_info_t *op_by_kind(dpp_op_kind_t op)
+{
+    for (size_t i = 0; i < NOPS; i++)
+        if (op_table[i].op == op)
+            return &op_table[i];
+    return NULL;
+}
+
+/* Names of the string-valued choices, indexed by their enum value. */
+static const char *const cast_names[] = {"int", "bfloat16", "float16", NULL};
+static const char *const keep_names[] = {"first", "last", NULL};
+static const char *const on_corrupt_names[] = {"skip", "fail", NULL};
+static const char *const remainder_names[] = {"drop", "keep", "pad", NULL};
+static const char *const order_names[] = {"deterministic", "fastest", NULL};
+static const char *const compression_names[] = {"auto", "off", "zstd", NULL};
+
+static jpath_t at_key(const jpath_t *parent, const char *key)
+{
+    return (jpath_t){.parent = parent, .key = key};
+}
+
+static jpath_t at_index(const jpath_t *parent, size_t index)
+{
+    return (jpath_t){.parent = parent, .index = index};
+}
+
+/* Appends path to buf[pos..size) as "a.b[3].c"; returns the new position,
+ * which may pass size when the text is cut short. */
+static size_t put_path(char *buf, size_t size, size_t pos, const jpath_t *path)
+{
+    int n;
+
+    if (path->parent)
+        pos = put_path(buf, size, pos, path->parent);
+    if (pos >= size)
+        return pos;
+    if (path->key)
+        n = snprintf(buf + pos, size - pos, "%s%s", path->parent ? "." : "", path->key);
+    else
+        n = snprintf(buf + pos, size - pos, "[%zu]", path->index);
+    return n < 0 ? pos : pos + (size_t)n;
+}
+
+/* Writes "<path>: <message>" and returns DPP_ESPEC. Control characters from
+ * user-supplied keys and strings become '?' so that the error stays one line. */
+static int fail(parser_t *p, const jpath_t *path, const char *fmt, ...)
+{
+    if (!p->err || p->errlen == 0)
+        return DPP_ESPEC;
+    p->err[0] = '\0';
+    size_t pos = put_path(p->err, p->errlen, 0, path);
+    if (pos + 2 < p->errlen) {
+        memcpy(p->err + pos, ": ", 3);
+        pos += 2;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->err + pos, p->errlen - pos, fmt, ap);
+        va_end(ap);
+    }
+    for (char *c = p->err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return DPP_ESPEC;
+}
+
+/* Rejects the first key of obj that is neither in allowed (NULL-terminated)
+ * nor `also`. Keys come in document order (jansson keeps insertion order),
+ * so the report names the first unknown key of the text. */
+static int check_keys(parser_t *p, const jpath_t *path, json_t *obj, const char *const *allowed,
+                      const char *also)
+{
+    for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+        const char *key = json_object_iter_key(it);
+        int known = also && strcmp(key, also) == 0;
+        for (const char *const *a = allowed; !known && *a; a++)
+            known = strcmp(key, *a) == 0;
+        if (!known) {
+            jpath_t kp = at_key(path, key);
+            return fail(p, &kp, "unknown key");
+        }
+    }
+    return 0;
+}
+
+/* Reads an integer member within [min, max]. *found says whether it was
+ * present; *out is untouched when it is absent. */
+static int get_int(parser_t *p, const jpath_t *path, json_t *obj, const char *key, int required,
+                   int64_t min, int64_t max, int64_t *out, int *found)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    *found = v != NULL;
+    if (!v)
+        return required ? fail(p, &kp, "required") : 0;
+    if (!json_is_integer(v))
+        return fail(p, &kp, "expected an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < min && min == 1)
+        return fail(p, &kp, "must be > 0");
+    if (x < min)
+        return fail(p, &kp, "must be >= %lld", (long long)min);
+    if (x > max)
+        return fail(p, &kp, "must be <= %lld", (long long)max);
+    *out = x;
+    return 0;
+}
+
+/* Reads a number (JSON integer or real). Values reach the trainer as floats,
+ * so anything beyond the float range is rejected rather than turned into an
+ * infinity. JSON itself has no NaN or infinity. */
+static int get_number(parser_t *p, const jpath_t *path, json_t *obj, const char *key, int required,
+                      double *out, int *found)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    *found = v != NULL;
+    if (!v)
+        return required ? fail(p, &kp, "required") : 0;
+    if (!json_is_number(v))
+        return fail(p, &kp, "expected a number");
+    double x = json_number_value(v);
+    if (!isfinite(x) || fabs(x) > FLT_MAX)
+        return fail(p, &kp, "out of the float range");
+    *out = x;
+    return 0;
+}
+
+/* Reads an optional string member that must be one of names (NULL-terminated);
+ * *out is its index, untouched when the member is absent. `expected` lists
+ * the choices for the message, e.g. "\"skip\" or \"fail\"". */
+static int get_choice(parser_t *p, const jpath_t *path, json_t *obj, const char *key, int required,
+                      const char *const *names, const char *expected, int *out)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return required ? fail(p, &kp, "required") : 0;
+    if (!json_is_string(v))
+        return fail(p, &kp, "expected a string");
+    const char *s = json_string_value(v);
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return fail(p, &kp, "unknown value \"%s\" (expected %s)", s, expected);
+}
+
+/* Returns the non-empty string member `key`, or NULL with *rc set after
+ * writing the error. */
+static const char *get_string(parser_t *p, const jpath_t *path, json_t *obj, const char *key,
+                              int *rc)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    *rc = 0;
+    if (!v)
+        *rc = fail(p, &kp, "required");
+    else if (!json_is_string(v))
+        *rc = fail(p, &kp, "expected a string");
+    else if (json_string_length(v) == 0)
+        *rc = fail(p, &kp, "must not be empty");
+    return *rc ? NULL : json_string_value(v);
+}
+
+/* Registers a feature name; a second use of the same name is an error. */
+static int add_name(parser_t *p, const jpath_t *path, const char *name)
+{
+    if (json_object_get(p->names, name))
+        return fail(p, path, "duplicate feature name \"%s\"", name);
+    if (json_object_set_new(p->names, name, json_true()) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int parse_clamp(parser_t *p, const jpath_t *path, json_t *obj, dpp_transform_t *t)
+{
+    int rc, has_min, has_max;
+
+    rc = get_number(p, path, obj, "min", 0, &t->min, &has_min);
+    if (rc)
+        return rc;
+    rc = get_number(p, path, obj, "max", 0, &t->max, &has_max);
+    if (rc)
+        return rc;
+    if (!has_min && !has_max)
+        return fail(p, path, "clamp needs \"min\" or \"max\"");
+    if (t->min > t->max) {
+        jpath_t kp = at_key(path, "min");
+        return fail(p, &kp, "must be <= max");
+    }
+    return 0;
+}
+
+static int parse_standardize(parser_t *p, const jpath_t *path, json_t *obj, dpp_transform_t *t)
+{
+    int found;
+    int rc = get_number(p, path, obj, "mean", 1, &t->mean, &found);
+    if (rc)
+        return rc;
+    rc = get_number(p, path, obj, "std", 1, &t->std, &found);
+    if (rc)
+        return rc;
+    if (t->std <= 0) {
+        jpath_t kp = at_key(path, "std");
+        return fail(p, &kp, "must be > 0");
+    }
+    return 0;
+}
+
+/* boundaries: a non-empty, strictly increasing array of numbers. The array
+ * is owned by t as soon as it is allocated, so a failure part-way is freed
+ * with the spec. */
+static int parse_bucketize(parser_t *p, const jpath_t *path, json_t *obj, dpp_transform_t *t)
+{
+    jpath_t bp = at_key(path, "boundaries");
+    json_t *list = json_object_get(obj, "boundaries");
+
+    if (!list)
+        return fail(p, &bp, "required");
+    if (!json_is_array(list))
+        return fail(p, &bp, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return fail(p, &bp, "must not be empty");
+    if (n > DPP_SPEC_MAX_BOUNDARIES)
+        return fail(p, &bp, "must have at most %d entries", DPP_SPEC_MAX_BOUNDARIES);
+    t->boundaries = calloc(n, sizeof(*t->boundaries));
+    if (!t->boundaries)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&bp, i);
+        json_t *v = json_array_get(list, i);
+        if (!json_is_number(v))
+            return fail(p, &ip, "expected a number");
+        double x = json_number_value(v);
+        if (!isfinite(x) || fabs(x) > FLT_MAX)
+            return fail(p, &ip, "out of the float range");
+        /* -0.0 < 0.0 is false, so [-0.0, 0.0] is refused too */
+        if (i > 0 && !(x > t->boundaries[i - 1]))
+            return fail(p, &ip, "must be greater than boundaries[%zu]", i - 1);
+        t->boundaries[i] = x;
+        t->nboundaries = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t index, int dense,
+                           dpp_transform_t *t)
+{
+    jpath_t op_path = at_key(path, "op");
+    int64_t x = 0;
+    int rc, found;
+
+    if (!json_is_object(obj))
+        return fail(p, path, "expected an object");
+    const char *name = get_string(p, path, obj, "op", &rc);
+    if (!name)
+        return rc;
+    const op_info_t *info = NULL;
+    for (size_t i = 0; i < NOPS && !info; i++)
+        if (strcmp(name, op_table[i].name) == 0)
+            info = &op_table[i];
+    if (!info)
+        return fail(p, &op_path, "unknown op \"%s\"", name);
+    if (info->dense != dense)
+        return fail(p, &op_path, "op \"%s\" applies to %s features, not %s", name,
+                    info->dense ? "dense" : "sparse", dense ? "dense" : "sparse");
+    if (info->op == DPP_OP_FILL_MISSING && index > 0)
+        return fail(p, &op_path, "fill_missing must be the first op");
+    rc = check_keys(p, path, obj, info->keys, "op");
+    if (rc)
+        return rc;
+
+    memset(t, 0, sizeof(*t));
+    t->op = info->op;
+    t->min = -INFINITY;
+    t->max = INFINITY;
+    int choice = 0;
+    switch (info->op) {
+    case DPP_OP_FILL_MISSING:
+        return get_number(p, path, obj, "value", 1, &t->value, &found);
+    case DPP_OP_CLAMP:
+        return parse_clamp(p, path, obj, t);
+    case DPP_OP_LOG1P:
+        return 0;
+    case DPP_OP_STANDARDIZE:
+        return parse_standardize(p, path, obj, t);
+    case DPP_OP_BUCKETIZE:
+        return parse_bucketize(p, path, obj, t);
+    case DPP_OP_CAST:
+        rc = get_choice(p, path, obj, "to", 1, cast_names, "\"int\", \"bfloat16\" or \"float16\"",
+                        &choice);
+        t->cast_to = (dpp_cast_type_t)choice;
+        return rc;
+    case DPP_OP_MODULO:
+        rc = get_int(p, path, obj, "n", 1, 1, INT64_MAX, &x, &found);
+        t->n = x;
+        dpp_transform_prepare(t);
+        return rc;
+    case DPP_OP_HASH:
+        rc = get_int(p, path, obj, "n", 1, 1, INT64_MAX, &x, &found);
+        t->n = x;
+        x = 0;
+        if (!rc)
+            rc = get_int(p, path, obj, "salt", 0, INT64_MIN, INT64_MAX, &x, &found);
+        t->salt = x;
+        dpp_transform_prepare(t);
+        return rc;
+    case DPP_OP_TRUNCATE:
+        /* first_x {x} is truncate {max_len: x, keep: "first"} */
+        if (strcmp(info->name, "first_x") == 0) {
+            rc = get_int(p, path, obj, "x", 1, 1, MAX_TRUNCATE_LEN, &x, &found);
+            t->max_len = (uint32_t)x;
+            return rc;
+        }
+        rc = get_int(p, path, obj, "max_len", 1, 1, MAX_TRUNCATE_LEN, &x, &found);
+        t->max_len = (uint32_t)x;
+        if (!rc)
+            rc = get_choice(p, path, obj, "keep", 0, keep_names, "\"first\" or \"last\"", &choice);
+        t->keep_last = choice;
+        return rc;
+    }
+    return fail(p, &op_path, "unknown op \"%s\"", name);
+}
+
+static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dense,
+                         dpp_feature_spec_t *f)
+{
+    static const char *const dense_keys[] = {"name", "dim", "transforms", NULL};
+    static const char *const sparse_keys[] = {"name", "weights", "transforms", NULL};
+    jpath_t name_path = at_key(path, "name");
+    jpath_t ops_path = at_key(path, "transforms");
+    int rc, found;
+
+    if (!json_is_object(obj))
+        return fail(p, path, "expected an object");
+    rc = check_keys(p, path, obj, dense ? dense_keys : sparse_keys, NULL);
+    if (rc)
+        return rc;
+    const char *name = get_string(p, path, obj, "name", &rc);
+    if (!name)
+        return rc;
+    rc = add_name(p, &name_path, name);
+    if (rc)
+        return rc;
+    f->name = strdup(name);
+    if (!f->name)
+        return -ENOMEM;
+    f->dim = 0;
+    if (dense) {
+        int64_t dim = 1;
+        rc = get_int(p, path, obj, "dim", 0, 1, DPP_SPEC_MAX_DIM, &dim, &found);
+        if (rc)
+            return rc;
+        f->dim = (unsigned)dim;
+    } else if (json_object_get(obj, "weights")) {
+        /* a tf.Example key like any feature's, so it shares their namespace */
+        jpath_t wp = at_key(path, "weights");
+        const char *weights = get_string(p, path, obj, "weights", &rc);
+        if (!weights)
+            return rc;
+        rc = add_name(p, &wp, weights);
+        if (rc)
+            return rc;
+        f->weights = strdup(weights);
+        if (!f->weights)
+            return -ENOMEM;
+    }
+
+    json_t *ops = json_object_get(obj, "transforms");
+    if (!ops)
+        return 0;
+    if (!json_is_array(ops))
+        return fail(p, &ops_path, "expected an array");
+    size_t n = json_array_size(ops);
+    if (n == 0)
+        return 0;
+    f->ops = calloc(n, sizeof(*f->ops));
+    if (!f->ops)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t op_path = at_index(&ops_path, i);
+        /* counted first so that dpp_spec_close frees a half-parsed op's
+         * boundaries */
+        f->nops = (unsigned)(i + 1);
+        rc = parse_transform(p, &op_path, json_array_get(ops, i), i, dense, &f->ops[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Parses features.dense or features.sparse: absent is fine, empty is not. */
+static int parse_feature_list(parser_t *p, const jpath_t *features_path, json_t *features,
+                              const char *key, int dense, dpp_feature_spec_t **out, unsigned *count)
+{
+    jpath_t list_path = at_key(features_path, key);
+    json_t *list = json_object_get(features, key);
+
+    if (!list)
+        return 0;
+    if (!json_is_array(list))
+        return fail(p, &list_path, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return fail(p, &list_path, "must not be empty");
+    *out = calloc(n, sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t fp = at_index(&list_path, i);
+        /* counted first so that dpp_spec_close frees a half-parsed feature */
+        *count = (unsigned)(i + 1);
+        int rc = parse_feature(p, &fp, json_array_get(list, i), dense, &(*out)[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int check_partition(parser_t *p, const jpath_t *path, json_t *v, json_t *seen)
+{
+    if (!json_is_string(v))
+        return fail(p, path, "expected a string");
+    const char *name = json_string_value(v);
+    if (name[0] == '\0')
+        return fail(p, path, "must not be empty");
+    if (strchr(name, '/'))
+        return fail(p, path, "must be a folder name, without '/'");
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return fail(p, path, "must be a folder name, not \".\" or \"..\"");
+    if (json_object_get(seen, name))
+        return fail(p, path, "duplicate partition \"%s\"", name);
+    return json_object_set_new(seen, name, json_true()) == 0 ? 0 : -ENOMEM;
+}
+
+static int parse_partitions(parser_t *p, json_t *list, dpp_spec_t *s)
+{
+    jpath_t path = at_key(NULL, "partitions");
+    int rc = 0;
+
+    if (!json_is_array(list))
+        return fail(p, &path, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return fail(p, &path, "must not be empty (leave it out to select every partition)");
+    json_t *seen = json_object();
+    s->partitions = calloc(n, sizeof(*s->partitions));
+    if (!seen || !s->partitions) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&path, i);
+        json_t *v = json_array_get(list, i);
+        rc = check_partition(p, &ip, v, seen);
+        if (rc)
+            goto out;
+        s->partitions[i] = strdup(json_string_value(v));
+        if (!s->partitions[i]) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        s->npartitions = (unsigned)(i + 1);
+    }
+out:
+    json_decref(seen);
+    return rc;
+}
+
+static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const keys[] = {"name", NULL};
+    jpath_t path = at_key(NULL, "label");
+    jpath_t name_path = at_key(&path, "name");
+    int rc;
+
+    json_t *label = json_object_get(root, "label");
+    if (!label)
+        return fail(p, &path, "required");
+    if (!json_is_object(label))
+        return fail(p, &path, "expected an object");
+    rc = check_keys(p, &path, label, keys, NULL);
+    if (rc)
+        return rc;
+    const char *name = get_string(p, &path, label, "name", &rc);
+    if (!name)
+        return rc;
+    rc = add_name(p, &name_path, name);
+    if (rc)
+        return rc;
+    s->label = strdup(name);
+    return s->label ? 0 : -ENOMEM;
+}
+
+static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, dpp_filter_t *f)
+{
+    static const char *const require_keys[] = {"feature", NULL};
+    static const char *const sample_keys[] = {"p", "seed", "label", NULL};
+    jpath_t op_path = at_key(path, "op");
+    int rc, found;
+
+    if (!json_is_object(obj))
+        return fail(p, path, "expected an object");
+    const char *op = get_string(p, path, obj, "op", &rc);
+    if (!op)
+        return rc;
+    if (strcmp(op, "require") == 0) {
+        f->kind = DPP_FILTER_REQUIRE;
+        rc = check_keys(p, path, obj, require_keys, "op");
+        if (rc)
+            return rc;
+        const char *name = get_string(p, path, obj, "feature", &rc);
+        if (!name)
+            return rc;
+        /* the worker decodes only the spec's names, so only those can be
+         * required */
+        if (!json_object_get(p->names, name)) {
+            jpath_t fp = at_key(path, "feature");
+            return fail(p, &fp, "no feature \"%s\" in the spec", name);
+        }
+        f->feature = strdup(name);
+        return f->feature ? 0 : -ENOMEM;
+    }
+    if (strcmp(op, "sample") == 0) {
+        f->kind = DPP_FILTER_SAMPLE;
+        rc = check_keys(p, path, obj, sample_keys, "op");
+        if (rc)
+            return rc;
+        rc = get_number(p, path, obj, "p", 1, &f->p, &found);
+        if (rc)
+            return rc;
+        if (!(f->p >= 0 && f->p <= 1)) {
+            jpath_t pp = at_key(path, "p");
+            return fail(p, &pp, "must be between 0 and 1");
+        }
+        int64_t seed = 0;
+        rc = get_int(p, path, obj, "seed", 0, INT64_MIN, INT64_MAX, &seed, &found);
+        if (rc)
+            return rc;
+        f->seed = seed;
+        rc = get_number(p, path, obj, "label", 0, &f->label, &f->has_label);
+        if (rc)
+            return rc;
+        dpp_filter_prepare(f);
+        return 0;
+    }
+    return fail(p, &op_path, "unknown filter \"%s\"", op);
+}
+
+static int parse_filters(parser_t *p, json_t *list, dpp_spec_t *s)
+{
+    jpath_t path = at_key(NULL, "filters");
+
+    if (!json_is_array(list))
+        return fail(p, &path, "expected an array");
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return 0;
+    if (n > DPP_SPEC_MAX_FILTERS)
+        return fail(p, &path, "must have at most %d entries", DPP_SPEC_MAX_FILTERS);
+    s->filters = calloc(n, sizeof(*s->filters));
+    if (!s->filters)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&path, i);
+        s->nfilters = (unsigned)(i + 1); /* so that a half-parsed one is freed */
+        int rc = parse_filter(p, &ip, json_array_get(list, i), &s->filters[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* split_rows, on_corrupt, compression and compression_level: how the data
+ * is read and shipped, not what it becomes. */
+/* shuffle: false (default), true (seed 0) or {"seed": N}. */
+static int parse_shuffle(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const shuffle_keys[] = {"seed", NULL};
+    jpath_t kp = at_key(NULL, "shuffle");
+    json_t *v = json_object_get(root, "shuffle");
+    if (v == NULL || json_is_false(v))
+        return 0;
+    s->shuffle = 1;
+    if (json_is_true(v))
+        return 0;
+    if (!json_is_object(v))
+        return fail(p, &kp, "expected false, true or an object {\"seed\": N}");
+    int rc = check_keys(p, &kp, v, shuffle_keys, NULL);
+    if (rc)
+        return rc;
+    int found;
+    return get_int(p, &kp, v, "seed", 1, INT64_MIN, INT64_MAX, &s->shuffle_seed, &found);
+}
+
+static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    int64_t x = DPP_SPEC_DEFAULT_SPLIT_ROWS;
+    int rc, found, choice = 0;
+
+    rc = get_int(p, NULL, root, "split_rows", 0, 1, MAX_SPLIT_ROWS, &x, &found);
+    if (rc)
+        return rc;
+    s->split_rows = (unsigned)x;
+    rc = get_choice(p, NULL, root, "on_corrupt", 0, on_corrupt_names, "\"skip\" or \"fail\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->on_corrupt_fail = choice;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "compression", 0, compression_names,
+                    "\"auto\", \"off\" or \"zstd\"", &choice);
+    if (rc)
+        return rc;
+    s->compression = (dpp_compression_t)choice;
+    x = 1;
+    rc = get_int(p, NULL, root, "compression_level", 0, 1, MAX_COMPRESSION_LEVEL, &x, &found);
+    if (rc)
+        return rc;
+    s->compression_level = (int)x;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "remainder", 0, remainder_names, "\"drop\", \"keep\" or \"pad\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->remainder = (dpp_remainder_t)choice;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "order", 0, order_names, "\"deterministic\" or \"fastest\"",
+                    &choice);
+    if (rc)
+        return rc;
+    s->order_fastest = choice;
+    return parse_shuffle(p, root, s);
+}
+
+/* Refuses JSON nested deeper than DPP_SPEC_MAX_DEPTH before the parser
+ * recurses into it: a spec needs six levels, and a deep document is an
+ * attack on the parser's stack, not a spec. */
+static int check_depth(parser_t *p, const char *json, size_t len)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = json[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > DPP_SPEC_MAX_DEPTH) {
+                jpath_t rp = at_key(NULL, "(root)");
+                return fail(p, &rp, "nested deeper than %d levels", DPP_SPEC_MAX_DEPTH);
+            }
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const top_keys[] = {"table",      "partitions",  "batch_size",
+                                           "epochs",     "consumers",   "split_rows",
+                                           "on_corrupt", "compression", "compression_level",
+                                           "features",   "label",       "filters",
+                                           "remainder",  "shuffle",     "order",
+                                           NULL};
+    static const char *const feature_keys[] = {"dense", "sparse", NULL};
+    jpath_t table_path = at_key(NULL, "table");
+    jpath_t features_path = at_key(NULL, "features");
+    int rc, found;
+    int64_t x = 0;
+
+    if (!json_is_object(root)) {
+        jpath_t rp = at_key(NULL, "(root)");
+        return fail(p, &rp, "expected an object");
+    }
+    rc = check_keys(p, NULL, root, top_keys, NULL);
+    if (rc)
+        return rc;
+
+    const char *table = get_string(p, NULL, root, "table", &rc);
+    if (!table)
+        return rc;
+    if (!dpp_path_is_relative_inside(table))
+        return fail(p, &table_path, "must be a relative path inside a data root");
+    s->table = strdup(table);
+    if (!s->table)
+        return -ENOMEM;
+
+    json_t *parts = json_object_get(root, "partitions");
+    if (parts) {
+        rc = parse_partitions(p, parts, s);
+        if (rc)
+            return rc;
+    }
+
+    rc = get_int(p, NULL, root, "batch_size", 1, 1, MAX_BATCH_SIZE, &x, &found);
+    if (rc)
+        return rc;
+    s->batch_size = (unsigned)x;
+    x = 1;
+    json_t *ev = json_object_get(root, "epochs");
+    if (json_is_string(ev) && strcmp(json_string_value(ev), "unbounded") == 0) {
+        x = DPP_EPOCHS_UNBOUNDED;
+    } else if (json_is_string(ev)) {
+        jpath_t ep = at_key(NULL, "epochs");
+        return fail(p, &ep, "expected an integer or \"unbounded\"");
+    } else {
+        rc = get_int(p, NULL, root, "epochs", 0, 1, MAX_EPOCHS, &x, &found);
+        if (rc)
+            return rc;
+    }
+    s->epochs = (unsigned)x;
+    x = 1;
+    rc = get_int(p, NULL, root, "consumers", 0, 1, MAX_CONSUMERS, &x, &found);
+    if (rc)
+        return rc;
+    s->consumers = (unsigned)x;
+    rc = parse_io_keys(p, root, s);
+    if (rc)
+        return rc;
+
+    json_t *features = json_object_get(root, "features");
+    if (!features)
+        return fail(p, &features_path, "required");
+    if (!json_is_object(features))
+        return fail(p, &features_path, "expected an object");
+    rc = check_keys(p, &features_path, features, feature_keys, NULL);
+    if (!rc)
+        rc = parse_feature_list(p, &features_path, features, "dense", 1, &s->dense, &s->ndense);
+    if (!rc)
+        rc = parse_feature_list(p, &features_path, features, "sparse", 0, &s->sparse, &s->nsparse);
+    if (rc)
+        return rc;
+    if (s->ndense + s->nsparse > DPP_SPEC_MAX_FEATURES)
+        return fail(p, &features_path, "%u features, more than %d", s->ndense + s->nsparse,
+                    DPP_SPEC_MAX_FEATURES);
+    if (s->ndense + s->nsparse == 0)
+        return fail(p, &features_path, "no features");
+    rc = parse_label(p, root, s);
+    if (rc)
+        return rc;
+    /* last: a require filter names a feature, weights or the label */
+    json_t *filters = json_object_get(root, "filters");
+    return filters ? parse_filters(p, filters, s) : 0;
+}
+
+int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen)
+{
+    parser_t p = {.err = err, .errlen = errlen, .names = NULL};
+    dpp_spec_t s;
+    json_error_t jerr;
+    json_t *root = NULL;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    memset(&s, 0, sizeof(s));
+    if (err && errlen)
+        err[0] = '\0';
+    if (!json)
+        len = 0;
+    if (len > DPP_SPEC_MAX_BYTES) {
+        jpath_t rp = at_key(NULL, "(root)");
+        rc = fail(&p, &rp, "the spec is %zu bytes, more than %u", len, DPP_SPEC_MAX_BYTES);
+        goto out;
+    }
+    if ((rc = check_depth(&p, json, len)) != 0)
+        goto out;
+    /* Duplicate keys would otherwise silently keep the last value. */
+    root = json_loadb(json ? json : "", len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        /* jansson leaves the text empty when its very first allocation
+         * (the lexer's buffer) fails */
+        if (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0') {
+            rc = -ENOMEM;
+            goto out;
+        }
+        char where[64];
+        snprintf(where, sizeof(where), "line %d, column %d", jerr.line, jerr.column);
+        jpath_t wp = at_key(NULL, where);
+        rc = fail(&p, &wp, "%s", jerr.text);
+        goto out;
+    }
+    p.names = json_object();
+    if (!p.names) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = parse_root(&p, root, &s);
+out:
+    if (rc == -ENOMEM && err && errlen)
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0)
+        *out = s;
+    else
+        dpp_spec_close(&s);
+    json_decref(p.names);
+    json_decref(root);
+    return rc;
+}
+
+static void features_free(dpp_feature_spec_t *f, unsigned n)
+{
+    if (!f)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        free(f[i].name);
+        free(f[i].weights);
+        if (f[i].ops)
+            for (unsigned j = 0; j < f[i].nops; j++)
+                free(f[i].ops[j].boundaries);
+        free(f[i].ops);
+    }
+    free(f);
+}
+
+void dpp_spec_close(dpp_spec_t *spec)
+{
+    if (!spec)
+        return;
+    free(spec->table);
+    if (spec->partitions)
+        for (unsigned i = 0; i < spec->npartitions; i++)
+            free(spec->partitions[i]);
+    free(spec->partitions);
+    features_free(spec->dense, spec->ndense);
+    features_free(spec->sparse, spec->nsparse);
+    free(spec->label);
+    if (spec->filters)
+        for (unsigned i = 0; i < spec->nfilters; i++)
+            free(spec->filters[i].feature);
+    free(spec->filters);
+    memset(spec, 0, sizeof(*spec));
+}
+
+/* json_object_set_new steals the value even on failure, so a chain of these
+ * needs no cleanup besides the parent. */
+static int set(json_t *obj, const char *key, json_t *val)
+{
+    return val ? json_object_set_new(obj, key, val) : -1;
+}
+
+static json_t *transform_to_json(const dpp_transform_t *t)
+{
+    const op_info_t *info = op_by_kind(t->op);
+    json_t *obj = json_object();
+    if (!obj || !info || set(obj, "op", json_string(info->name)) != 0)
+        goto fail;
+    int rc = 0;
+    switch (t->op) {
+    case DPP_OP_FILL_MISSING:
+        rc = set(obj, "value", json_real(t->value));
+        break;
+    case DPP_OP_CLAMP:
+        /* an unbounded side is written by leaving the key out */
+        if (t->min > -INFINITY)
+            rc = set(obj, "min", json_real(t->min));
+        if (rc == 0 && t->max < INFINITY)
+            rc = set(obj, "max", json_real(t->max));
+        break;
+    case DPP_OP_LOG1P:
+        break;
+    case DPP_OP_STANDARDIZE:
+        rc = set(obj, "mean", json_real(t->mean));
+        if (rc == 0)
+            rc = set(obj, "std", json_real(t->std));
+        break;
+    case DPP_OP_BUCKETIZE: {
+        json_t *list = json_array();
+        rc = set(obj, "boundaries", list);
+        for (uint32_t i = 0; rc == 0 && i < t->nboundaries; i++)
+            rc = json_array_append_new(list, json_real(t->boundaries[i]));
+        break;
+    }
+    case DPP_OP_CAST:
+        rc = set(obj, "to", json_string(cast_names[t->cast_to]));
+        break;
+    case DPP_OP_MODULO:
+        rc = set(obj, "n", json_integer(t->n));
+        break;
+    case DPP_OP_HASH:
+        rc = set(obj, "n", json_integer(t->n));
+        if (rc == 0)
+            rc = set(obj, "salt", json_integer(t->salt));
+        break;
+    case DPP_OP_TRUNCATE:
+        rc = set(obj, "max_len", json_integer(t->max_len));
+        if (rc == 0)
+            rc = set(obj, "keep", json_string(keep_names[t->keep_last ? 1 : 0]));
+        break;
+    }
+    if (rc == 0)
+        return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
+static json_t *features_to_json(const dpp_feature_spec_t *f, unsigned n)
+{
+    json_t *list = json_array();
+    if (!list)
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        json_t *feat = json_object();
+        if (json_array_append_new(list, feat) != 0)
+            goto fail;
+        json_t *ops = json_array();
+        if (set(feat, "name", json_string(f[i].name)) != 0 ||
+            (f[i].dim > 0 && set(feat, "dim", json_integer(f[i].dim)) != 0) ||
+            (f[i].weights && set(feat, "weights", json_string(f[i].weights)) != 0)) {
+            json_decref(ops);
+            goto fail;
+        }
+        if (set(feat, "transforms", ops) != 0)
+            goto fail;
+        for (unsigned j = 0; j < f[i].nops; j++)
+            if (json_array_append_new(ops, transform_to_json(&f[i].ops[j])) != 0)
+                goto fail;
+    }
+    return list;
+fail:
+    json_decref(list);
+    return NULL;
+}
+
+static json_t *filter_to_json(const dpp_filter_t *f)
+{
+    json_t *obj = json_object();
+    int rc = -1;
+    if (!obj)
+        return NULL;
+    if (f->kind == DPP_FILTER_REQUIRE) {
+        rc = set(obj, "op", json_string("require"));
+        if (rc == 0)
+            rc = set(obj, "feature", json_string(f->feature));
+    } else if (f->kind == DPP_FILTER_SAMPLE) {
+        rc = set(obj, "op", json_string("sample"));
+        if (rc == 0)
+            rc = set(obj, "p", json_real(f->p));
+        if (rc == 0)
+            rc = set(obj, "seed", json_integer(f->seed));
+        if (rc == 0 && f->has_label)
+            rc = set(obj, "label", json_real(f->label));
+    }
+    if (rc == 0)
+        return obj;
+    json_decref(obj);
+    return NULL;
+}
+
+char *dpp_spec_to_json(const dpp_spec_t *spec)
+{
+    json_t *root = json_object();
+    json_t *features = json_object();
+    char *text = NULL;
+
+    if (!root || !features)
+        goto out;
+    if (set(root, "table", json_string(spec->table)) != 0)
+        goto out;
+    /* "every partition" is spelt by leaving the key out */
+    if (spec->npartitions > 0) {
+        json_t *parts = json_array();
+        if (set(root, "partitions", parts) != 0)
+            goto out;
+        for (unsigned i = 0; i < spec->npartitions; i++)
+            if (json_array_append_new(parts, json_string(spec->partitions[i])) != 0)
+                goto out;
+    }
+    const char *on_corrupt = on_corrupt_names[spec->on_corrupt_fail ? 1 : 0];
+    if (set(root, "batch_size", json_integer(spec->batch_size)) != 0 ||
+        set(root, "epochs",
+            spec->epochs == DPP_EPOCHS_UNBOUNDED ? json_string("unbounded")
+                                                 : json_integer(spec->epochs)) != 0 ||
+        set(root, "consumers", json_integer(spec->consumers)) != 0 ||
+        set(root, "split_rows", json_integer(spec->split_rows)) != 0 ||
+        set(root, "on_corrupt", json_string(on_corrupt)) != 0 ||
+        set(root, "compression", json_string(compression_names[spec->compression])) != 0 ||
+        set(root, "compression_level", json_integer(spec->compression_level)) != 0 ||
+        set(root, "remainder", json_string(remainder_names[spec->remainder])) != 0 ||
+        set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0)
+        goto out;
+    json_t *shuffle = spec->shuffle ? json_object() : json_false();
+    if (set(root, "shuffle", shuffle) != 0 ||
+        (spec->shuffle && set(shuffle, "seed", json_integer(spec->shuffle_seed)) != 0))
+        goto out;
+    json_t *f = features;
+    features = NULL;
+    if (set(root, "features", f) != 0)
+        goto out;
+    if (spec->ndense > 0 && set(f, "dense", features_to_json(spec->dense, spec->ndense)) != 0)
+        goto out;
+    if (spec->nsparse > 0 && set(f, "sparse", features_to_json(spec->sparse, spec->nsparse)) != 0)
+        goto out;
+    json_t *label = json_object();
+    if (set(root, "label", label) != 0 || set(label, "name", json_string(spec->label)) != 0)
+        goto out;
+    json_t *filters = json_array();
+    if (set(root, "filters", filters) != 0)
+        goto out;
+    for (unsigned i = 0; i < spec->nfilters; i++)
+        if (json_array_append_new(filters, filter_to_json(&spec->filters[i])) != 0)
+            goto out;
+    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+out:
+    json_decref(features);
+    json_decref(root);
+    return text;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Session spec v1: parsing, validation and the normalised form that travels
+ * to workers. Reference: docs/spec.md. */
+#ifndef DPP_SPEC_SPEC_H
+#define DPP_SPEC_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DPP_SPEC_ERRLEN 512
+
+#define DPP_SPEC_MAX_DIM 65536        /* dense values per row */
+#define DPP_SPEC_MAX_BOUNDARIES 65536 /* bucketize */
+#define DPP_SPEC_MAX_FILTERS 64
+#define DPP_SPEC_MAX_BYTES (1u << 20) /* spec text; a master may allow less */
+#define DPP_SPEC_MAX_DEPTH 32         /* JSON nesting (a spec needs 6) */
+#define DPP_SPEC_MAX_FEATURES 4096    /* dense + sparse; a master may allow fewer */
+#define DPP_SPEC_DEFAULT_SPLIT_ROWS 65536
+
+typedef enum dpp_op_kind {
+    DPP_OP_FILL_MISSING, /* dense: absent -> value */
+    DPP_OP_CLAMP,        /* dense: min and/or max */
+    DPP_OP_LOG1P,        /* dense: log1p(x), computed in double */
+    DPP_OP_MODULO,       /* sparse: floor-mod n (result in [0, n)) */
+    DPP_OP_TRUNCATE,     /* sparse: keep the first (or last) max_len ids; also "first_x" */
+    DPP_OP_STANDARDIZE,  /* dense: (x - mean) / std, computed in double */
+    DPP_OP_BUCKETIZE,    /* dense: number of boundaries <= x */
+    DPP_OP_CAST,         /* dense: rounded to the precision of cast_to */
+    DPP_OP_HASH,         /* sparse: SplitMix64 finalizer of (id, salt), mod n */
+} dpp_op_kind_t;
+
+typedef enum dpp_cast_type {
+    DPP_CAST_INT,      /* truncate toward zero, saturating at +-2^63 */
+    DPP_CAST_BFLOAT16, /* nearest bfloat16, ties to even */
+    DPP_CAST_FLOAT16,  /* nearest IEEE half, ties to even */
+} dpp_cast_type_t;
+
+/* One op of a chain. Only the fields of `op` are meaningful; the others are
+ * zero (clamp's unbounded sides are -inf / +inf). n_recip is derived from n:
+ * the parser sets it through dpp_transform_prepare() (transform.h), and a
+ * hand-built modulo or hash must be prepared the same way. */
+typedef struct dpp_transform {
+    dpp_op_kind_t op;
+    double value;            /* fill_missing */
+    double min, max;         /* clamp; -inf / +inf when not given */
+    double mean, std;        /* standardize, std > 0 */
+    double *boundaries;      /* bucketize, strictly increasing; owned by the spec */
+    uint32_t nboundaries;    /* bucketize, 1 to DPP_SPEC_MAX_BOUNDARIES */
+    dpp_cast_type_t cast_to; /* cast */
+    int64_t n;               /* modulo and hash, > 0 */
+    uint64_t n_recip;        /* modulo and hash: UINT64_MAX / n, for reducing without a divide */
+    int64_t salt;            /* hash */
+    uint32_t max_len;        /* truncate */
+    int keep_last;           /* truncate: 1 keeps the last max_len ids, 0 the first */
+} dpp_transform_t;
+
+typedef struct dpp_feature_spec {
+    char *name;
+    unsigned dim;  /* dense: values per row, 1 to DPP_SPEC_MAX_DIM; sparse: 0 */
+    char *weights; /* sparse: the float-list feature holding per-id weights, or NULL */
+    dpp_transform_t *ops;
+    unsigned nops;
+} dpp_feature_spec_t;
+
+typedef enum dpp_filter_kind {
+    DPP_FILTER_REQUIRE, /* drop the row when `feature` is absent */
+    DPP_FILTER_SAMPLE,  /* keep a deterministic fraction p of the (label-selected) rows */
+} dpp_filter_kind_t;
+
+/* A row filter. threshold and seed_mix are derived from p and seed by
+ * dpp_filter_prepare() (transform.h), which the parser calls. */
+typedef struct dpp_filter {
+    dpp_filter_kind_t kind;
+    char *feature;      /* require: a name of the spec (feature, weights or label) */
+    double p;           /* sample: keep probability, 0 to 1 */
+    int64_t seed;       /* sample */
+    int has_label;      /* sample: 1 when only rows with this label are sampled */
+    double label;       /* sample, when has_label: compared as float32 */
+    uint64_t threshold; /* sample: a subject row is kept iff its draw < threshold (p < 1) */
+    uint64_t seed_mix;  /* sample: mix64(seed) */
+} dpp_filter_t;
+
+typedef enum dpp_compression {
+    DPP_COMPRESSION_AUTO, /* the worker decides per block */
+    DPP_COMPRESSION_OFF,
+    DPP_COMPRESSION_ZSTD,
+} dpp_compression_t;
+
+/* What happens to the records that do not fill a last batch of every rank
+ * (docs/spec.md#remainder). */
+typedef enum dpp_remainder {
+    DPP_REMAINDER_DROP, /* equal full batches per rank, fewer than ranks x batch_size records left
+                           out */
+    DPP_REMAINDER_KEEP, /* every record; a rank's last batch may be short */
+    DPP_REMAINDER_PAD,  /* every record; last batches filled with masked empty rows */
+} dpp_remainder_t;
+
+/* `"epochs": "unbounded"`: epochs follow each other until the session is
+ * cancelled (the same value as include/dpp/client.h's). */
+#define DPP_EPOCHS_UNBOUNDED 0xffffffffu
+
+typedef struct dpp_spec {
+    char *table;          /* relative to a data root */
+    char **partitions;    /* folder names such as "ds=2026-01-01" */
+    unsigned npartitions; /* 0: every partition of the table */
+    unsigned batch_size;
+    unsigned epochs;               /* default 1; DPP_EPOCHS_UNBOUNDED: until cancelled */
+    unsigned consumers;            /* trainer ranks, default 1 */
+    unsigned split_rows;           /* target rows per split of an indexed file, default 65536 */
+    int on_corrupt_fail;           /* 0: skip corrupted records (default), 1: fail the session */
+    dpp_compression_t compression; /* default auto */
+    int compression_level;         /* 1 to 19, default 1 */
+    dpp_remainder_t remainder;     /* default drop */
+    int shuffle;                   /* 0: file order (default); 1: permuted by shuffle_seed */
+    int64_t shuffle_seed;
+    int order_fastest; /* 0 ("deterministic", default): blocks consumed in plan order */
+    dpp_feature_spec_t *dense;
+    unsigned ndense;
+    dpp_feature_spec_t *sparse;
+    unsigned nsparse;
+    char *label;
+    dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
+    unsigned nfilters;
+} dpp_spec_t;
+
+/* Parses and validates a spec (JSON text of len bytes). On failure returns
+ * DPP_ESPEC and writes "<json path>: <problem>" into err (always
+ * NUL-terminated), e.g. `features.dense[3].transforms[0].op: unknown op
+ * "logp"`; *out is then left zeroed. On success the caller owns *out and
+ * releases it with dpp_spec_close(). Returns -ENOMEM on allocation failure.
+ * Checks structure only; whether the table exists is the master's job. */
+int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen);
+
+/* Frees what a parsed spec owns (names, ops and their boundaries, filters);
+ * zeroes *spec. Safe on a zeroed spec. */
+void dpp_spec_close(dpp_spec_t *spec);
+
+/* Serialises a spec in normalised form (every default written out, keys in a
+ * fixed order) so that parsing the result gives an equal spec. Returns a
+ * malloc'd NUL-terminated string the caller frees, or NULL on -ENOMEM. */
+char *dpp_spec_to_json(const dpp_spec_t *spec);
+
+#endif

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tables on disk: a spec's table resolved (realpath) under the master's data
+// roots, and the sorted list of data files of its selected partitions.
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dpp/error.h"
+#include "spec/table.h"
+
+/* Sub-partitions (key=value folders inside a partition) are followed at most
+ * this deep; it also stops a symlink that points back at an ancestor. */
+#define MAX_PARTITION_DEPTH 8
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+int dpp_path_is_relative_inside(const char *path)
+{
+    if (path[0] == '\0' || path[0] == '/')
+        return 0;
+    for (const char *c = path; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return 0;
+        c += n;
+        while (*c == '/')
+            c++;
+    }
+    return 1;
+}
+
+/* Whether resolved path lies at or under resolved dir. */
+static int is_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[0] == '/';
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+int dpp_path_check_under(const char *path, char *const *roots, size_t n)
+{
+    if (path[0] != '/')
+        return DPP_EPATH;
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return -errno;
+    int ok = strcmp(real, path) == 0;
+    free(real);
+    if (!ok)
+        return DPP_EPATH;
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(roots[i]);
+        if (strncmp(path, roots[i], len) == 0 && (path[len] == '/' || len == 1))
+            return 0;
+    }
+    return DPP_EPATH;
+}
+
+int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
+                      char *err, size_t errlen)
+{
+    int escaped = 0, not_dir = 0, other = 0;
+
+    *out = NULL;
+    if (!dpp_path_is_relative_inside(table))
+        return set_err(err, errlen, DPP_EPATH, "table \"%s\": path outside the data roots", table);
+    for (size_t i = 0; i < nroots; i++) {
+        char *root = realpath(roots[i], NULL);
+        if (!root) {
+            if (errno == ENOMEM)
+                return set_err(err, errlen, -ENOMEM, "out of memory");
+            continue; /* a missing root holds no tables */
+        }
+        char *joined = join(root, table);
+        if (!joined) {
+            free(root);
+            return set_err(err, errlen, -ENOMEM, "out of memory");
+        }
+        char *path = realpath(joined, NULL);
+        int saved = errno;
+        free(joined);
+        if (!path) {
+            free(root);
+            if (saved == ENOMEM)
+                return set_err(err, errlen, -ENOMEM, "out of memory");
+            if (saved != ENOENT && saved != ENOTDIR && !other)
+                other = -saved; /* e.g. EACCES, ELOOP: reported if no root has it */
+            continue;
+        }
+        struct stat st;
+        int under = is_under(path, root);
+        free(root);
+        if (!under) {
+            escaped = 1;
+        } else if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            not_dir = 1;
+        } else {
+            *out = path;
+            return 0;
+        }
+        free(path);
+    }
+    /* A table that leads out of a root is reported as such even if another
+     * root lacks it: that is the answer a user needs to fix the layout. */
+    if (escaped)
+        return set_err(err, errlen, DPP_EPATH, "table \"%s\": path outside the data roots", table);
+    if (not_dir)
+        return set_err(err, errlen, -ENOTDIR, "table \"%s\": not a directory", table);
+    if (other)
+        return set_err(err, errlen, other, "table \"%s\": %s", table, strerror(-other));
+    return set_err(err, errlen, -ENOENT, "table \"%s\": not found under any data root", table);
+}
+
+typedef struct listing {
+    const char *table_name; /* as the spec wrote it, for messages */
+    const char *table_path; /* resolved */
+    char **files;
+    size_t nfiles, cap;
+    size_t nparts; /* top-level partition folders walked */
+    char *err;
+    size_t errlen;
+} listing_t;
+
+static int add_file(listing_t *l, char *path)
+{
+    if (l->nfiles == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **files = realloc(l->files, cap * sizeof(*files));
+        if (!files) {
+            free(path);
+            return -ENOMEM;
+        }
+        l->files = files;
+        l->cap = cap;
+    }
+    l->files[l->nfiles++] = path;
+    return 0;
+}
+
+/* Partition folders are `key=value` with a non-empty key. */
+static int is_partition_name(const char *name)
+{
+    const char *eq = strchr(name, '=');
+    return eq && eq != name;
+}
+
+static int is_skipped_name(const char *name)
+{
+    size_t n = strlen(name);
+    return name[0] == '.' || name[0] == '_' || (n >= 4 && strcmp(name + n - 4, ".idx") == 0);
+}
+
+/* Path of p relative to the table, for messages. */
+static const char *rel(const listing_t *l, const char *p)
+{
+    size_t n = strlen(l->table_path);
+    if (strncmp(p, l->table_path, n) == 0 && p[n] == '/')
+        return p + n + 1;
+    return p;
+}
+
+#define WANT_FILES 1 /* regular files of dir are data */
+#define WANT_PARTS 2 /* key=value folders of dir are (sub-)partitions, walked */
+
+static int list_dir(listing_t *l, const char *dir, int want, int depth);
+
+/* FIFOs, sockets and devices are never data; neither are folders other than
+ * key=value ones. */
+static int is_wanted(const struct stat *st, const char *name, int want)
+{
+    if (S_ISREG(st->st_mode))
+        return want & WANT_FILES;
+    return S_ISDIR(st->st_mode) && (want & WANT_PARTS) && is_partition_name(name);
+}
+
+/* Handles one entry `name` of folder dir (resolved): adds it when it is a data
+ * file, walks it when it is a wanted partition folder, skips anything else.
+ * An entry is resolved (realpath) and must stay inside the table. */
+static int list_entry(listing_t *l, const char *dir, const char *name, int want, int depth)
+{
+    struct stat st;
+    char *path = NULL;
+    int rc = 0;
+
+    char *joined = join(dir, name);
+    if (!joined)
+        return set_err(l->err, l->errlen, -ENOMEM, "out of memory");
+    path = realpath(joined, NULL);
+    if (!path) {
+        /* a dangling symlink, or gone since readdir: nothing to read */
+        if (errno == ENOMEM)
+            rc = set_err(l->err, l->errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if (stat(path, &st) != 0 || !is_wanted(&st, name, want))
+        goto out;
+    if (!is_under(path, l->table_path)) {
+        rc = set_err(l->err, l->errlen, DPP_EPATH, "table \"%s\": \"%s\" leads outside the table",
+                     l->table_name, rel(l, joined));
+        goto out;
+    }
+    if (S_ISREG(st.st_mode)) {
+        rc = add_file(l, path);
+        path = NULL;
+        if (rc)
+            set_err(l->err, l->errlen, rc, "out of memory");
+    } else if (is_under(dir, path)) {
+        rc = set_err(l->err, l->errlen, -ELOOP,
+                     "table \"%s\": \"%s\" loops back to a folder above it", l->table_name,
+                     rel(l, joined));
+    } else if (depth >= MAX_PARTITION_DEPTH) {
+        rc = set_err(l->err, l->errlen, -ELOOP,
+                     "table \"%s\": partitions nested deeper than %d levels at \"%s\"",
+                     l->table_name, MAX_PARTITION_DEPTH, rel(l, joined));
+    } else {
+        if (depth == 0)
+            l->nparts++;
+        rc = list_dir(l, path, WANT_FILES | WANT_PARTS, depth + 1);
+    }
+out:
+    free(joined);
+    free(path);
+    return rc;
+}
+
+/* Lists dir, a resolved folder inside the table, as `want` says. */
+static int list_dir(listing_t *l, const char *dir, int want, int depth)
+{
+    int rc = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        return set_err(l->err, l->errlen, -e, "table \"%s\": cannot read \"%s\": %s", l->table_name,
+                       rel(l, dir), strerror(e));
+    }
+    for (;;) {
+        errno = 0;
+        struct dirent *ent = readdir(d);
+        if (!ent) {
+            int e = errno;
+            if (e)
+                rc = set_err(l->err, l->errlen, -e, "table \"%s\": cannot read \"%s\": %s",
+                             l->table_name, rel(l, dir), strerror(e));
+            break;
+        }
+        if (is_skipped_name(ent->d_name))
+            continue; /* also "." and ".." */
+        rc = list_entry(l, dir, ent->d_name, want, depth);
+        if (rc)
+            break;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Resolves one partition folder of the table. Returns 0 with *out malloc'd,
+ * or an error naming partitions[index]. */
+static int resolve_partition(listing_t *l, const char *name, unsigned index, char **out)
+{
+    struct stat st;
+
+    *out = NULL;
+    if (name[0] == '\0' || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return set_err(l->err, l->errlen, DPP_ESPEC, "partitions[%u]: \"%s\" is not a folder name",
+                       index, name);
+    char *joined = join(l->table_path, name);
+    if (!joined)
+        return -ENOMEM;
+    char *path = realpath(joined, NULL);
+    int saved = errno;
+    free(joined);
+    if (!path) {
+        if (saved == ENOMEM)
+            return -ENOMEM;
+        if (saved == ENOENT || saved == ENOTDIR)
+            return set_err(l->err, l->errlen, DPP_ESPEC,
+                           "partitions[%u]: no partition \"%s\" in table \"%s\"", index, name,
+                           l->table_name);
+        return set_err(l->err, l->errlen, -saved, "partitions[%u]: partition \"%s\": %s", index,
+                       name, strerror(saved));
+    }
+    if (!is_under(path, l->table_path) || strcmp(path, l->table_path) == 0) {
+        /* the table folder itself is no partition of it either */
+        free(path);
+        return set_err(l->err, l->errlen, DPP_EPATH,
+                       "partitions[%u]: partition \"%s\" leads outside table \"%s\"", index, name,
+                       l->table_name);
+    }
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        free(path);
+        return set_err(l->err, l->errlen, DPP_ESPEC,
+                       "partitions[%u]: \"%s\" in table \"%s\" is not a folder", index, name,
+                       l->table_name);
+    }
+    *out = path;
+    return 0;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
+                         size_t *nfiles, char *err, size_t errlen)
+{
+    listing_t l = {.err = err, .errlen = errlen};
+    char *resolved = NULL;
+    int rc;
+
+    *files = NULL;
+    *nfiles = 0;
+    resolved = realpath(table_path, NULL);
+    if (!resolved)
+        return set_err(err, errlen, -errno, "table \"%s\": %s",
+                       spec->table ? spec->table : table_path, strerror(errno));
+    l.table_path = resolved;
+    l.table_name = spec->table ? spec->table : table_path;
+
+    if (spec->npartitions > 0) {
+        for (unsigned i = 0; i < spec->npartitions; i++) {
+            char *dir;
+            rc = resolve_partition(&l, spec->partitions[i], i, &dir);
+            if (rc)
+                goto out;
+            rc = list_dir(&l, dir, WANT_FILES | WANT_PARTS, 1);
+            free(dir);
+            if (rc)
+                goto out;
+        }
+    } else {
+        /* Every top-level key=value folder; if the table has none, it is
+         * unpartitioned and its own files are the data. */
+        rc = list_dir(&l, resolved, WANT_PARTS, 0);
+        if (rc)
+            goto out;
+        if (l.nparts == 0) {
+            rc = list_dir(&l, resolved, WANT_FILES, 0);
+            if (rc)
+                goto out;
+        }
+    }
+    if (l.nfiles > 1)
+        qsort(l.files, l.nfiles, sizeof(*l.files), cmp_path);
+    /* Two names for one file (a symlinked alias partition such as
+     * ds=latest) would read its rows twice in an epoch: keep one. */
+    size_t n = 0;
+    for (size_t i = 0; i < l.nfiles; i++) {
+        if (n > 0 && strcmp(l.files[n - 1], l.files[i]) == 0)
+            free(l.files[i]);
+        else
+            l.files[n++] = l.files[i];
+    }
+    l.nfiles = n;
+    *files = l.files;
+    *nfiles = l.nfiles;
+    l.files = NULL;
+    l.nfiles = 0;
+    rc = 0;
+out:
+    dpp_table_files_free(l.files, l.nfiles);
+    free(resolved);
+    return rc;
+}
+
+void dpp_table_files_free(char **files, size_t nfiles)
+{
+    if (!files)
+        return;
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tables on disk: resolving a spec's table under the master's data roots and
+ * listing the files of its selected partitions. */
+#ifndef DPP_SPEC_TABLE_H
+#define DPP_SPEC_TABLE_H
+
+#include <stddef.h>
+
+#include "spec/spec.h"
+
+/* Lexical check, before touching the filesystem: path is non-empty,
+ * relative and has no ".." component. Returns 1 or 0. */
+int dpp_path_is_relative_inside(const char *path);
+
+/* A worker's check of a path the master sent: 0 when path is absolute,
+ * already resolved (realpath gives it back unchanged: no symlink or ".."
+ * appeared since the master resolved it) and, with roots (n > 0, each
+ * resolved), inside one of them; else DPP_EPATH (or -errno when it cannot
+ * be resolved). */
+int dpp_path_check_under(const char *path, char *const *roots, size_t n);
+
+/* Resolves `table` (relative to a data root) with realpath against each root
+ * in order and returns the first that exists as a directory and lies under
+ * its root. Absolute tables, "..", and symlinks leading out of every root are
+ * DPP_EPATH; a table found under no root is -ENOENT (-ENOTDIR when it is a
+ * file; the -errno of a root that could not be searched); err gets a
+ * one-line reason naming the table. A missing root is skipped. *out is the
+ * table's real path, malloc'd, caller frees; NULL on error. */
+int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
+                      char *err, size_t errlen);
+
+/* Lists the data files of the spec's partitions (every `key=value` folder
+ * when spec->npartitions is 0, or the table folder itself when it has none):
+ * regular files, sorted by path, skipping names that start with '.' or '_'
+ * and `.idx` sidecars. A named partition that does not exist is DPP_ESPEC
+ * with err `partitions[i]: no partition "..." in table "..."`. *files is an
+ * array of *nfiles malloc'd absolute paths; free with dpp_table_files_free().
+ *
+ * Details: every entry is resolved with realpath and the returned paths are
+ * real paths, deduplicated (an alias symlink does not read a file twice).
+ * `key=value` folders inside a partition are sub-partitions, listed too (at
+ * most 8 levels); other folders, FIFOs, sockets, devices and dangling
+ * symlinks are skipped. A file or partition whose real path leaves the table
+ * is DPP_EPATH; a named partition that is a file is DPP_ESPEC; a folder that
+ * cannot be read is its -errno; a sub-partition symlink to a folder above it
+ * is -ELOOP. spec->table is used only in messages. No files is not an error:
+ * 0 with *files NULL and *nfiles 0. On error *files is NULL. */
+int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
+                         size_t *nfiles, char *err, size_t errlen);
+void dpp_table_files_free(char **files, size_t nfiles);
+
+#endif

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transform chains over one dense row or one sparse id list, and the row
+// identity behind the sample filter. The math is the contract in
+// docs/spec.md ("Transforms", "Filters"); change both together.
+#include <math.h>
+#include <string.h>
+
+#include "dpp/error.h"
+#include "spec/transform.h"
+
+#define GOLDEN_GAMMA 0x9E3779B97F4A7C15u
+#define FNV_OFFSET 0xcbf29ce484222325u
+#define FNV_PRIME 0x100000001b3u
+
+/* High 64 bits of the 128-bit product a * b. */
+static inline uint64_t mulhi64(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+    return (uint64_t)(((unsigned __int128)a * b) >> 64);
+#else
+    uint64_t a_lo = (uint32_t)a, a_hi = a >> 32, b_lo = (uint32_t)b, b_hi = b >> 32;
+    uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi;
+    uint64_t mid = (lo_lo >> 32) + (uint32_t)hi_lo + (uint32_t)lo_hi;
+    return a_hi * b_hi + (hi_lo >> 32) + (lo_hi >> 32) + (mid >> 32);
+#endif
+}
+
+/* a mod n (n >= 1) by Barrett reduction with recip = floor((2^64 - 1) / n).
+ * Exact: recip >= (2^64 - n) / n, so a * recip / 2^64 > a / n - 1 and the
+ * estimate q = floor(a * recip / 2^64) is floor(a / n) or one less (never
+ * more, since recip <= 2^64 / n). a - q * n is thus in [0, 2n) and one
+ * conditional subtraction ends it: two multiplications and a compare, where
+ * a 64-bit divide takes tens of cycles on common x86-64 cores. */
+static inline uint64_t mod_reduce(uint64_t a, uint64_t n, uint64_t recip)
+{
+    uint64_t r = a - mulhi64(a, recip) * n;
+    return r >= n ? r - n : r;
+}
+
+/* Floor modulo of a signed id into [0, n). A negative id is handled through
+ * ~id = -id - 1 >= 0: id mod n = n - 1 - (~id mod n), which also covers
+ * INT64_MIN without overflow. Branch-free on the sign. */
+static inline int64_t floor_mod(int64_t id, uint64_t n, uint64_t recip)
+{
+    uint64_t neg = 0 - ((uint64_t)id >> 63); /* all ones when id < 0 */
+    uint64_t r = mod_reduce((uint64_t)id ^ neg, n, recip);
+    return (int64_t)((r ^ neg) + (neg & n));
+}
+
+/* SplitMix64's finalizer; static so that the per-id loops inline it. */
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+uint64_t dpp_mix64(uint64_t z)
+{
+    return mix64(z);
+}
+
+uint64_t dpp_shuffle_seed(int64_t seed, uint32_t epoch, uint64_t salt)
+{
+    return mix64(mix64(mix64((uint64_t)seed) + epoch) + salt);
+}
+
+void dpp_permute(uint32_t *idx, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)i;
+    uint64_t state = seed;
+    for (size_t i = n; i > 1; i--) {
+        state += GOLDEN_GAMMA;
+        size_t j = (size_t)(((unsigned __int128)mix64(state) * i) >> 64);
+        uint32_t t = idx[i - 1];
+        idx[i - 1] = idx[j];
+        idx[j] = t;
+    }
+}
+
+uint64_t dpp_hash_id(int64_t id, int64_t salt)
+{
+    return mix64((uint64_t)id ^ ((uint64_t)salt * GOLDEN_GAMMA));
+}
+
+void dpp_transform_prepare(dpp_transform_t *t)
+{
+    if ((t->op == DPP_OP_MODULO || t->op == DPP_OP_HASH) && t->n > 0)
+        t->n_recip = UINT64_MAX / (uint64_t)t->n;
+}
+
+void dpp_filter_prepare(dpp_filter_t *f)
+{
+    if (f->kind != DPP_FILTER_SAMPLE)
+        return;
+    f->seed_mix = mix64((uint64_t)f->seed);
+    /* keep iff draw < p * 2^64 as reals, i.e. draw < ceil(p * 2^64); p * 2^64
+     * is exact in double (a power-of-two scaling) and below 2^64 for p < 1.
+     * p >= 1 keeps every row, which no 64-bit threshold can say. */
+    if (f->p >= 1.0)
+        f->threshold = UINT64_MAX;
+    else if (f->p > 0.0)
+        f->threshold = (uint64_t)ceil(f->p * 0x1p64);
+    else
+        f->threshold = 0;
+}
+
+static inline uint32_t float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float bits_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* (float)(int64_t)x where that is defined; NaN gives 0 and magnitudes from
+ * 2^63 up saturate to +-2^63 (the int64 range's edge as a float). The int
+ * conversion also turns -0.0 and (-1, 0) into +0.0, as an integer would. */
+static inline float cast_int(float x)
+{
+    if (x != x)
+        return 0.0f;
+    if (x >= 0x1p63f)
+        return 0x1p63f;
+    if (x <= -0x1p63f)
+        return -0x1p63f;
+    return (float)(int64_t)x;
+}
+
+/* Nearest bfloat16 (the top 16 bits of a float32), ties to even: adding
+ * 0x7fff plus the kept part's lowest bit carries into the kept part exactly
+ * when the dropped half is above the midpoint, or at it with an odd kept
+ * part. Carries run into the exponent correctly, up to infinity. */
+static inline float round_bfloat16(float x)
+{
+    uint32_t u = float_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return bits_float((u & 0x80000000u) | 0x7fc00000u); /* quiet NaN, sign kept */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return bits_float(u & 0xffff0000u);
+}
+
+/* Nearest IEEE binary16, ties to even, as a float32. Normal halves (from
+ * 2^-14) keep 10 of the 23 fraction bits, rounded as in round_bfloat16; a
+ * result above 65504 (the largest half) is infinity. Below 2^-14 halves are
+ * subnormal, multiples of 2^-24: the value is rounded to such a multiple in
+ * integer arithmetic, so the result does not depend on the FPU's rounding
+ * mode. */
+static inline float round_float16(float x)
+{
+    uint32_t u = float_bits(x);
+    uint32_t sign = u & 0x80000000u, mag = u & 0x7fffffffu;
+    if (mag > 0x7f800000u)
+        return bits_float(sign | 0x7fc00000u);
+    if (mag >= 0x38800000u) { /* 2^-14 */
+        mag += 0xfffu + ((mag >> 13) & 1u);
+        mag &= ~0x1fffu;
+        if (mag > 0x477fe000u) /* 65504 */
+            mag = 0x7f800000u;
+        return bits_float(sign | mag);
+    }
+    /* value = m * 2^(e - 150) with e the biased exponent (1 for float32
+     * subnormals), so value / 2^-24 = m / 2^(126 - e), shift >= 14. */
+    uint32_t e = mag >> 23;
+    uint32_t m = (mag & 0x7fffffu) | (e ? 0x800000u : 0);
+    uint32_t shift = 126 - (e ? e : 1);
+    if (shift > 24) /* m < 2^24, so the quotient is below 1/2 */
+        return bits_float(sign);
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u)))
+        q++;
+    return bits_float(sign | float_bits((float)q * 0x1p-24f));
+}
+
+/* Number of boundaries b with b <= x (upper bound); NaN stays NaN. */
+static inline float bucketize(const double *b, uint32_t nb, float x)
+{
+    if (x != x)
+        return x;
+    double v = (double)x;
+    uint32_t lo = 0, hi = nb;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (float)lo;
+}
+
+/* (float)log1p(i) for the integers 0..LOG1P_TABLE-1, computed exactly as
+ * the op defines it: counts in real tables are mostly small integers, and a
+ * table lookup is exact and about ten times cheaper than log1p(). */
+#define LOG1P_TABLE 4096
+static float log1p_table[LOG1P_TABLE];
+
+__attribute__((constructor)) static void init_log1p_table(void)
+{
+    for (int i = 0; i < LOG1P_TABLE; i++)
+        log1p_table[i] = (float)log1p((double)i);
+}
+
+static inline float log1p_float(float x)
+{
+    if (x >= 0.0f && x < (float)LOG1P_TABLE && !signbit(x)) { /* log1p(-0) is -0 */
+        int i = (int)x;
+        if ((float)i == x)
+            return log1p_table[i];
+    }
+    return (float)log1p((double)x);
+}
+
+/* An if-chain rather than a switch: chains alternate ops row after row, and
+ * a switch's jump table turned into one hard-to-predict indirect branch per
+ * op (about a quarter mispredicted on the Criteo chains); conditional
+ * branches follow the pattern. Commonest ops first. */
+static void dense_op(const dpp_transform_t *t, unsigned dim, float *x)
+{
+    dpp_op_kind_t op = t->op;
+    if (op == DPP_OP_CLAMP) {
+        /* In double so that a bound that is not exactly a float compares as
+         * written; NaN fails both tests and stays NaN. */
+        for (unsigned k = 0; k < dim; k++) {
+            if ((double)x[k] < t->min)
+                x[k] = (float)t->min;
+            else if ((double)x[k] > t->max)
+                x[k] = (float)t->max;
+        }
+    } else if (op == DPP_OP_LOG1P) {
+        for (unsigned k = 0; k < dim; k++)
+            x[k] = log1p_float(x[k]);
+    } else if (op == DPP_OP_STANDARDIZE) {
+        for (unsigned k = 0; k < dim; k++)
+            x[k] = (float)(((double)x[k] - t->mean) / t->std);
+    } else if (op == DPP_OP_BUCKETIZE) {
+        for (unsigned k = 0; k < dim; k++)
+            x[k] = bucketize(t->boundaries, t->nboundaries, x[k]);
+    } else if (op == DPP_OP_CAST) {
+        if (t->cast_to == DPP_CAST_INT)
+            for (unsigned k = 0; k < dim; k++)
+                x[k] = cast_int(x[k]);
+        else if (t->cast_to == DPP_CAST_BFLOAT16)
+            for (unsigned k = 0; k < dim; k++)
+                x[k] = round_bfloat16(x[k]);
+        else
+            for (unsigned k = 0; k < dim; k++)
+                x[k] = round_float16(x[k]);
+    }
+    /* fill_missing is handled by the caller (only first); sparse ops are not
+     * in a validated dense chain. */
+}
+
+int dpp_transform_dense(const dpp_transform_t *ops, unsigned nops, unsigned dim, int present,
+                        const float *in, float *out)
+{
+    unsigned i = 0;
+
+    /* fill_missing is only valid first (the parser enforces it) and leaves a
+     * present value alone. */
+    int fills = nops > 0 && ops[0].op == DPP_OP_FILL_MISSING;
+    if (!present) {
+        if (!fills)
+            return DPP_EMISSING;
+        float v = (float)ops[0].value;
+        for (unsigned k = 0; k < dim; k++)
+            out[k] = v;
+    } else if (in != out) {
+        memmove(out, in, (size_t)dim * sizeof *out);
+    }
+    for (i = fills ? 1 : 0; i < nops; i++)
+        dense_op(&ops[i], dim, out);
+    return 0;
+}
+
+size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *ids, float *weights,
+                            size_t len)
+{
+    /* An if-chain for the reason given at dense_op(). The op's fields go
+     * into locals first: ids are int64 too, so the compiler would otherwise
+     * reload them after every store. Dense ops are not in a validated sparse
+     * chain and are passed over. */
+    for (unsigned i = 0; i < nops; i++) {
+        const dpp_transform_t *t = &ops[i];
+        dpp_op_kind_t op = t->op;
+        if (op == DPP_OP_MODULO && t->n > 0) {
+            const uint64_t n = (uint64_t)t->n, recip = t->n_recip;
+            for (size_t k = 0; k < len; k++)
+                ids[k] = floor_mod(ids[k], n, recip);
+        } else if (op == DPP_OP_TRUNCATE) {
+            if (len <= t->max_len)
+                continue;
+            if (t->keep_last) {
+                size_t drop = len - t->max_len;
+                memmove(ids, ids + drop, (size_t)t->max_len * sizeof *ids);
+                if (weights)
+                    memmove(weights, weights + drop, (size_t)t->max_len * sizeof *weights);
+            }
+            len = t->max_len;
+        } else if (op == DPP_OP_HASH && t->n > 0) {
+            const uint64_t n = (uint64_t)t->n, recip = t->n_recip;
+            const uint64_t salt = (uint64_t)t->salt * GOLDEN_GAMMA;
+            for (size_t k = 0; k < len; k++)
+                ids[k] = (int64_t)mod_reduce(mix64((uint64_t)ids[k] ^ salt), n, recip);
+        }
+    }
+    return len;
+}
+
+uint64_t dpp_path_hash(const char *relative_path)
+{
+    uint64_t h = FNV_OFFSET;
+    for (const unsigned char *c = (const unsigned char *)relative_path; *c; c++) {
+        h ^= *c;
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+uint64_t dpp_row_key(uint64_t path_hash, uint64_t record_index)
+{
+    return mix64(path_hash + record_index);
+}
+
+int dpp_filter_sample_keep(const dpp_filter_t *f, uint64_t row_key, float label)
+{
+    if (f->has_label && !(label == (float)f->label))
+        return 1;
+    if (f->p >= 1.0)
+        return 1;
+    return mix64(row_key ^ f->seed_mix) < f->threshold;
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// Framed TCP connections over libuv (see conn.h).
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "wire/conn.h"
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+#include "base/log.h"
+#include "wire/net.h"
+
+/* Reads land in at least this much free buffer space. */
+#define READ_CHUNK (64u * 1024)
+
+typedef struct write_req {
+    uv_write_t req;
+    dpp_conn_t *conn;
+    uint8_t *head; /* header + message, owned */
+    void *payload;
+    dpp_payload_free_cb payload_free;
+    void *payload_arg;
+    size_t bytes;
+} write_req_t;
+
+static void on_closed(uv_handle_t *h)
+{
+    dpp_conn_t *c = dpp_container_of(h, dpp_conn_t, tcp);
+    free(c->rbuf);
+    c->rbuf = NULL;
+    c->rlen = c->rcap = 0;
+    if (c->on_close)
+        c->on_close(c);
+}
+
+int dpp_conn_init(uv_loop_t *loop, dpp_conn_t *c, dpp_conn_frame_cb on_frame,
+                  dpp_conn_close_cb on_close, void *data)
+{
+    memset(c, 0, sizeof *c);
+    dpp_frame_limits_default(&c->limits);
+    c->on_frame = on_frame;
+    c->on_close = on_close;
+    c->data = data;
+    snprintf(c->peer, sizeof c->peer, "?");
+    return uv_tcp_init(loop, &c->tcp);
+}
+
+void dpp_conn_close(dpp_conn_t *c, int error)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    c->error = error;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    dpp_conn_t *c = dpp_container_of(req, dpp_conn_t, shutdown_req);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+void dpp_conn_finish(dpp_conn_t *c)
+{
+    if (c->closing)
+        return;
+    dpp_conn_read_stop(c);
+    c->closing = 1;
+    if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static int ensure_space(dpp_conn_t *c, size_t need)
+{
+    if (c->rcap >= need)
+        return 0;
+    size_t cap = c->rcap ? c->rcap : READ_CHUNK;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *p = realloc(c->rbuf, cap);
+    if (p == NULL)
+        return -ENOMEM;
+    c->rbuf = p;
+    c->rcap = cap;
+    return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    dpp_conn_t *c = dpp_container_of(h, dpp_conn_t, tcp);
+    if (ensure_space(c, c->rlen + READ_CHUNK) != 0) {
+        buf->base = NULL;
+        buf->len = 0; /* libuv reports UV_ENOBUFS to on_read */
+        return;
+    }
+    buf->base = (char *)c->rbuf + c->rlen;
+    buf->len = c->rcap - c->rlen;
+}
+
+/* Hands every whole frame in the buffer to the owner and keeps the rest. */
+static void dispatch(dpp_conn_t *c)
+{
+    size_t off = 0;
+    while (!c->closing && off < c->rlen) {
+        dpp_frame_t f;
+        size_t flen;
+        int rc = dpp_frame_parse(c->rbuf + off, c->rlen - off, &c->limits, &f, &flen);
+        if (rc < 0) {
+            DPP_WARN("frame_rejected peer=%s error=%s reason=\"%s\"", c->peer, dpp_err_name(rc),
+                     dpp_strerror(rc));
+            dpp_conn_send_error(c, rc, "%s", dpp_strerror(rc));
+            dpp_conn_close(c, rc);
+            return;
+        }
+        if (rc == 1) {
+            if (flen && ensure_space(c, flen) != 0) {
+                dpp_conn_close(c, -ENOMEM);
+                return;
+            }
+            break;
+        }
+        c->on_frame(c, &f);
+        off += flen;
+    }
+    if (c->closing)
+        return;
+    if (off > 0) {
+        memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+        c->rlen -= off;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    dpp_conn_t *c = dpp_container_of(s, dpp_conn_t, tcp);
+    if (nread < 0) {
+        dpp_conn_close(c, nread == UV_EOF ? DPP_ECLOSED : (int)nread);
+        return;
+    }
+    c->rlen += (size_t)nread;
+    dispatch(c);
+}
+
+int dpp_conn_read_start(dpp_conn_t *c)
+{
+    if (c->closing || c->reading)
+        return 0;
+    int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (rc == 0)
+        c->reading = 1;
+    return rc;
+}
+
+void dpp_conn_read_stop(dpp_conn_t *c)
+{
+    if (c->closing || !c->reading)
+        return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+}
+
+static void name_peer(dpp_conn_t *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        dpp_addr_format((struct sockaddr *)&ss, c->peer, sizeof c->peer);
+}
+
+int dpp_conn_accept(uv_stream_t *server, dpp_conn_t *c)
+{
+    int rc = uv_accept(server, (uv_stream_t *)&c->tcp);
+    if (rc != 0)
+        return rc;
+    uv_tcp_nodelay(&c->tcp, 1);
+    name_peer(c);
+    return dpp_conn_read_start(c);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    dpp_conn_t *c = dpp_container_of(req, dpp_conn_t, connect_req);
+    if (status == 0 && !c->closing) {
+        uv_tcp_nodelay(&c->tcp, 1);
+        name_peer(c);
+        status = dpp_conn_read_start(c);
+    } else if (status == 0) {
+        status = UV_ECANCELED;
+    }
+    c->on_connect(c, status);
+}
+
+int dpp_conn_connect(dpp_conn_t *c, const struct sockaddr *addr, dpp_conn_connect_cb cb)
+{
+    c->on_connect = cb;
+    return uv_tcp_connect(&c->connect_req, &c->tcp, addr, on_connected);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    write_req_t *w = dpp_container_of(req, write_req_t, req);
+    dpp_conn_t *c = w->conn;
+    c->queued -= w->bytes;
+    free(w->head);
+    if (w->payload_free)
+        w->payload_free(w->payload, w->payload_arg);
+    free(w);
+    if (status < 0 && status != UV_ECANCELED)
+        dpp_conn_close(c, status);
+}
+
+int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m, void *payload,
+                          uint32_t len, dpp_payload_free_cb free_cb, void *arg)
+{
+    int rc = DPP_ECLOSED;
+    write_req_t *w = NULL;
+    if (c->closing)
+        goto fail;
+    rc = -ENOMEM;
+    w = calloc(1, sizeof *w);
+    if (w == NULL)
+        goto fail;
+    size_t head_len;
+    w->head = dpp_frame_pack(type, m, len, &head_len);
+    if (w->head == NULL)
+        goto fail;
+    w->conn = c;
+    w->payload = payload;
+    w->payload_free = free_cb;
+    w->payload_arg = arg;
+    w->bytes = head_len + len;
+    uv_buf_t bufs[2] = {uv_buf_init((char *)w->head, (unsigned)head_len),
+                        uv_buf_init(payload, len)};
+    rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, len ? 2 : 1, on_written);
+    if (rc != 0)
+        goto fail;
+    c->queued += w->bytes;
+    return 0;
+
+fail:
+    if (w)
+        free(w->head);
+    free(w);
+    if (free_cb)
+        free_cb(payload, arg);
+    if (!c->closing)
+        dpp_conn_close(c, rc);
+    return rc;
+}
+
+int dpp_conn_send(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m)
+{
+    return dpp_conn_send_payload(c, type, m, NULL, 0, NULL, NULL);
+}
+
+int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    Dpp__Error e = DPP__ERROR__INIT;
+    e.code = code;
+    e.message = text;
+    return dpp_conn_send(c, DPP_MSG_ERROR, &e.base);
+}

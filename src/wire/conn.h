@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A framed TCP connection on a libuv loop. The read callback only appends to
+ * a bounded buffer; whole frames are handed to the owner's frame callback.
+ * Used by the master, the worker and the client library, so it never aborts:
+ * allocation failures close the connection with -ENOMEM. */
+#ifndef DPP_WIRE_CONN_H
+#define DPP_WIRE_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "wire/frame.h"
+
+typedef struct dpp_conn dpp_conn_t;
+
+/* A whole frame arrived. f points into the connection's buffer and is valid
+ * only during the call. The callback may close the connection. */
+typedef void (*dpp_conn_frame_cb)(dpp_conn_t *c, const dpp_frame_t *f);
+/* The handle is closed; the owner may free the memory holding c. */
+typedef void (*dpp_conn_close_cb)(dpp_conn_t *c);
+/* Outcome of dpp_conn_connect(): 0 = connected and reading. */
+typedef void (*dpp_conn_connect_cb)(dpp_conn_t *c, int status);
+/* Releases a payload handed to dpp_conn_send_payload(). */
+typedef void (*dpp_payload_free_cb)(void *payload, void *arg);
+
+struct dpp_conn {
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    uv_shutdown_t shutdown_req;
+    dpp_frame_limits_t limits;
+    uint8_t *rbuf;
+    size_t rlen, rcap;
+    size_t queued; /* bytes handed to uv_write and not yet written */
+    int error;     /* why the connection closed; 0 when its owner closed it */
+    int closing;
+    int reading;
+    dpp_conn_frame_cb on_frame;
+    dpp_conn_close_cb on_close;
+    dpp_conn_connect_cb on_connect;
+    void *data; /* the owner's */
+    char peer[64];
+};
+
+/* Prepares c on loop. Returns 0 or a negative uv error; on 0 the owner must
+ * eventually call dpp_conn_close(), and on_close runs exactly once. */
+int dpp_conn_init(uv_loop_t *loop, dpp_conn_t *c, dpp_conn_frame_cb on_frame,
+                  dpp_conn_close_cb on_close, void *data);
+
+/* Accepts a pending connection of server into c (after dpp_conn_init) and
+ * starts reading. On error the caller closes c. */
+int dpp_conn_accept(uv_stream_t *server, dpp_conn_t *c);
+
+/* Connects c (after dpp_conn_init) to addr. Returns 0 and later calls cb once
+ * (status 0: reading has started), or an error and never calls cb. */
+int dpp_conn_connect(dpp_conn_t *c, const struct sockaddr *addr, dpp_conn_connect_cb cb);
+
+/* Queues one frame. Returns 0 or a negative error (the connection is then
+ * closing). dpp_conn_send_payload() also sends `len` raw payload bytes after
+ * the message without copying them; free_cb(payload, arg) runs once the
+ * bytes are written or dropped, also when this call fails. */
+int dpp_conn_send(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m);
+int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m, void *payload,
+                          uint32_t len, dpp_payload_free_cb free_cb, void *arg);
+
+/* Sends an Error message (code, formatted text). */
+int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Closes c once (later calls do nothing); error is kept in c->error.
+ * Frames still queued are dropped. */
+void dpp_conn_close(dpp_conn_t *c, int error);
+
+/* Closes c after every queued frame is written (TCP shutdown, then close),
+ * for goodbyes such as a client's last acknowledgements. */
+void dpp_conn_finish(dpp_conn_t *c);
+
+/* Back-pressure on the inbound side: stop or resume reading. */
+void dpp_conn_read_stop(dpp_conn_t *c);
+int dpp_conn_read_start(dpp_conn_t *c);
+
+#endif

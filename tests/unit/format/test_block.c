@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+// Blocks: rows in, columns out (checked against the rows kept by the test),
+// the documented header layout, and malformed blocks refused without crashes.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <zstd.h>
+
+#include "format/block.h"
+#include "dpp/error.h"
+
+#define ROWS 300
+static const unsigned dims[2] = {1, 3};
+static const uint8_t weighted[2] = {0, 1}; /* sparse feature 1 carries weights */
+static const dpp_block_shape_t shape = {
+    .ndense = 2, .nsparse = 2, .dims = dims, .weighted = weighted};
+
+typedef struct rows {
+    float label[ROWS];
+    float dense[ROWS][4]; /* feature 0: [0]; feature 1: [1..3] */
+    int64_t ids[2][ROWS][8];
+    float weights[ROWS][8]; /* of sparse feature 1 */
+    size_t lens[2][ROWS];
+} rows_t;
+
+static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
+{
+    dpp_block_builder_t b;
+    assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+    for (size_t r = 0; r < nrows; r++) {
+        const int64_t *ids[2] = {in->ids[0][r], in->ids[1][r]};
+        const float *w[2] = {NULL, in->weights[r]};
+        size_t lens[2] = {in->lens[0][r], in->lens[1][r]};
+        assert_int_equal(dpp_block_builder_append(&b, in->label[r], in->dense[r], ids, w, lens), 0);
+    }
+    size_t want = dpp_block_builder_size(&b);
+    uint8_t *buf;
+    assert_int_equal(dpp_block_builder_finish(&b, &buf, len), 0);
+    assert_int_equal(*len, want);
+    assert_int_equal(b.rows, 0); /* finish empties the builder */
+    dpp_block_builder_close(&b);
+    return buf;
+}
+
+static void fill(rows_t *in)
+{
+    srand(1);
+    for (size_t r = 0; r < ROWS; r++) {
+        in->label[r] = (float)(r % 2);
+        for (int j = 0; j < 4; j++)
+            in->dense[r][j] = (float)r + 0.25f * (float)j;
+        for (int k = 0; k < 2; k++) {
+            in->lens[k][r] = (size_t)(rand() % 9); /* 0..8, empty lists included */
+            for (size_t j = 0; j < in->lens[k][r]; j++) {
+                in->ids[k][r][j] = (int64_t)(r * 1000 + j) * (k ? -1 : 1);
+                in->weights[r][j] = 0.5f * (float)j - (float)r;
+            }
+        }
+    }
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t len;
+    uint8_t *buf = build(&in, ROWS, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
+    assert_int_equal(info.rows, ROWS);
+    /* labels, 2 dense, then KJT lengths, offsets, values, weights */
+    assert_int_equal(info.ncols, 1 + 2 + 4);
+    const float *labels = dpp_block_labels(buf);
+    const float *d0 = dpp_block_dense(buf, 0);
+    const float *d1 = dpp_block_dense(buf, 1);
+    for (size_t r = 0; r < ROWS; r++) {
+        assert_true(labels[r] == in.label[r]);
+        assert_true(d0[r] == in.dense[r][0]);
+        for (int j = 0; j < 3; j++)
+            assert_true(d1[r * 3 + j] == in.dense[r][1 + j]);
+    }
+    for (unsigned k = 0; k < 2; k++) {
+        const int32_t *lengths = dpp_block_lengths(buf, &shape, k);
+        size_t n;
+        const int64_t *values = dpp_block_values(buf, &shape, k, &n);
+        const float *w = dpp_block_weights(buf, &shape, k);
+        assert_true((w != NULL) == (k == 1));
+        size_t pos = 0;
+        for (size_t r = 0; r < ROWS; r++) {
+            assert_int_equal(lengths[r], in.lens[k][r]);
+            for (size_t j = 0; j < in.lens[k][r]; j++) {
+                if (w)
+                    assert_true(w[pos] == in.weights[r][j]);
+                assert_true(values[pos++] == in.ids[k][r][j]);
+            }
+        }
+        assert_int_equal(pos, n);
+    }
+    /* header fields at their documented offsets */
+    assert_memory_equal(buf, "DPB1", 4);
+    uint64_t total;
+    memcpy(&total, buf + 24, 8);
+    assert_int_equal(total, len);
+    free(buf);
+}
+
+/* The KJT view: key-major lengths, offsets = prefix sums, values and
+ * weights of every key back to back (1.0 for the unweighted key). */
+static void test_kjt_layout(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t len, nrows = 40;
+    uint8_t *buf = build(&in, nrows, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
+    dpp_block_kjt_t kjt;
+    dpp_block_kjt(buf, &shape, &kjt);
+    assert_non_null(kjt.weights);
+    size_t pos = 0;
+    assert_int_equal(kjt.offsets[0], 0);
+    for (unsigned k = 0; k < 2; k++) {
+        for (size_t r = 0; r < nrows; r++) {
+            size_t cell = k * nrows + r;
+            assert_int_equal(kjt.lengths[cell], in.lens[k][r]);
+            assert_int_equal(kjt.offsets[cell], pos);
+            for (size_t j = 0; j < in.lens[k][r]; j++, pos++) {
+                assert_true(kjt.values[pos] == in.ids[k][r][j]);
+                assert_true(kjt.weights[pos] == (k == 1 ? in.weights[r][j] : 1.0f));
+            }
+        }
+    }
+    assert_int_equal(kjt.offsets[2 * nrows], pos);
+    assert_int_equal(kjt.nvalues, pos);
+    /* offsets that are not the prefix sums are refused */
+    ((int32_t *)kjt.offsets)[3] += 1;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+    free(buf);
+}
+
+/* Batches cut across block boundaries: every split of 3 blocks into ranges
+ * re-assembles to the same rows. */
+static void test_append_block_ranges(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t nrows = 90, len;
+    uint8_t *whole = build(&in, nrows, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(whole, len, &shape, &info), 0);
+    const size_t cuts[][2] = {{0, 90}, {0, 1}, {1, 90}, {0, 0}, {45, 45}, {7, 64}, {64, 90}};
+    for (size_t t = 0; t < sizeof cuts / sizeof cuts[0]; t++) {
+        for (size_t mid = cuts[t][0]; mid <= cuts[t][1]; mid += 13) {
+            dpp_block_builder_t b;
+            assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+            assert_int_equal(dpp_block_builder_append_block(&b, whole, cuts[t][0], mid), 0);
+            assert_int_equal(dpp_block_builder_append_block(&b, whole, mid, cuts[t][1]), 0);
+            uint8_t *got;
+            size_t got_len;
+            assert_int_equal(dpp_block_builder_finish(&b, &got, &got_len), 0);
+            dpp_block_builder_close(&b);
+            assert_int_equal(dpp_block_parse(got, got_len, &shape, &info), 0);
+            size_t r0 = cuts[t][0], n = cuts[t][1] - r0;
+            assert_int_equal(info.rows, n);
+            for (size_t r = 0; r < n; r++) {
+                assert_true(dpp_block_labels(got)[r] == in.label[r0 + r]);
+                for (int j = 0; j < 3; j++)
+                    assert_true(dpp_block_dense(got, 1)[r * 3 + j] == in.dense[r0 + r][1 + j]);
+            }
+            for (unsigned k = 0; k < 2; k++) {
+                size_t nv;
+                const int64_t *v = dpp_block_values(got, &shape, k, &nv);
+                const int32_t *l = dpp_block_lengths(got, &shape, k);
+                const float *w = dpp_block_weights(got, &shape, k);
+                size_t pos = 0;
+                for (size_t r = 0; r < n; r++) {
+                    assert_int_equal(l[r], in.lens[k][r0 + r]);
+                    for (size_t j = 0; j < in.lens[k][r0 + r]; j++, pos++) {
+                        assert_true(v[pos] == in.ids[k][r0 + r][j]);
+                        if (w)
+                            assert_true(w[pos] == in.weights[r0 + r][j]);
+                    }
+                }
+                assert_int_equal(pos, nv);
+            }
+            free(got);
+            if (mid == cuts[t][1])
+                break;
+        }
+    }
+    dpp_block_builder_t b;
+    assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+    assert_int_equal(dpp_block_builder_append_block(&b, whole, 5, 91), DPP_EINVAL);
+    assert_int_equal(dpp_block_builder_append_block(&b, whole, 6, 5), DPP_EINVAL);
+    dpp_block_builder_close(&b);
+    free(whole);
+}
+
+static void test_empty_block(void **state)
+{
+    (void)state;
+    static rows_t in;
+    size_t len;
+    uint8_t *buf = build(&in, 0, &len);
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
+    assert_int_equal(info.rows, 0);
+    free(buf);
+}
+
+static void test_shape_mismatch(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t len;
+    uint8_t *buf = build(&in, 10, &len);
+    dpp_block_info_t info;
+    const unsigned other_dims[2] = {1, 2};
+    const uint8_t unweighted[2] = {0, 0};
+    dpp_block_shape_t other = shape;
+    other.dims = other_dims;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.weighted = unweighted;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.ndense = 1;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    other = shape;
+    other.nsparse = 1;
+    assert_int_equal(dpp_block_parse(buf, len, &other, &info), DPP_EBLOCK);
+    assert_int_equal(dpp_block_parse(buf, len - 8, &shape, &info), DPP_EBLOCK);
+    assert_int_equal(dpp_block_parse(buf, 10, &shape, &info), DPP_EBLOCK);
+    free(buf);
+}
+
+/* Corrupting any header or column-table byte, or a lengths entry, must be
+ * refused or still describe a block whose columns lie inside the buffer. */
+static void test_corruptions(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    size_t len;
+    uint8_t *good = build(&in, 50, &len);
+    size_t table_end = DPP_BLOCK_HEADER_SIZE + 7 * DPP_BLOCK_COL_ENTRY_SIZE;
+    uint8_t *buf = malloc(len);
+    srand(3);
+    for (int iter = 0; iter < 20000; iter++) {
+        memcpy(buf, good, len);
+        size_t pos = iter < (int)table_end * 8 ? (size_t)iter / 8 : (size_t)rand() % len;
+        buf[pos] ^= (uint8_t)(1u << (iter % 8));
+        dpp_block_info_t info;
+        if (dpp_block_parse(buf, len, &shape, &info) != 0)
+            continue;
+        /* accepted: every column must be readable without leaving buf */
+        volatile float sink = 0;
+        const float *l = dpp_block_labels(buf);
+        for (uint32_t r = 0; r < info.rows; r++)
+            sink += l[r];
+        for (unsigned k = 0; k < 2; k++) {
+            size_t n;
+            const int64_t *v = dpp_block_values(buf, &shape, k, &n);
+            const float *w = dpp_block_weights(buf, &shape, k);
+            for (size_t j = 0; j < n; j++)
+                sink += (float)v[j] + (w ? w[j] : 0);
+        }
+        (void)sink;
+    }
+    /* a negative length is refused */
+    memcpy(buf, good, len);
+    int32_t *lengths = (int32_t *)dpp_block_lengths(buf, &shape, 0);
+    lengths[0] = -1;
+    dpp_block_info_t info;
+    assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+    free(buf);
+    free(good);
+}
+
+static void test_builder_rejects_zero_dim(void **state)
+{
+    (void)state;
+    dpp_block_builder_t b;
+    const unsigned bad[1] = {0};
+    const dpp_block_shape_t zero_dim = {.ndense = 1, .dims = bad};
+    assert_int_equal(dpp_block_builder_init(&b, &zero_dim), DPP_EINVAL);
+}
+
+/* The checks a receiver makes before and after decompressing a block. */
+static void test_decompress(void **state)
+{
+    (void)state;
+    size_t n = 1u << 20;
+    uint8_t *raw = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        raw[i] = (uint8_t)(i * 2654435761u >> 13);
+    size_t bound = ZSTD_compressBound(n);
+    uint8_t *z = malloc(bound);
+    size_t zn = ZSTD_compress(z, bound, raw, n, 1);
+    assert_false(ZSTD_isError(zn));
+    uint8_t *out;
+    size_t out_len;
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n, n, &out, &out_len), 0);
+    assert_int_equal(out_len, n);
+    assert_memory_equal(out, raw, n);
+    free(out);
+    /* over the limit, a wrong declared size, a cut frame */
+    assert_int_equal(dpp_block_zstd_check(z, zn, n, n - 1), DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n, n - 1, &out, &out_len), DPP_EBLOCK);
+    assert_null(out);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 1, n + 1, 2 * n, &out, &out_len),
+                     DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn / 2, 1, n, n, &out, &out_len), DPP_EBLOCK);
+    /* a bomb: 13 bytes whose header declares 4 GiB, refused from the header */
+    uint8_t bomb[13] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 1, 0, 0, 0};
+    assert_int_equal(ZSTD_getFrameContentSize(bomb, sizeof bomb), 1ull << 32);
+    assert_int_equal(dpp_block_zstd_check(bomb, sizeof bomb, 1ull << 32, 256u << 20), DPP_EBLOCK);
+    /* a frame that does not say its size */
+    assert_int_equal(dpp_block_zstd_check(raw, 64, 64, n), DPP_EBLOCK);
+    /* codec 0: the size must match; other codecs do not exist */
+    assert_int_equal(dpp_block_decompress(NULL, raw, 100, 0, 101, n, &out, &out_len), DPP_EBLOCK);
+    assert_int_equal(dpp_block_decompress(NULL, raw, 100, 0, 100, n, &out, &out_len), 0);
+    assert_memory_equal(out, raw, 100);
+    free(out);
+    assert_int_equal(dpp_block_decompress(NULL, z, zn, 2, n, n, &out, &out_len), DPP_EBLOCK);
+    free(z);
+    free(raw);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_kjt_layout),
+        cmocka_unit_test(test_append_block_ranges),
+        cmocka_unit_test(test_empty_block),
+        cmocka_unit_test(test_shape_mismatch),
+        cmocka_unit_test(test_corruptions),
+        cmocka_unit_test(test_builder_rejects_zero_dim),
+        cmocka_unit_test(test_decompress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
