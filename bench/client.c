@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_client: the receive path of libdppclient. A forked child runs a fake
- * master and a fake worker on 127.0.0.1 (one libuv loop, src/wire/conn.c
- * and frame.c): the master answers HELLO and ATTACH with a Criteo-like
+ * master and a fake worker on 127.0.0.1 (one libuv loop, the daemons' own
+ * listener and handshake, src/daemon/listener.c): the master answers ATTACH with a Criteo-like
  * session (13 dense features of dim 1, 26 sparse, batch_size 4096, one
- * epoch, rank 0 of 1) and ignores SPLIT_CONSUMED; the worker answers HELLO
- * and SUBSCRIBE and streams pre-built uncompressed blocks (codec 0) one per
+ * epoch, rank 0 of 1) and ignores SPLIT_CONSUMED; the worker answers
+ * SUBSCRIBE and streams pre-built uncompressed blocks (codec 0) one per
  * credit, exactly like dpp-worker: every split is K full blocks of batch_size
  * rows and one empty block marked `last`. The parent reads everything
  * through dpp_client_open_opts() / dpp_client_next() / dpp_batch_release(),
@@ -32,6 +32,7 @@
 #include <uv.h>
 
 #include "format/block.h"
+#include "daemon/listener.h"
 #include "wire/conn.h"
 #include "wire/frame.h"
 #include "base/util.h"
@@ -97,7 +98,7 @@ static void build_blocks(blocks_t *bl, unsigned batch_size)
 
 typedef struct server {
     uv_loop_t loop;
-    uv_tcp_t master_lsn, worker_lsn;
+    dpp_listener_t master_lsn, worker_lsn; /* the daemons' own listener: handshake included */
     char worker_addr[64];
     const blocks_t *bl;
     unsigned splits, per_split; /* per_split = K full blocks + 1 empty */
@@ -105,10 +106,7 @@ typedef struct server {
 } server_t;
 
 typedef struct peer {
-    dpp_conn_t conn;
-    server_t *srv;
-    int worker; /* accepted on the worker's port */
-    int hello;
+    dpp_peer_t base; /* first: the listener allocates and frees it */
     int subscribed;
     uint64_t credits;
 } peer_t;
@@ -116,16 +114,11 @@ typedef struct peer {
 static char *dense_names[NDENSE], *sparse_names[NSPARSE];
 static uint32_t dense_dims[NDENSE];
 
-static void on_peer_closed(dpp_conn_t *c)
-{
-    free(dpp_container_of(c, peer_t, conn));
-}
-
 /* Sends stream frames while this subscriber has credits (one per frame). */
 static void flush(peer_t *p)
 {
-    server_t *s = p->srv;
-    while (p->credits > 0 && s->next < s->total && !p->conn.closing) {
+    server_t *s = p->base.lst->cfg.data;
+    while (p->credits > 0 && s->next < s->total && !p->base.conn.closing) {
         uint64_t i = s->next++;
         uint32_t split = (uint32_t)(i / s->per_split), index = (uint32_t)(i % s->per_split);
         int last = index == s->per_split - 1;
@@ -141,28 +134,18 @@ static void flush(peer_t *p)
         h.raw_size = last ? s->bl->empty_len : s->bl->full_len;
         p->credits--;
         /* The same read-only buffer goes out every time; nothing to free. */
-        dpp_conn_send_payload(&p->conn, DPP_MSG_BLOCK, &h.base, last ? s->bl->empty : s->bl->full,
-                              (uint32_t)h.raw_size, NULL, NULL);
+        dpp_conn_send_payload(&p->base.conn, DPP_MSG_BLOCK, &h.base,
+                              last ? s->bl->empty : s->bl->full, (uint32_t)h.raw_size, NULL, NULL);
     }
 }
 
-static void on_peer_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_peer_frame(dpp_peer_t *base, const dpp_frame_t *f, const ProtobufCMessage *m)
 {
-    peer_t *p = dpp_container_of(conn, peer_t, conn);
-    server_t *s = p->srv;
-    ProtobufCMessage *m = dpp_frame_unpack(f);
-    if (m == NULL) {
-        dpp_conn_close(conn, DPP_EMSG);
-        return;
-    }
-    if (f->type == DPP_MSG_HELLO) {
-        p->hello = 1;
-        Dpp__HelloReply r = DPP__HELLO_REPLY__INIT;
-        r.version = DPP_PROTOCOL_VERSION;
-        dpp_conn_send(conn, DPP_MSG_HELLO_REPLY, &r.base);
-    } else if (!p->hello) {
-        dpp_conn_close(conn, DPP_EMSGTYPE);
-    } else if (!p->worker && f->type == DPP_MSG_ATTACH) {
+    peer_t *p = (peer_t *)base;
+    server_t *s = base->lst->cfg.data;
+    dpp_conn_t *conn = &base->conn;
+    int worker = base->lst == &s->worker_lsn;
+    if (!worker && f->type == DPP_MSG_ATTACH) {
         Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
         char *workers[1] = {s->worker_addr};
         r.session_id = SESSION;
@@ -182,13 +165,13 @@ static void on_peer_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         r.workers = workers;
         r.state = "running";
         dpp_conn_send(conn, DPP_MSG_ATTACH_REPLY, &r.base);
-    } else if (!p->worker && f->type == DPP_MSG_SPLIT_CONSUMED) {
+    } else if (!worker && f->type == DPP_MSG_SPLIT_CONSUMED) {
         /* ignored: there is no plan to advance */
-    } else if (p->worker && f->type == DPP_MSG_SUBSCRIBE) {
+    } else if (worker && f->type == DPP_MSG_SUBSCRIBE) {
         p->subscribed = 1;
         p->credits = ((Dpp__Subscribe *)m)->credits;
         flush(p);
-    } else if (p->worker && f->type == DPP_MSG_CREDIT) {
+    } else if (worker && f->type == DPP_MSG_CREDIT) {
         p->credits += ((Dpp__Credit *)m)->credits;
         if (p->subscribed)
             flush(p);
@@ -196,42 +179,26 @@ static void on_peer_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         dpp_conn_send_error(conn, DPP_EMSGTYPE, "unexpected %s", dpp_msg_name(f->type));
         dpp_conn_close(conn, DPP_EMSGTYPE);
     }
-    protobuf_c_message_free_unpacked(m, NULL);
 }
 
-static void on_connection(uv_stream_t *lsn, int status)
+static int listen_any(server_t *s, dpp_listener_t *l)
 {
-    if (status < 0)
-        return;
-    server_t *s = lsn->data;
-    peer_t *p = calloc(1, sizeof *p);
-    if (p == NULL || dpp_conn_init(&s->loop, &p->conn, on_peer_frame, on_peer_closed, p) != 0) {
-        free(p);
-        return;
-    }
-    p->srv = s;
-    p->worker = lsn == (uv_stream_t *)&s->worker_lsn;
-    if (dpp_conn_accept(lsn, &p->conn) != 0)
-        dpp_conn_close(&p->conn, DPP_ECLOSED);
-}
-
-static int listen_any(server_t *s, uv_tcp_t *t)
-{
-    struct sockaddr_in sa;
-    uv_ip4_addr("127.0.0.1", 0, &sa);
-    int rc = uv_tcp_init(&s->loop, t);
-    if (rc == 0)
-        rc = uv_tcp_bind(t, (struct sockaddr *)&sa, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)t, 16, on_connection);
-    if (rc != 0) {
-        fprintf(stderr, "bench_client: listen: %s\n", uv_strerror(rc));
+    static const char *const roles[] = {"client", NULL};
+    dpp_listener_config_t cfg = {
+        .name = l == &s->master_lsn ? "master" : "worker",
+        .roles = roles,
+        .handshake_ms = 10000,
+        .idle_ms = 600000,
+        .max_connections = 64,
+        .peer_size = sizeof(peer_t),
+        .on_frame = on_peer_frame,
+        .data = s,
+    };
+    if (dpp_listener_start(&s->loop, l, &cfg, "127.0.0.1:0") != 0) {
+        fprintf(stderr, "bench_client: cannot listen on 127.0.0.1\n");
         return -1;
     }
-    t->data = s;
-    int len = sizeof sa;
-    uv_tcp_getsockname(t, (struct sockaddr *)&sa, &len);
-    return ntohs(sa.sin_port);
+    return atoi(strrchr(l->addr, ':') + 1);
 }
 
 /* Child: serves until its parent kills it (or dies). Writes the master's

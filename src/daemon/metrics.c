@@ -314,13 +314,13 @@ int dpp_metrics_build_info(dpp_metrics_t *m, const char *role)
     return dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
 }
 
-int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const uint64_t v[6])
+int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const dpp_rejects_t *r)
 {
-    static const char *const reasons[6] = {"corrupt", "truncated", "too_big",
-                                           "example", "missing",   "type"};
+    uint64_t v[DPP_REJECT_NREASONS];
+    dpp_rejects_values(r, v);
     dpp_metrics_family(m, "dpp_records_rejected_total", DPP_METRIC_COUNTER, help);
-    for (int i = 0; i < 6; i++) {
-        dpp_metrics_label_t l = {"reason", reasons[i]};
+    for (size_t i = 0; i < DPP_REJECT_NREASONS; i++) {
+        dpp_metrics_label_t l = {"reason", dpp_reject_names[i]};
         dpp_metrics_sample_u64(m, "dpp_records_rejected_total", &l, 1, v[i]);
     }
     return dpp_metrics_error(m);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/reject.h"
+
 /* The Content-Type of a scrape response (text format 0.0.4). */
 #define DPP_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -92,9 +94,9 @@ int dpp_metrics_gauge(dpp_metrics_t *m, const char *name, const char *help, doub
 /* dpp_build_info{version="...",role} 1, the family every daemon serves. */
 int dpp_metrics_build_info(dpp_metrics_t *m, const char *role);
 
-/* The records-rejected counter family, by reason: v[] holds corrupt,
- * truncated, too_big, example, missing and type, in that order. */
-int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const uint64_t v[6]);
+/* The records-rejected counter family, one sample per reason of
+ * base/reject.h (label reason="NAME"). */
+int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const dpp_rejects_t *r);
 
 /* The rendered text and its length (every line ends with '\n'), or NULL
  * after a failure (see dpp_metrics_error()). The text is NUL-terminated and

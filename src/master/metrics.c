@@ -79,9 +79,7 @@ static void render(void *arg, dpp_metrics_t *m)
                         n->rows_filtered);
     dpp_metrics_counter(m, "dpp_bytes_read_total",
                         "Bytes workers read for splits (as they reported).", n->bytes_read);
-    const uint64_t rej[6] = {n->rejects.corrupt, n->rejects.truncated, n->rejects.too_big,
-                             n->rejects.example, n->rejects.missing,   n->rejects.type};
-    dpp_metrics_rejects(m, "Records rejected, by reason (as workers reported).", rej);
+    dpp_metrics_rejects(m, "Records rejected, by reason (as workers reported).", &n->rejects);
 
     dpp_metrics_family(m, "dpp_lease_latency_seconds", DPP_METRIC_HISTOGRAM,
                        "How long a worker's lease request waited for work.");

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/reject.h"
 #include "spec/spec.h"
 
 typedef enum split_state {
@@ -61,10 +62,6 @@ typedef struct dpp_split {
     uint64_t record_skip, record_count;
     uint64_t byte_start, byte_end;
 } dpp_split_t;
-
-typedef struct dpp_rejects {
-    uint64_t corrupt, truncated, too_big, example, missing, type;
-} dpp_rejects_t;
 
 /* What a rank's client last reported about its trainer (with its attach
  * refreshes): batches handed out, time waiting inside next(), time since it

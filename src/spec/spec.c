@@ -666,6 +666,11 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
     if (rc)
         return rc;
     s->split_rows = (unsigned)x;
+    rc = get_choice(p, NULL, root, "format", 0, dpp_format_names, dpp_format_list(), &choice);
+    if (rc)
+        return rc;
+    s->format = (dpp_format_t)choice;
+    choice = 0;
     rc = get_choice(p, NULL, root, "on_corrupt", 0, on_corrupt_names, "\"skip\" or \"fail\"",
                     &choice);
     if (rc)
@@ -731,7 +736,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "on_corrupt", "compression", "compression_level",
                                            "features",   "label",       "filters",
                                            "remainder",  "shuffle",     "order",
-                                           NULL};
+                                           "format",     NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -1037,7 +1042,8 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
                 goto out;
     }
     const char *on_corrupt = on_corrupt_names[spec->on_corrupt_fail ? 1 : 0];
-    if (set(root, "batch_size", json_integer(spec->batch_size)) != 0 ||
+    if (set(root, "format", json_string(dpp_format_names[spec->format])) != 0 ||
+        set(root, "batch_size", json_integer(spec->batch_size)) != 0 ||
         set(root, "epochs",
             spec->epochs == DPP_EPOCHS_UNBOUNDED ? json_string("unbounded")
                                                  : json_integer(spec->epochs)) != 0 ||

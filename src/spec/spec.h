@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/format.h"
+
 #define DPP_SPEC_ERRLEN 512
 
 #define DPP_SPEC_MAX_DIM 65536        /* dense values per row */
@@ -101,6 +103,7 @@ typedef enum dpp_remainder {
 
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
+    dpp_format_t format;  /* of the table's files, default tfrecord */
     char **partitions;    /* folder names such as "ds=2026-01-01" */
     unsigned npartitions; /* 0: every partition of the table */
     unsigned batch_size;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/frame.h"
 #include "wire/handshake.h"
 #include "dpp/error.h"
 #include "crypto/hmac.h"
@@ -128,4 +129,111 @@ int dpp_auth_answer(const dpp_auth_t *a, dpp_auth_state_t *st, const char *role,
     out->mac.len = DPP_AUTH_NONCE;
     *send = 1;
     return 0;
+}
+
+void dpp_handshake_init(dpp_handshake_t *hs)
+{
+    memset(hs, 0, sizeof *hs);
+    hs->role = -1;
+}
+
+/* Answers the refusal, closes c and returns code. */
+static int refuse(dpp_conn_t *c, int code, const char *text)
+{
+    dpp_conn_send_error(c, code, "%s", text);
+    dpp_conn_close(c, code);
+    return code;
+}
+
+static int serve_hello(dpp_conn_t *c, dpp_handshake_t *hs, const dpp_handshake_server_t *srv,
+                       const Dpp__Hello *h)
+{
+    char text[256];
+    if (hs->role >= 0)
+        return refuse(c, DPP_EMSGTYPE, "second HELLO");
+    if (h->version != DPP_PROTOCOL_VERSION) {
+        snprintf(text, sizeof text, "protocol version %u, the %s speaks %u", h->version, srv->name,
+                 DPP_PROTOCOL_VERSION);
+        return refuse(c, DPP_EVERSION, text);
+    }
+    int role = -1;
+    for (int i = 0; srv->roles[i] != NULL; i++)
+        if (strcmp(h->role, srv->roles[i]) == 0)
+            role = i;
+    if (role < 0) {
+        size_t n = (size_t)snprintf(text, sizeof text, "unknown role \"%.32s\": the %s serves",
+                                    h->role, srv->name);
+        for (int i = 0; srv->roles[i] != NULL && n < sizeof text; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s %s", i ? "," : "", srv->roles[i]);
+        return refuse(c, DPP_EINVAL, text);
+    }
+    Dpp__HelloReply reply = DPP__HELLO_REPLY__INIT;
+    reply.version = DPP_PROTOCOL_VERSION;
+    int rc = dpp_auth_reply(srv->auth, &hs->auth, h, &reply);
+    if (rc) {
+        dpp_conn_close(c, rc);
+        return rc;
+    }
+    hs->role = role;
+    rc = dpp_conn_send(c, DPP_MSG_HELLO_REPLY, &reply.base);
+    return rc ? rc : DPP_HANDSHAKE_TAKEN;
+}
+
+int dpp_handshake_serve(dpp_conn_t *c, dpp_handshake_t *hs, const dpp_handshake_server_t *srv,
+                        uint16_t type, const ProtobufCMessage *msg)
+{
+    char text[256];
+    if (type == DPP_MSG_HELLO)
+        return serve_hello(c, hs, srv, (const Dpp__Hello *)msg);
+    if (hs->role < 0) {
+        snprintf(text, sizeof text, "expected HELLO, got %s", dpp_msg_name(type));
+        return refuse(c, DPP_EMSGTYPE, text);
+    }
+    if (!hs->auth.pending && type != DPP_MSG_AUTH)
+        return DPP_HANDSHAKE_PASS;
+    int rc = DPP_EAUTH;
+    if (!hs->auth.pending)
+        snprintf(text, sizeof text, "unexpected AUTH");
+    else if (type != DPP_MSG_AUTH)
+        snprintf(text, sizeof text, "authentication required: this %s has a cluster token",
+                 srv->name);
+    else
+        rc = dpp_auth_check(srv->auth, &hs->auth, srv->roles[hs->role], (const Dpp__Auth *)msg,
+                            text, sizeof text);
+    if (rc == 0)
+        return DPP_HANDSHAKE_TAKEN;
+    DPP_WARN("auth_failed peer=%s role=%s reason=\"%s\"", c->peer, srv->roles[hs->role], text);
+    return refuse(c, rc, text);
+}
+
+int dpp_handshake_hello(dpp_conn_t *c, dpp_auth_state_t *st, const dpp_auth_t *a, const char *role)
+{
+    Dpp__Hello h = DPP__HELLO__INIT;
+    h.version = DPP_PROTOCOL_VERSION;
+    h.role = (char *)role;
+    int rc = dpp_auth_hello(a, st, &h);
+    if (rc == 0)
+        rc = dpp_conn_send(c, DPP_MSG_HELLO, &h.base);
+    if (rc)
+        dpp_conn_close(c, rc);
+    return rc;
+}
+
+int dpp_handshake_answer(dpp_conn_t *c, dpp_auth_state_t *st, const dpp_auth_t *a, const char *role,
+                         const Dpp__HelloReply *r, char *err, size_t errlen)
+{
+    Dpp__Auth am = DPP__AUTH__INIT;
+    int send = 0, rc;
+    if (r->version != DPP_PROTOCOL_VERSION) {
+        snprintf(err, errlen, "the peer speaks protocol version %u, this side %u", r->version,
+                 DPP_PROTOCOL_VERSION);
+        rc = DPP_EVERSION;
+    } else {
+        rc = dpp_auth_answer(a, st, role, r, &am, &send, err, errlen);
+        if (rc == 0 && send)
+            rc = dpp_conn_send(c, DPP_MSG_AUTH, &am.base);
+    }
+    if (rc)
+        dpp_conn_close(c, rc);
+    return rc;
 }

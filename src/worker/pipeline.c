@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pipeline threads and the per-split path: read -> decode -> filter ->
-// transform -> build block -> compress; and index tasks.
+// Pipeline threads and the per-split path: rows from the format's source
+// (source.h) -> filter -> transform -> build block -> compress; index tasks
+// go to the source.
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,17 +12,16 @@
 
 #include <zstd.h>
 
-#include "format/block.h"
-#include "format/example_decode.h"
 #include "base/log.h"
-#include "spec/spec.h"
-#include "spec/table.h"
-#include "format/tfindex.h"
-#include "spec/transform.h"
+#include "base/reject.h"
 #include "base/util.h"
 #include "dpp/error.h"
+#include "format/block.h"
+#include "spec/spec.h"
+#include "spec/transform.h"
 #include "pipeline.h"
 #include "reader.h"
+#include "source.h"
 
 /* Rejected records logged per split; the rest are only counted. */
 #define MAX_LOGGED_REJECTS 5
@@ -50,7 +50,8 @@ void dpp_out_block_free(dpp_out_block_t *b)
  * map the spec's roles to projection slots (-1: none). */
 typedef struct plan {
     dpp_spec_t spec;
-    dpp_projection_t *proj;
+    const dpp_source_ops_t *src; /* the spec's format */
+    void *proj;                  /* the source's projection of the slots */
     size_t nslots;
     int label_slot;
     int *dense_slot, *sparse_slot, *weights_slot, *filter_slot;
@@ -61,7 +62,8 @@ typedef struct plan {
 
 static void plan_close(plan_t *p)
 {
-    dpp_projection_free(p->proj);
+    if (p->src)
+        p->src->projection_free(p->proj);
     free(p->dense_slot);
     free(p->sparse_slot);
     free(p->weights_slot);
@@ -121,7 +123,8 @@ static int plan_init(plan_t *p, const char *spec_json, char *err, size_t errlen)
     p->shape.nsparse = s->nsparse;
     p->shape.dims = p->dims;
     p->shape.weighted = p->weighted;
-    rc = dpp_projection_new(&p->proj, names, n);
+    p->src = dpp_source_ops(s->format);
+    rc = p->src->projection_new(&p->proj, names, n);
 out:
     free(names);
     if (rc)
@@ -272,7 +275,7 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
     const dpp_spec_t *spec = &p->spec;
     dpp_feat_ref_t *refs = x->refs;
     uint64_t t0 = x->times ? dpp_now_ns() : 0;
-    int rc = dpp_example_decode(p->proj, rec, len, refs);
+    int rc = p->src->decode(p->proj, rec, len, refs);
     if (rc)
         return rc;
     if (x->cfg->stop_after == DPP_STAGE_DECODE)
@@ -348,51 +351,6 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
     return 0;
 }
 
-static void count_reject(dpp_reject_counts_t *r, int err)
-{
-    switch (err) {
-    case DPP_ECORRUPT:
-        r->corrupt++;
-        break;
-    case DPP_ETRUNCATED:
-        r->truncated++;
-        break;
-    case DPP_ETOOBIG:
-        r->too_big++;
-        break;
-    case DPP_EEXAMPLE:
-        r->example++;
-        break;
-    case DPP_EMISSING:
-        r->missing++;
-        break;
-    default:
-        r->type++;
-        break;
-    }
-}
-
-static int is_record_error(int rc)
-{
-    return rc == DPP_ECORRUPT || rc == DPP_ETRUNCATED || rc == DPP_ETOOBIG || rc == DPP_EEXAMPLE ||
-           rc == DPP_EMISSING || rc == DPP_ETYPE;
-}
-
-/* The words TensorFlow users know for framing errors (record_reader.cc). */
-static const char *reject_words(int err)
-{
-    switch (err) {
-    case DPP_ECORRUPT:
-        return "corrupted record";
-    case DPP_ETRUNCATED:
-        return "truncated record";
-    case DPP_ETOOBIG:
-        return "record longer than the worker's limit";
-    default:
-        return dpp_strerror(err);
-    }
-}
-
 static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
@@ -458,28 +416,23 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
         res->filtered++;
         return 0;
     }
-    if (!is_record_error(rc)) {
+    if (!dpp_reject_is(rc)) {
         set_error(res, rc, "split %s: %s", t->rel_path,
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
         return rc;
     }
-    count_reject(&res->rejects, rc);
+    dpp_rejects_count(&res->rejects, rc);
     if (x->plan->spec.on_corrupt_fail) {
         set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
-                  reject_words(rc), off);
+                  dpp_reject_words(rc), off);
         return rc;
     }
-    uint64_t nrejected = res->rejects.corrupt + res->rejects.truncated + res->rejects.too_big +
-                         res->rejects.example + res->rejects.missing + res->rejects.type;
-    if (nrejected <= MAX_LOGGED_REJECTS)
+    if (dpp_rejects_total(&res->rejects) <= MAX_LOGGED_REJECTS)
         DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
-                 reject_words(rc));
+                 dpp_reject_words(rc));
     return 0;
 }
 
-/* With `shuffle` a split's records are gathered (copied out of the reader's
- * buffers, which are reused) and produced in a permuted order afterwards, so
- * a worker thread holds one split's records at a time. */
 /* With `shuffle` a split's records are gathered (copied out of the reader's
  * buffers, which are reused) into the thread's scratch and produced in a
  * permuted order afterwards. */
@@ -581,6 +534,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
                            dpp_stage_times_t *times)
 {
     dpp_reader_t *reader = reader_ptr;
+    dpp_source_t src = {0};
     plan_t plan;
     dpp_split_scratch_t own = {0};
     gathered_t g = {.s = scratch ? scratch : &own};
@@ -612,17 +566,8 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
-    rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
-    if (rc == 0)
-        rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
-    if (rc == DPP_EPATH) {
-        set_error(res, rc, "file %s: %s", t->rel_path,
-                  "outside the worker's data roots, or a symlink appeared since the master "
-                  "resolved it");
-        goto out;
-    }
-    if (rc) {
-        set_error(res, rc, "file %s: %s", t->rel_path, dpp_strerror(rc));
+    if ((rc = plan.src->open(&src, reader, t, cfg, err, sizeof err)) != 0) {
+        set_error(res, rc, "%s", err);
         goto out;
     }
     uint64_t path_hash = dpp_path_hash(t->rel_path);
@@ -637,20 +582,18 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         goto out;
     }
     for (;; record_index++) {
-        const uint8_t *rec;
-        size_t len;
-        uint64_t off = 0;
+        dpp_source_row_t row = {0};
         if (record_index >= stop)
             break;
         x.times = times && record_index % TIME_SAMPLE == 0 ? &x.sampled : NULL;
         uint64_t t0 = x.times ? dpp_now_ns() : 0;
-        rc = dpp_reader_next(reader, &rec, &len, &off);
+        rc = src.ops->next(&src, &row);
         if (x.times)
             x.times->read_ns += dpp_now_ns() - t0;
         if (rc == 0)
             break;
         if (record_index < first) {
-            if (rc < 0 && dpp_reader_stuck(reader))
+            if (rc < 0 && src.ops->stuck(&src))
                 break; /* the window's own reading would fail the same way */
             continue;
         }
@@ -659,17 +602,17 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
             continue;
         }
         if (rc == 1 && shuffle) {
-            if ((rc = gather(&g, rec, len, record_index, off)) != 0) {
+            if ((rc = gather(&g, row.data, row.len, record_index, row.offset)) != 0) {
                 set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
                 goto out;
             }
             continue;
         }
         if (rc == 1)
-            rc = add_record(&x, rec, len, record_index, path_hash);
-        if (take_outcome(&x, res, rc, off) != 0)
+            rc = add_record(&x, row.data, row.len, record_index, path_hash);
+        if (take_outcome(&x, res, rc, row.offset) != 0)
             goto out;
-        if (rc < 0 && dpp_reader_stuck(reader))
+        if (rc < 0 && src.ops->stuck(&src))
             break; /* no record boundary after this point can be trusted */
     }
     if (shuffle && produce_gathered(&x, &g, path_hash, res) != 0)
@@ -706,7 +649,8 @@ out:
         times->transform_ns += x.sampled.transform_ns * TIME_SAMPLE;
         times->encode_ns += x.sampled.encode_ns * TIME_SAMPLE;
     }
-    dpp_reader_close(reader);
+    if (src.ops)
+        src.ops->close(&src);
     dpp_split_scratch_free(&own);
     ctx_close(&x);
     plan_close(&plan);
@@ -725,61 +669,14 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
         set_error(res, DPP_EINVAL, "index %s: split_rows is 0", t->rel_path);
         return res->error;
     }
-    int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
-    if (prc) {
-        set_error(res, prc, "file %s: %s", t->rel_path,
-                  prc == DPP_EPATH ? "outside the worker's data roots, or a symlink appeared "
-                                     "since the master resolved it"
-                                   : dpp_strerror(prc));
+    if (t->format < 0) {
+        set_error(res, DPP_EINVAL,
+                  "index %s: format \"%s\" is not one this worker reads (it reads %s): "
+                  "upgrade the worker",
+                  t->rel_path, t->format_name, dpp_format_list());
         return res->error;
     }
-    struct stat st;
-    if (stat(t->path, &st) != 0) {
-        set_error(res, -errno, "file %s: %s", t->rel_path, strerror(errno));
-        return res->error;
-    }
-    res->file_size = (uint64_t)st.st_size;
-    res->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-
-    dpp_tfindex_t idx;
-    char err[256];
-    char idx_path[4200];
-    snprintf(idx_path, sizeof idx_path, "%s.idx", t->path);
-    int rc = dpp_tfindex_load(idx_path, res->file_size, &idx, err, sizeof err);
-    if (rc == 0) {
-        res->from_sidecar = 1;
-    } else {
-        if (rc != -ENOENT)
-            DPP_WARN("index_sidecar_ignored file=%s.idx reason=\"%s\"", t->rel_path, err);
-        dpp_tfindex_scan_result_t scan;
-        rc = dpp_tfindex_scan(t->path, cfg->reader.max_record, &idx, &scan, err, sizeof err);
-        if (rc) {
-            set_error(res, rc, "file %s: %s", t->rel_path, err);
-            return rc;
-        }
-        if (scan.error) {
-            /* A broken tail: the records before it are served, the tail is
-             * counted (and fails the session under on_corrupt: fail). */
-            count_reject(&res->rejects, scan.error);
-            snprintf(res->reject_detail, sizeof res->reject_detail,
-                     "file %s: %s at offset %" PRIu64, t->rel_path, reject_words(scan.error),
-                     scan.error_offset);
-        }
-    }
-    size_t nsplits = (idx.n + t->split_rows - 1) / t->split_rows;
-    res->bounds = malloc((nsplits + 1) * sizeof *res->bounds);
-    if (res->bounds == NULL) {
-        dpp_tfindex_close(&idx);
-        set_error(res, -ENOMEM, "index %s: out of memory", t->rel_path);
-        return res->error;
-    }
-    for (size_t k = 0; k < nsplits; k++)
-        res->bounds[k] = idx.offsets[k * t->split_rows];
-    res->bounds[nsplits] = idx.n ? idx.offsets[idx.n - 1] + idx.sizes[idx.n - 1] : 0;
-    res->nbounds = nsplits + 1;
-    res->records = idx.n;
-    dpp_tfindex_close(&idx);
-    return 0;
+    return dpp_source_ops((dpp_format_t)t->format)->index(cfg, t, res);
 }
 
 /* ---- threads -------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 
 #include <uv.h>
 
+#include "base/reject.h"
 #include "reader.h"
 
 typedef enum dpp_task_kind {
@@ -35,6 +36,8 @@ typedef struct dpp_task {
     uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
     uint32_t seq, rank_splits;           /* SPLIT: its place in the rank's epoch order */
     uint32_t split_rows;                 /* INDEX */
+    int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */
+    char format_name[32];
 } dpp_task_t;
 
 typedef struct dpp_out_block {
@@ -52,11 +55,6 @@ typedef struct dpp_out_block {
     void *owner;         /* the loop thread's, once taken */
 } dpp_out_block_t;
 
-/* Records turned away, by reason (the Rejects message). */
-typedef struct dpp_reject_counts {
-    uint64_t corrupt, truncated, too_big, example, missing, type;
-} dpp_reject_counts_t;
-
 typedef struct dpp_stage_times {
     uint64_t read_ns, decode_ns, transform_ns, encode_ns, compress_ns;
 } dpp_stage_times_t;
@@ -70,7 +68,7 @@ typedef struct dpp_split_result {
     unsigned generation;
     uint32_t blocks;
     uint64_t rows, filtered, bytes_read;
-    dpp_reject_counts_t rejects;
+    dpp_rejects_t rejects;
     dpp_stage_times_t times; /* SPLIT: time per pipeline stage */
     int error;
     char message[1024];
@@ -181,17 +179,17 @@ typedef struct dpp_split_scratch {
     struct dpp_gathered_rec {
         size_t at, len;
         uint64_t index, off;
-    } *recs;
+    } * recs;
     size_t ncap;
 } dpp_split_scratch_t;
 
 void dpp_split_scratch_free(dpp_split_scratch_t *s);
 
 /* Produces every block of one split task with reader (a dpp_reader_t *),
- * zctx (a ZSTD_CCtx *) and scratch (NULL: a temporary one). emit(arg, block) takes each block in order; the
- * last is an empty block marked last. client_loopback: 1, 0 or -1 (unknown),
- * for compression "auto". times, when not NULL, accumulates time per stage.
- * Fills res; returns res->error. Public for the benchmarks and tests. */
+ * zctx (a ZSTD_CCtx *) and scratch (NULL: a temporary one). emit(arg, block) takes each block in
+ * order; the last is an empty block marked last. client_loopback: 1, 0 or -1 (unknown), for
+ * compression "auto". times, when not NULL, accumulates time per stage. Fills res; returns
+ * res->error. Public for the benchmarks and tests. */
 typedef int (*dpp_emit_cb)(void *arg, dpp_out_block_t *b);
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void *zctx,
                            dpp_split_scratch_t *scratch, int client_loopback, const dpp_task_t *t,

@@ -12,8 +12,11 @@
 #include "wire/handshake.h"
 #include "wire/conn.h"
 #include "daemon/http.h"
+#include "daemon/listener.h"
 #include "daemon/metrics.h"
+#include "format/format.h"
 #include "base/log.h"
+#include "base/reject.h"
 #include "wire/net.h"
 #include "base/util.h"
 #include "dpp.pb-c.h"
@@ -34,16 +37,12 @@ typedef enum mlink_state {
 
 typedef struct stream stream_t;
 
+/* A trainer's data connection (accepted by the listener, which owns it). */
 typedef struct client {
-    dpp_conn_t conn;
-    dpp_worker_t *w;
-    int hello_done;
-    dpp_auth_state_t auth; /* pending: AUTH must come next */
-    int64_t accepted_ms, last_seen_ms;
+    dpp_peer_t peer; /* first: the listener allocates and frees the struct */
     stream_t *stream;
     uint32_t credits;
-    struct client *prev, *next; /* all clients */
-    struct client *sub_next;    /* subscribers of stream */
+    struct client *sub_next; /* subscribers of stream */
 } client_t;
 
 /* Blocks of one (session, rank) waiting for its client. */
@@ -67,7 +66,7 @@ typedef struct worker_counters {
     uint64_t splits_done, splits_failed, index_done;
     uint64_t records_read, rows_produced, rows_filtered, bytes_read;
     uint64_t rows_emitted, bytes_emitted, blocks_emitted, blocks_dropped;
-    dpp_reject_counts_t rejects;
+    dpp_rejects_t rejects;
     dpp_stage_times_t times;
 } worker_counters_t;
 
@@ -76,7 +75,7 @@ struct dpp_worker {
     dpp_worker_config_t cfg;
     struct sockaddr_storage master_ss;
     char master_addr[256];
-    uv_tcp_t listener;
+    dpp_listener_t lst; /* trainers' data connections */
     char data_addr[64];
     uv_timer_t timer;
     uv_async_t async;
@@ -95,14 +94,10 @@ struct dpp_worker {
     int draining;
     int64_t drain_deadline_ms;
     stream_t *streams;
-    client_t *clients;
     int stopping;
     worker_counters_t n;
     struct dpp_http *http; /* --http, NULL when not serving */
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
-    unsigned handshake_ms, idle_ms, max_connections;
-    size_t nclients;
-    uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
 };
 
 /* ---- streams and clients ------------------------------------------------ */
@@ -183,7 +178,7 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         return; /* fenced: held until the master is heard from again */
     while (s->head) {
         client_t *c = s->subs;
-        while (c && (c->credits == 0 || c->conn.closing))
+        while (c && (c->credits == 0 || c->peer.conn.closing))
             c = c->sub_next;
         if (c == NULL)
             return;
@@ -208,7 +203,7 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         w->n.bytes_emitted += b->len;
         /* on_block_written runs exactly once, also if the send fails: then
          * the block is lost here and the split is re-leased by the master. */
-        dpp_conn_send_payload(&c->conn, DPP_MSG_BLOCK, &h.base, b->data, (uint32_t)b->len,
+        dpp_conn_send_payload(&c->peer.conn, DPP_MSG_BLOCK, &h.base, b->data, (uint32_t)b->len,
                               on_block_written, b);
     }
 }
@@ -225,22 +220,12 @@ static void detach_client(client_t *c)
         }
     }
     c->stream = NULL;
-    free_stream_if_idle(c->w, s);
+    free_stream_if_idle(c->peer.lst->cfg.data, s);
 }
 
-static void on_client_closed(dpp_conn_t *conn)
+static void on_client_closed(dpp_peer_t *p)
 {
-    client_t *c = dpp_container_of(conn, client_t, conn);
-    detach_client(c);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        c->w->clients = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->w->nclients--;
-    DPP_DEBUG("client_closed peer=%s reason=\"%s\"", conn->peer, dpp_strerror(conn->error));
-    free(c);
+    detach_client((client_t *)p);
 }
 
 /* Whether the peer is this host's loopback (127.0.0.0/8, ::1 or a v4-mapped
@@ -262,77 +247,25 @@ static int is_loopback(dpp_conn_t *c)
     return 0;
 }
 
-static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_client_frame(dpp_peer_t *p, const dpp_frame_t *f, const ProtobufCMessage *msg)
 {
-    client_t *c = dpp_container_of(conn, client_t, conn);
-    ProtobufCMessage *msg = dpp_frame_unpack(f);
-    if (msg == NULL) {
-        dpp_conn_send_error(conn, DPP_EMSG, "%s message does not decode", dpp_msg_name(f->type));
-        dpp_conn_close(conn, DPP_EMSG);
-        return;
-    }
-    c->last_seen_ms = dpp_now_ms();
-    if (!c->hello_done && f->type != DPP_MSG_HELLO) {
-        dpp_conn_send_error(conn, DPP_EMSGTYPE, "expected HELLO, got %s", dpp_msg_name(f->type));
-        dpp_conn_close(conn, DPP_EMSGTYPE);
-        goto out;
-    }
-    if (c->auth.pending || f->type == DPP_MSG_AUTH) {
-        char err[256];
-        int rc = DPP_EAUTH;
-        if (!c->auth.pending)
-            snprintf(err, sizeof err, "unexpected AUTH");
-        else if (f->type != DPP_MSG_AUTH)
-            snprintf(err, sizeof err, "authentication required: this worker has a cluster token");
-        else
-            rc = dpp_auth_check(&c->w->auth, &c->auth, "client", (const Dpp__Auth *)msg, err,
-                                sizeof err);
-        if (rc) {
-            c->w->auth_failures++;
-            DPP_WARN("auth_failed peer=%s reason=\"%s\"", conn->peer, err);
-            dpp_conn_send_error(conn, rc, "%s", err);
-            dpp_conn_close(conn, rc);
-        }
-        goto out;
-    }
+    client_t *c = (client_t *)p;
+    dpp_worker_t *w = p->lst->cfg.data;
+    dpp_conn_t *conn = &p->conn;
     switch (f->type) {
-    case DPP_MSG_HELLO: {
-        Dpp__Hello *h = (Dpp__Hello *)msg;
-        if (c->hello_done || h->version != DPP_PROTOCOL_VERSION) {
-            int code = c->hello_done ? DPP_EMSGTYPE : DPP_EVERSION;
-            dpp_conn_send_error(conn, code, "%s", dpp_strerror(code));
-            dpp_conn_close(conn, code);
-            break;
-        }
-        if (strcmp(h->role, "client") != 0) {
-            dpp_conn_send_error(conn, DPP_EINVAL, "a worker serves clients, not \"%s\"", h->role);
-            dpp_conn_close(conn, DPP_EINVAL);
-            break;
-        }
-        c->hello_done = 1;
-        Dpp__HelloReply r = DPP__HELLO_REPLY__INIT;
-        r.version = DPP_PROTOCOL_VERSION;
-        int rc = dpp_auth_reply(&c->w->auth, &c->auth, h, &r);
-        if (rc) {
-            dpp_conn_close(conn, rc);
-            break;
-        }
-        dpp_conn_send(conn, DPP_MSG_HELLO_REPLY, &r.base);
-        break;
-    }
     case DPP_MSG_SUBSCRIBE: {
         Dpp__Subscribe *sub = (Dpp__Subscribe *)msg;
         detach_client(c);
-        stream_t *s = find_stream(c->w, sub->session_id, sub->rank, 1);
+        stream_t *s = find_stream(w, sub->session_id, sub->rank, 1);
         c->stream = s;
         c->credits = sub->credits;
         c->sub_next = s->subs;
         s->subs = c;
-        int loopback = is_loopback(&c->conn);
-        dpp_pipeline_set_client(&c->w->pipe, s->session, s->rank, loopback);
+        int loopback = is_loopback(&c->peer.conn);
+        dpp_pipeline_set_client(&w->pipe, s->session, s->rank, loopback);
         DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d", conn->peer,
                   s->session, s->rank, sub->credits, loopback);
-        flush_stream(c->w, s);
+        flush_stream(w, s);
         break;
     }
     case DPP_MSG_CREDIT: {
@@ -341,44 +274,11 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         c->credits = sum > (1u << 20) ? 1u << 20 : (uint32_t)sum;
     }
         if (c->stream)
-            flush_stream(c->w, c->stream);
+            flush_stream(w, c->stream);
         break;
     default:
         dpp_conn_send_error(conn, DPP_EMSGTYPE, "unexpected %s", dpp_msg_name(f->type));
         dpp_conn_close(conn, DPP_EMSGTYPE);
-    }
-out:
-    protobuf_c_message_free_unpacked(msg, NULL);
-}
-
-static void on_client_connection(uv_stream_t *server, int status)
-{
-    dpp_worker_t *w = dpp_container_of(server, dpp_worker_t, listener);
-    if (status < 0)
-        return;
-    client_t *c = dpp_xcalloc(1, sizeof *c);
-    c->w = w;
-    if (dpp_conn_init(w->loop, &c->conn, on_client_frame, on_client_closed, c) != 0) {
-        free(c);
-        return;
-    }
-    c->next = w->clients;
-    if (w->clients)
-        w->clients->prev = c;
-    w->clients = c;
-    w->nclients++;
-    c->accepted_ms = c->last_seen_ms = dpp_now_ms();
-    if (w->cfg.max_msg_bytes)
-        c->conn.limits.max_msg = w->cfg.max_msg_bytes;
-    if (dpp_conn_accept(server, &c->conn) != 0) {
-        dpp_conn_close(&c->conn, DPP_ECLOSED);
-    } else if (w->nclients > w->max_connections) {
-        w->refused_connections++;
-        DPP_WARN("connection_refused peer=%s reason=\"over --max-connections %u\"", c->conn.peer,
-                 w->max_connections);
-        dpp_conn_send_error(&c->conn, DPP_ECLOSED, "too many connections (the worker allows %u)",
-                            w->max_connections);
-        dpp_conn_close(&c->conn, DPP_ECLOSED);
     }
 }
 
@@ -419,6 +319,12 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->seq = l->split_seq;
         t->rank_splits = l->rank_splits;
         t->split_rows = l->split_rows;
+        snprintf(t->format_name, sizeof t->format_name, "%s",
+                 l->format && l->format[0] ? l->format : dpp_format_names[DPP_FORMAT_TFRECORD]);
+        t->format = -1;
+        for (int k = 0; dpp_format_names[k] != NULL; k++)
+            if (strcmp(t->format_name, dpp_format_names[k]) == 0)
+                t->format = k;
         t->generation = dpp_pipeline_generation(&w->pipe);
         DPP_DEBUG("lease_taken kind=%s session=%s epoch=%u split=%u lease=%" PRIu64 " path=%s",
                   t->kind == DPP_TASK_INDEX ? "index" : "split", t->session, t->epoch, t->split,
@@ -447,18 +353,13 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
                 flush_stream(w, s);
         break;
     case DPP_MSG_HELLO_REPLY: {
-        Dpp__Auth am = DPP__AUTH__INIT;
         char err[256];
-        int send = 0;
-        int rc = dpp_auth_answer(&w->auth, &ml->auth, "worker", (Dpp__HelloReply *)msg, &am, &send,
-                                 err, sizeof err);
+        int rc = dpp_handshake_answer(conn, &ml->auth, &w->auth, "worker", (Dpp__HelloReply *)msg,
+                                      err, sizeof err);
         if (rc) {
-            DPP_ERROR("master_auth_failed master=%s reason=\"%s\"", w->master_addr, err);
-            dpp_conn_close(conn, rc);
+            DPP_ERROR("master_handshake_failed master=%s reason=\"%s\"", w->master_addr, err);
             break;
         }
-        if (send)
-            dpp_conn_send(conn, DPP_MSG_AUTH, &am.base);
         Dpp__RegisterRequest req = DPP__REGISTER_REQUEST__INIT;
         req.data_addr = w->data_addr;
         req.threads = w->cfg.threads;
@@ -533,15 +434,7 @@ static void on_master_connected(dpp_conn_t *conn, int status)
         return;
     }
     w->mstate = MLINK_HELLO;
-    Dpp__Hello h = DPP__HELLO__INIT;
-    h.version = DPP_PROTOCOL_VERSION;
-    h.role = "worker";
-    int rc = dpp_auth_hello(&w->auth, &ml->auth, &h);
-    if (rc) {
-        dpp_conn_close(conn, rc);
-        return;
-    }
-    dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
+    dpp_handshake_hello(conn, &ml->auth, &w->auth, "worker");
 }
 
 static void connect_master(dpp_worker_t *w)
@@ -565,12 +458,9 @@ static void connect_master(dpp_worker_t *w)
 static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
 {
     Dpp__Rejects rej = DPP__REJECTS__INIT;
-    rej.corrupt = r->rejects.corrupt;
-    rej.truncated = r->rejects.truncated;
-    rej.too_big = r->rejects.too_big;
-    rej.example = r->rejects.example;
-    rej.missing = r->rejects.missing;
-    rej.type = r->rejects.type;
+#define TO_WIRE(name, code, words) rej.name = r->rejects.name;
+    DPP_REJECT_REASONS(TO_WIRE)
+#undef TO_WIRE
     if (r->kind == DPP_TASK_INDEX) {
         Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
         d.lease_id = r->lease_id;
@@ -593,8 +483,7 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     d.split_id = r->split;
     d.blocks = r->blocks;
     d.rows = r->rows;
-    d.records_rejected =
-        rej.corrupt + rej.truncated + rej.too_big + rej.example + rej.missing + rej.type;
+    d.records_rejected = dpp_rejects_total(&r->rejects);
     d.rejects = &rej;
     d.rows_filtered = r->filtered;
     d.bytes_read = r->bytes_read;
@@ -613,15 +502,8 @@ static void count_result(worker_counters_t *n, const dpp_split_result_t *r)
         n->splits_failed++;
     else
         n->splits_done++;
-    const dpp_reject_counts_t *j = &r->rejects;
-    n->rejects.corrupt += j->corrupt;
-    n->rejects.truncated += j->truncated;
-    n->rejects.too_big += j->too_big;
-    n->rejects.example += j->example;
-    n->rejects.missing += j->missing;
-    n->rejects.type += j->type;
-    n->records_read += r->rows + r->filtered + j->corrupt + j->truncated + j->too_big + j->example +
-                       j->missing + j->type;
+    dpp_rejects_add(&n->rejects, &r->rejects);
+    n->records_read += r->rows + r->filtered + dpp_rejects_total(&r->rejects);
     n->rows_produced += r->rows;
     n->rows_filtered += r->filtered;
     n->bytes_read += r->bytes_read;
@@ -686,8 +568,8 @@ static int drained(const dpp_worker_t *w)
     for (const stream_t *s = w->streams; s; s = s->next)
         if (s->head && s->subs)
             return 0;
-    for (const client_t *c = w->clients; c; c = c->next)
-        if (c->conn.queued > 0)
+    for (const dpp_peer_t *p = w->lst.peers; p; p = p->next)
+        if (p->conn.queued > 0)
             return 0;
     return 1;
 }
@@ -703,23 +585,7 @@ static void on_timer(uv_timer_t *t)
     }
     if (w->mstate == MLINK_DOWN && now >= w->next_connect_ms)
         connect_master(w);
-    for (client_t *c = w->clients; c; c = c->next) {
-        if ((!c->hello_done || c->auth.pending) && !c->conn.closing &&
-            now - c->accepted_ms > (int64_t)w->handshake_ms) {
-            w->handshake_timeouts++;
-            DPP_WARN("handshake_timeout peer=%s ms=%u", c->conn.peer, w->handshake_ms);
-            dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "no %s within %u ms",
-                                c->hello_done ? "AUTH" : "HELLO", w->handshake_ms);
-            dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
-        } else if (c->hello_done && !c->conn.closing &&
-                   now - c->last_seen_ms > (int64_t)w->idle_ms) {
-            /* clients send a keepalive every few seconds, even with no credit to give */
-            w->idle_timeouts++;
-            DPP_INFO("idle_timeout peer=%s ms=%u", c->conn.peer, w->idle_ms);
-            dpp_conn_send_error(&c->conn, DPP_ETIMEDOUT, "idle for %u ms", w->idle_ms);
-            dpp_conn_close(&c->conn, DPP_ETIMEDOUT);
-        }
-    }
+    dpp_listener_sweep(&w->lst, now);
     if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
         Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
         hb.worker_id = w->worker_id;
@@ -764,9 +630,7 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
                         n->blocks_emitted);
     dpp_metrics_counter(m, "dpp_blocks_dropped_total",
                         "Blocks dropped because their leases were revoked.", n->blocks_dropped);
-    const uint64_t rej[6] = {n->rejects.corrupt, n->rejects.truncated, n->rejects.too_big,
-                             n->rejects.example, n->rejects.missing,   n->rejects.type};
-    dpp_metrics_rejects(m, "Records rejected, by reason.", rej);
+    dpp_metrics_rejects(m, "Records rejected, by reason.", &n->rejects);
     dpp_metrics_family(m, "dpp_pipeline_stage_seconds_total", DPP_METRIC_COUNTER,
                        "Pipeline thread time per stage.");
     const struct {
@@ -793,19 +657,9 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
                       "Limit of dpp_buffered_bytes (--max-buffer-mb less the "
                       "readers' buffers).",
                       (double)w->pipe.cfg.budget_bytes);
-    dpp_metrics_family(m, "dpp_connections", DPP_METRIC_GAUGE, "Open connections by role.");
-    l[0] = (dpp_metrics_label_t){"role", "client"};
-    dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->nclients);
+    dpp_listener_metrics(&w->lst, m); /* ends with the family dpp_connections */
     l[0] = (dpp_metrics_label_t){"role", "master"};
     dpp_metrics_sample_u64(m, "dpp_connections", l, 1, w->mlink != NULL);
-    dpp_metrics_counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
-                        w->refused_connections);
-    dpp_metrics_counter(m, "dpp_auth_failures_total",
-                        "Clients refused for a wrong or missing token.", w->auth_failures);
-    dpp_metrics_counter(m, "dpp_handshake_timeouts_total",
-                        "Clients closed for not finishing HELLO/AUTH.", w->handshake_timeouts);
-    dpp_metrics_counter(m, "dpp_idle_timeouts_total", "Clients closed for silence.",
-                        w->idle_timeouts);
 }
 
 static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
@@ -836,11 +690,6 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     w->cfg = *cfg;
     if (cfg->auth)
         w->auth = *cfg->auth;
-    w->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
-    w->idle_ms = cfg->idle_ms ? cfg->idle_ms : 60000;
-    w->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
-    w->backoff_ms = BACKOFF_MIN_MS;
-    w->heartbeat_ms = 1000;
     snprintf(w->master_addr, sizeof w->master_addr, "%s", cfg->master);
     int rc = dpp_addr_parse(cfg->master, &w->master_ss);
     if (rc) {
@@ -848,29 +697,31 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         free(w);
         return rc;
     }
-    struct sockaddr_storage ss;
-    rc = dpp_addr_parse(cfg->listen, &ss);
-    if (rc) {
-        DPP_ERROR("bad_listen_address addr=%s", cfg->listen);
-        free(w);
-        return rc;
-    }
-    uv_tcp_init(loop, &w->listener);
+    static const char *const roles[] = {"client", NULL};
+    dpp_listener_config_t lc = {
+        .name = "worker",
+        .roles = roles,
+        .auth = &w->auth,
+        .handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000,
+        /* clients send a keepalive every few seconds, even with no credit to give */
+        .idle_ms = cfg->idle_ms ? cfg->idle_ms : 60000,
+        .max_connections = cfg->max_connections ? cfg->max_connections : 1024,
+        .max_msg = cfg->max_msg_bytes,
+        .peer_size = sizeof(client_t),
+        .on_frame = on_client_frame,
+        .on_close = on_client_closed,
+        .data = w,
+    };
     uv_timer_init(loop, &w->timer);
     uv_async_init(loop, &w->async, on_pipeline_ready);
-    rc = uv_tcp_bind(&w->listener, (struct sockaddr *)&ss, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&w->listener, 128, on_client_connection);
+    rc = dpp_listener_start(loop, &w->lst, &lc, cfg->listen);
     if (rc) {
-        DPP_ERROR("listen_failed addr=%s error=\"%s\"", cfg->listen, uv_strerror(rc));
         dpp_worker_stop(w);
         uv_run(loop, UV_RUN_DEFAULT);
         dpp_worker_free(w);
         return rc;
     }
-    int len = sizeof ss;
-    uv_tcp_getsockname(&w->listener, (struct sockaddr *)&ss, &len);
-    dpp_addr_format((struct sockaddr *)&ss, w->data_addr, sizeof w->data_addr);
+    snprintf(w->data_addr, sizeof w->data_addr, "%s", w->lst.addr);
     if (cfg->advertise)
         snprintf(w->data_addr, sizeof w->data_addr, "%s", cfg->advertise);
     /* The budget covers the readers' buffers too: what is left of it is for
@@ -947,13 +798,11 @@ void dpp_worker_stop(dpp_worker_t *w)
         dpp_pipeline_stop(&w->pipe);
         w->pipe_started = 0;
     }
-    uv_close((uv_handle_t *)&w->listener, NULL);
+    dpp_listener_close(&w->lst);
     uv_close((uv_handle_t *)&w->timer, NULL);
     uv_close((uv_handle_t *)&w->async, NULL);
     if (w->mlink)
         dpp_conn_close(&w->mlink->conn, DPP_ECLOSED);
-    for (client_t *c = w->clients; c; c = c->next)
-        dpp_conn_close(&c->conn, DPP_ECLOSED);
 }
 
 void dpp_worker_free(dpp_worker_t *w)

@@ -51,10 +51,10 @@ dpp_start_master --data-root "$root" --token-file "$tok" --handshake-timeout-ms 
 dpp_start_worker --threads 2 --token-file "$tok"
 DPP_TOKEN_FILE=$other dpp_start_worker --threads 1
 for _ in $(seq 1 100); do
-    grep -q "master_auth_failed" "$DPP_TMP/worker-1.log" && break
+    grep -q "master_handshake_failed" "$DPP_TMP/worker-1.log" && break
     sleep 0.05
 done
-grep -q 'master_auth_failed.*another cluster token' "$DPP_TMP/worker-1.log" ||
+grep -q 'master_handshake_failed.*another cluster token' "$DPP_TMP/worker-1.log" ||
     dpp_fail "the worker with another token did not say why it cannot register"
 
 dpp_step "dppctl without a token, with another one, with the right one"
@@ -89,7 +89,12 @@ for i in 1 2 3 4 5 6; do
     exec {fd}>"$DPP_TMP/hold$i"
     eval "hold_fd$i=$fd"
 done
-sleep 0.2
+# the holders are Python processes: on a busy machine they take a while to
+# connect, so wait for the refusal rather than for a fixed time
+for _ in $(seq 1 200); do
+    grep -q "connection_refused" "$DPP_TMP/master.log" && break
+    sleep 0.05
+done
 refused=$(grep -c "connection_refused" "$DPP_TMP/master.log" || true)
 ((refused >= 1)) || dpp_fail "the master served more than --max-connections peers"
 for i in 1 2 3 4 5 6; do eval "exec {hold_fd$i}>&-"; done

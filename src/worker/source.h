@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A table format on the worker's side: how a split of one file becomes rows
+ * for the transform pipeline, and how an index task counts a file's records
+ * and cuts its splits. pipeline.c calls only this interface; TFRecord of
+ * tf.Example (source_tfrecord.c) is the first implementation. Pipeline
+ * threads only: each thread opens one source at a time, on its own reader.
+ *
+ * A row travels as opaque bytes that the same format decodes later
+ * (decode()), so that a shuffled split can gather its rows and produce them
+ * in a permuted order without knowing what they are. */
+#ifndef DPP_WORKER_SOURCE_H
+#define DPP_WORKER_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/example_decode.h"
+#include "format/format.h"
+#include "pipeline.h"
+#include "reader.h"
+
+/* One row as a source hands it over. data is valid until the next call of
+ * next() or close() on the same source; copy it to keep it. Rows are
+ * numbered in the order next() returns them, from the task's record_start,
+ * a row error counting as a row: that number is the row's identity (for
+ * sampling and shuffling), so a source must return the same rows in the
+ * same order whichever worker reads the split. */
+typedef struct dpp_source_row {
+    const uint8_t *data;
+    size_t len;
+    uint64_t offset; /* byte offset in the file, for error messages */
+} dpp_source_row_t;
+
+/* An open split. The fields are the source's; pipeline.c only passes it. */
+typedef struct dpp_source {
+    const struct dpp_source_ops *ops;
+    dpp_reader_t *reader; /* the pipeline thread's (io_uring or pread) */
+    const dpp_task_t *task;
+} dpp_source_t;
+
+typedef struct dpp_source_ops {
+    dpp_format_t format;
+
+    /* What decode() needs to find the features names[0..n) (slot order) in a
+     * row. Returns 0 with *proj (freed by projection_free, NULL accepted)
+     * or -ENOMEM. */
+    int (*projection_new)(void **proj, const char *const *names, size_t n);
+    void (*projection_free)(void *proj);
+
+    /* Opens task t's file and positions at its byte range with the thread's
+     * reader. Returns 0, or an error with a sentence naming the file in err
+     * (DPP_EPATH: outside the worker's roots). */
+    int (*open)(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t,
+                const dpp_pipeline_config_t *cfg, char *err, size_t errlen);
+
+    /* The split's next row in file order: 1 with *row set, 0 at the end of
+     * the range, or a negative row error (a base/reject.h reason, counted
+     * and handled per on_corrupt) at row->offset, or another error that
+     * ends the split. */
+    int (*next)(dpp_source_t *s, dpp_source_row_t *row);
+
+    /* After a row error: 1 when nothing after it can be trusted (the
+     * framing is lost), so reading stops; 0 when the next row is sound. */
+    int (*stuck)(const dpp_source_t *s);
+
+    /* Decodes a row's bytes: refs[i] for feature slot i of proj, pointing
+     * into data. Returns 0 or a row error (DPP_EEXAMPLE...). */
+    int (*decode)(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs);
+
+    void (*close)(dpp_source_t *s);
+
+    /* An index task: fills res with the file's record count and the byte
+     * bounds of splits of t->split_rows records (res->bounds, malloc'd);
+     * a damaged tail is counted in res->rejects with res->reject_detail.
+     * Returns res->error. */
+    int (*index)(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res);
+} dpp_source_ops_t;
+
+/* The source of a format; never NULL for a dpp_format_t value. */
+const dpp_source_ops_t *dpp_source_ops(dpp_format_t format);
+
+/* One for each format, in its own file. */
+extern const dpp_source_ops_t dpp_source_tfrecord;
+
+#endif
