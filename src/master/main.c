@@ -11,6 +11,7 @@
 #include "wire/handshake.h"
 #include "daemon/daemon.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "spec/spec.h"
 #include "base/util.h"
 #include "master.h"
@@ -57,6 +58,11 @@ static const char usage[] =
     "\n"
     "SIGINT or SIGTERM stops the master.\n";
 
+/* optarg of the long option just parsed: a whole number from min to max
+ * units, or a message naming the option and the value (then main exits 2). */
+#define OPTION_UINT(min, max, unit)                                                                \
+    dpp_parse_option_uint("dpp-master", opts[idx].name, optarg, (min), (max), (unit), &v)
+
 static void stop_master(void *arg)
 {
     dpp_master_stop(arg);
@@ -88,8 +94,9 @@ int main(int argc, char **argv)
     dpp_master_config_t cfg = {.listen = "127.0.0.1:7070"};
     const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
     const char *token_file = NULL;
-    int c, insecure = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    unsigned long long v;
+    int c, idx = 0, insecure = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'l':
             cfg.listen = optarg;
@@ -104,13 +111,19 @@ int main(int argc, char **argv)
             cfg.port_file = optarg;
             break;
         case 'b':
-            cfg.heartbeat_ms = (unsigned)strtoul(optarg, NULL, 10);
+            if (OPTION_UINT(1, 3600000, "milliseconds"))
+                return 2;
+            cfg.heartbeat_ms = (unsigned)v;
             break;
         case 't':
-            cfg.worker_timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
+            if (OPTION_UINT(1, 86400000, "milliseconds"))
+                return 2;
+            cfg.worker_timeout_ms = (unsigned)v;
             break;
         case 'j':
-            cfg.journal_compact_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
+            if (OPTION_UINT(1, 1ull << 30, "KiB")) /* 1 TiB */
+                return 2;
+            cfg.journal_compact_bytes = (size_t)v << 10;
             break;
         case 'H':
             cfg.http = optarg;
@@ -122,39 +135,35 @@ int main(int argc, char **argv)
             insecure = 1;
             break;
         case 'S':
-            cfg.handshake_ms = (unsigned)strtoul(optarg, NULL, 10);
+            if (OPTION_UINT(1, 3600000, "milliseconds"))
+                return 2;
+            cfg.handshake_ms = (unsigned)v;
             break;
         case 'C':
-            cfg.max_connections = (unsigned)strtoul(optarg, NULL, 10);
+            if (OPTION_UINT(1, 1u << 20, "connections"))
+                return 2;
+            cfg.max_connections = (unsigned)v;
             break;
         case 'i':
-            cfg.idle_ms = (unsigned)strtoul(optarg, NULL, 10);
+            if (OPTION_UINT(1, 86400000, "milliseconds"))
+                return 2;
+            cfg.idle_ms = (unsigned)v;
             break;
         case 'K':
-            cfg.max_spec_bytes = (size_t)strtoul(optarg, NULL, 10) << 10;
-            if (cfg.max_spec_bytes == 0 || cfg.max_spec_bytes > DPP_SPEC_MAX_BYTES) {
-                fprintf(stderr, "dpp-master: --max-spec-kb: from 1 to %u\n",
-                        DPP_SPEC_MAX_BYTES >> 10);
+            if (OPTION_UINT(1, DPP_SPEC_MAX_BYTES >> 10, "KiB"))
                 return 2;
-            }
+            cfg.max_spec_bytes = (size_t)v << 10;
             break;
         case 'F':
-            cfg.max_features = (unsigned)strtoul(optarg, NULL, 10);
-            if (cfg.max_features == 0 || cfg.max_features > DPP_SPEC_MAX_FEATURES) {
-                fprintf(stderr, "dpp-master: --max-features: from 1 to %d\n",
-                        DPP_SPEC_MAX_FEATURES);
+            if (OPTION_UINT(1, DPP_SPEC_MAX_FEATURES, "features"))
                 return 2;
-            }
+            cfg.max_features = (unsigned)v;
             break;
-        case 'M': {
-            unsigned long mb = strtoul(optarg, NULL, 10);
-            if (mb == 0 || mb > 1024) {
-                fprintf(stderr, "dpp-master: --max-frame-mb: from 1 to 1024\n");
+        case 'M':
+            if (OPTION_UINT(1, 1024, "MiB"))
                 return 2;
-            }
-            cfg.max_msg_bytes = (uint32_t)(mb << 20);
+            cfg.max_msg_bytes = (uint32_t)(v << 20);
             break;
-        }
         case 'L': {
             dpp_log_level_t lvl;
             if (dpp_log_parse_level(optarg, &lvl) != 0) {

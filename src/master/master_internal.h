@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The master's state, shared by its event loop (master.c) and its metrics
- * (metrics.c). Loop thread only. */
+/* The master's state, shared by its files: the hub (master.c), connections
+ * (peer.c), leasing (lease.c), the RPC families (rpc_*.c), the journal glue
+ * (persist.c), the index cache (index_cache.c) and metrics (metrics.c).
+ * Loop thread only. */
 #ifndef DPP_MASTER_INTERNAL_H
 #define DPP_MASTER_INTERNAL_H
 
@@ -16,10 +18,6 @@
 #include "session.h"
 
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
-
-/* A rank whose client has not attached for this long gets no new leases
- * (clients refresh their attach every second). */
-#define RANK_ABSENT_MS 5000
 
 typedef struct peer {
     dpp_conn_t conn;
@@ -98,5 +96,11 @@ struct dpp_master {
     uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
     struct dpp_http *http; /* --http, NULL when not serving */
 };
+
+/* The session with id, or NULL. Valid until the master is freed. */
+dpp_session_t *dpp_master_find_session(dpp_master_t *m, const char *id);
+
+/* Workers registered now. */
+unsigned dpp_master_live_workers(dpp_master_t *m);
 
 #endif

@@ -13,6 +13,7 @@
 #include "wire/handshake.h"
 #include "daemon/daemon.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "worker.h"
 
 static const char usage[] =
@@ -85,15 +86,10 @@ static void drain_worker(void *arg)
     dpp_worker_drain(wm->worker, wm->drain_grace_ms);
 }
 
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
+/* optarg of the long option just parsed: a whole number from min to max
+ * units, or a message naming the option and the value (then main exits 2). */
+#define OPTION_UINT(min, max, unit)                                                                \
+    dpp_parse_option_uint("dpp-worker", opts[idx].name, optarg, (min), (max), (unit), &v)
 
 int main(int argc, char **argv)
 {
@@ -130,7 +126,7 @@ int main(int argc, char **argv)
         .max_buffer_bytes = 256ul << 20,
         .reader = {.max_record = 16ull << 20},
     };
-    unsigned long v;
+    unsigned long long v;
     int c, idx = 0, insecure = 0, threads_given = 0;
     /* kept for the process's life (a global: not a leak on early exits) */
     data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
@@ -148,37 +144,37 @@ int main(int argc, char **argv)
             cfg.advertise = optarg;
             break;
         case 't':
-            if (parse_uint(optarg, 1024, &v))
-                goto bad_value;
+            if (OPTION_UINT(0, 1024, "threads"))
+                return 2;
             cfg.threads = v ? (unsigned)v : cfg.threads; /* 0: one per core */
             threads_given = v != 0;
             break;
         case 'b':
-            if (parse_uint(optarg, 1ul << 20, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, 1ul << 20, "MiB"))
+                return 2;
             cfg.max_buffer_bytes = v << 20;
             break;
         case 'r':
-            if (parse_uint(optarg, 1ul << 16, &v) || v == 0) /* up to 64 GiB */
-                goto bad_value;
+            if (OPTION_UINT(1, 1ul << 16, "MiB")) /* up to 64 GiB */
+                return 2;
             cfg.reader.max_record = (uint64_t)v << 20;
             break;
         case 'c':
-            if (parse_uint(optarg, DPP_READER_MAX_CHUNK >> 10, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, DPP_READER_MAX_CHUNK >> 10, "KiB"))
+                return 2;
             cfg.reader.chunk_bytes = (size_t)v << 10;
             break;
         case 'd':
-            if (parse_uint(optarg, DPP_READER_MAX_DEPTH, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, DPP_READER_MAX_DEPTH, "reads"))
+                return 2;
             cfg.reader.depth = (unsigned)v;
             break;
         case 'D':
             cfg.reader.direct = 1;
             break;
         case 'g':
-            if (parse_uint(optarg, 86400, &v))
-                goto bad_value;
+            if (OPTION_UINT(0, 86400, "seconds"))
+                return 2;
             wm.drain_grace_ms = (unsigned)v * 1000;
             break;
         case 'P':
@@ -197,23 +193,23 @@ int main(int argc, char **argv)
             insecure = 1;
             break;
         case 'S':
-            if (parse_uint(optarg, 3600000, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, 3600000, "milliseconds"))
+                return 2;
             cfg.handshake_ms = (unsigned)v;
             break;
         case 'C':
-            if (parse_uint(optarg, 1u << 20, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, 1u << 20, "connections"))
+                return 2;
             cfg.max_connections = (unsigned)v;
             break;
         case 'i':
-            if (parse_uint(optarg, 86400000, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, 86400000, "milliseconds"))
+                return 2;
             cfg.idle_ms = (unsigned)v;
             break;
         case 'M':
-            if (parse_uint(optarg, 1024, &v) || v == 0)
-                goto bad_value;
+            if (OPTION_UINT(1, 1024, "MiB"))
+                return 2;
             cfg.max_msg_bytes = (uint32_t)(v << 20);
             break;
         case 'R': {

@@ -1,13 +1,18 @@
-// SPDX-License-Identifier: Apache-2.0
-// libdppclient's I/O thread: master link (attach refresh, split acks) and one
-// connection per worker (subscribe, blocks in, credits out). Never aborts.
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libdppclient's I/O thread: master link (attach refresh, split acks) and one
+ * connection per worker (subscribe, blocks in, credits out). It shares only
+ * the core (core.h) with the consumer side. Never aborts. */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "core.h"
+#include "io.h"
+#include "wire/conn.h"
+#include "wire/handshake.h"
 #include "wire/net.h"
 #include "base/util.h"
 #include "dpp.pb-c.h"
@@ -46,7 +51,9 @@ typedef struct mlink {
 } mlink_t;
 
 struct dpp_client_io {
-    dpp_client_t *c;
+    char session[24];
+    unsigned rank;
+    const dpp_auth_t *auth; /* the client's, valid until dpp__io_stop() returns */
     dpp_core_t *core;
     uv_loop_t loop;
     uv_thread_t thread;
@@ -122,23 +129,17 @@ static void grant_credits(dpp_client_io_t *io)
 
 static void fail_client(dpp_client_io_t *io, int err, const char *text);
 
-/* Checks the peer's HelloReply and authenticates to it (auth.h). A peer
- * without the cluster token, or with another one, is a configuration error
- * that retrying cannot mend: the client fails with DPP_EAUTH. Returns 0 to
- * go on. */
+/* Checks the peer's HelloReply and authenticates to it (wire/handshake.h).
+ * A peer without the cluster token, with another one, or speaking another
+ * protocol version is a configuration error that retrying cannot mend: the
+ * client fails with it. Returns 0 to go on. */
 static int answer_hello(dpp_client_io_t *io, dpp_conn_t *conn, dpp_auth_state_t *st,
                         const Dpp__HelloReply *r)
 {
-    Dpp__Auth am = DPP__AUTH__INIT;
     char err[256];
-    int send = 0;
-    int rc = dpp_auth_answer(&io->c->auth, st, "client", r, &am, &send, err, sizeof err);
-    if (rc == 0 && send)
-        rc = dpp_conn_send(conn, DPP_MSG_AUTH, &am.base);
-    if (rc == DPP_EAUTH)
+    int rc = dpp_handshake_answer(conn, st, io->auth, "client", r, err, sizeof err);
+    if (rc == DPP_EAUTH || rc == DPP_EVERSION)
         fail_client(io, rc, err);
-    if (rc)
-        dpp_conn_close(conn, rc);
     return rc;
 }
 
@@ -263,8 +264,8 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
         if (answer_hello(l->io, conn, &l->auth, (Dpp__HelloReply *)m) != 0)
             break;
         Dpp__Subscribe sub = DPP__SUBSCRIBE__INIT;
-        sub.session_id = l->io->c->session;
-        sub.rank = l->io->c->rank;
+        sub.session_id = l->io->session;
+        sub.rank = l->io->rank;
         sub.credits = l->io->core->prefetch;
         if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0) {
             l->ready = 1;
@@ -307,18 +308,10 @@ static void on_link_closed(dpp_conn_t *conn)
 
 static void send_hello(dpp_client_io_t *io, dpp_conn_t *conn, dpp_auth_state_t *st, int status)
 {
-    if (status != 0) {
+    if (status != 0)
         dpp_conn_close(conn, status);
-        return;
-    }
-    Dpp__Hello h = DPP__HELLO__INIT;
-    h.version = DPP_PROTOCOL_VERSION;
-    h.role = "client";
-    int rc = dpp_auth_hello(&io->c->auth, st, &h);
-    if (rc == 0)
-        dpp_conn_send(conn, DPP_MSG_HELLO, &h.base);
     else
-        dpp_conn_close(conn, rc);
+        dpp_handshake_hello(conn, st, io->auth, "client");
 }
 
 static void on_worker_connected(dpp_conn_t *conn, int status)
@@ -396,8 +389,8 @@ static void send_attach_req(dpp_client_io_t *io, int detach)
 {
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
     req.detach = detach;
-    req.session_id = io->c->session;
-    req.rank = io->c->rank;
+    req.session_id = io->session;
+    req.rank = io->rank;
     uint64_t hist[16];
     pthread_mutex_lock(&io->core->mu);
     req.prefetch_splits = dpp__core_window(io->core);
@@ -432,8 +425,8 @@ static void drain_queues(dpp_client_io_t *io)
     if (io->ml && io->ml->ready) {
         for (size_t i = 0; i < core->nack; i++) {
             Dpp__SplitConsumed a = DPP__SPLIT_CONSUMED__INIT;
-            a.session_id = io->c->session;
-            a.rank = io->c->rank;
+            a.session_id = io->session;
+            a.rank = io->rank;
             a.epoch = core->ack_q[i][0];
             a.split_id = core->ack_q[i][1];
             dpp_conn_send(&io->ml->conn, DPP_MSG_SPLIT_CONSUMED, &a.base);
@@ -590,14 +583,17 @@ static void io_main(void *arg)
     uv_run(&io->loop, UV_RUN_DEFAULT);
 }
 
-int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *const *workers,
-                  size_t nworkers)
+int dpp__io_start(dpp_core_t *core, const char *session, unsigned rank, const dpp_auth_t *auth,
+                  const struct sockaddr_storage *master, char *const *workers, size_t nworkers,
+                  dpp_client_io_t **out)
 {
     dpp_client_io_t *io = calloc(1, sizeof *io);
     if (io == NULL)
         return -ENOMEM;
-    io->c = c;
-    io->core = c->core;
+    snprintf(io->session, sizeof io->session, "%s", session);
+    io->rank = rank;
+    io->auth = auth;
+    io->core = core;
     io->master_ss = *master;
     io->backoff_ms = 100;
     atomic_init(&io->stop, 0);
@@ -612,8 +608,8 @@ int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *
     io->next_attach_ms = dpp_now_ms() + ATTACH_EVERY_MS;
     connect_master(io);
     sync_workers(io, workers, nworkers);
-    c->core->wake = &io->wake;
-    c->io = io;
+    core->wake = &io->wake;
+    *out = io;
     rc = uv_thread_create(&io->thread, io_main, io);
     if (rc) {
         close_all(io);
@@ -621,7 +617,7 @@ int dpp__io_start(dpp_client_t *c, const struct sockaddr_storage *master, char *
         uv_loop_close(&io->loop);
         free(io->seen);
         free(io);
-        c->io = NULL;
+        *out = NULL;
         return rc;
     }
     return 0;

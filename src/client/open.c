@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libdppclient, opening and closing a client: options, the attach to the
+ * master, the session's schema, starting and stopping the I/O thread.
+ * Nothing here aborts or exits: every failure is a negative return. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zstd.h>
+
+#include "checkpoint.h"
+#include "client_internal.h"
+#include "core.h"
+#include "io.h"
+#include "crypto/token.h"
+#include "format/block.h"
+#include "wire/net.h"
+#include "base/util.h"
+#include "dpp.pb-c.h"
+#include "dpp/client.h"
+
+#define DPP_CLIENT_DEFAULT_PREFETCH 8
+#define DPP_CLIENT_DEFAULT_PREFETCH_SPLITS 4
+#define DPP_CLIENT_DEFAULT_MAX_BLOCK_MB 256
+#define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
+#define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
+
+void dpp_client_options_init(dpp_client_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->prefetch = DPP_CLIENT_DEFAULT_PREFETCH;
+    o->memory_budget = DPP_CLIENT_DEFAULT_BUDGET;
+    o->connect_timeout_ms = DPP_CLIENT_DEFAULT_TIMEOUT_MS;
+    o->prefetch_splits = DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
+}
+
+static int copy_names(char ***out, char *const *names, size_t n)
+{
+    *out = calloc(n + 1, sizeof **out);
+    if (*out == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (((*out)[i] = strdup(names[i])) == NULL)
+            return -ENOMEM;
+    return 0;
+}
+
+static int attach(dpp_client_t *c, const char *master, int timeout_ms, const token_t *resume,
+                  struct sockaddr_storage *master_ss, Dpp__AttachReply **reply)
+{
+    dpp_sync_conn_t conn;
+    int rc = dpp_addr_parse(master, master_ss);
+    if (rc)
+        return rc;
+    rc = dpp_sync_connect(&conn, master, "client", timeout_ms, &c->auth);
+    if (rc)
+        return rc;
+    Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
+    req.session_id = c->session;
+    req.rank = c->rank;
+    req.prefetch_splits = c->core->prefetch_splits;
+    if (resume) {
+        req.resume = 1;
+        req.resume_epoch = resume->epoch;
+        req.resume_seq = resume->seq;
+    }
+    uint16_t type;
+    ProtobufCMessage *m = NULL;
+    rc = dpp_sync_call(&conn, DPP_MSG_ATTACH, &req.base, &type, &m, timeout_ms);
+    dpp_sync_close(&conn);
+    if (rc)
+        return rc;
+    if (type == DPP_MSG_ATTACH_REPLY) {
+        *reply = (Dpp__AttachReply *)m;
+        return 0;
+    }
+    rc = type == DPP_MSG_ERROR ? ((Dpp__Error *)m)->code : DPP_EMSGTYPE;
+    protobuf_c_message_free_unpacked(m, NULL);
+    return rc < 0 ? rc : DPP_EMSG;
+}
+
+static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
+{
+    if (r->n_dense_dims != r->n_dense_names || r->n_dense_names + r->n_sparse_names == 0 ||
+        r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES || r->batch_size == 0)
+        return DPP_EMSG;
+    core->ndense = (unsigned)r->n_dense_names;
+    core->nsparse = (unsigned)r->n_sparse_names;
+    if (copy_names(&core->dense_names, r->dense_names, r->n_dense_names) ||
+        copy_names(&core->sparse_names, r->sparse_names, r->n_sparse_names))
+        return -ENOMEM;
+    if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
+        (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
+        return -ENOMEM;
+    for (unsigned i = 0; i < core->ndense; i++) {
+        core->dims[i] = r->dense_dims[i];
+        if (core->dims[i] == 0 || core->dims[i] > 1u << 20)
+            return DPP_EMSG;
+    }
+    for (unsigned k = 0; k < core->nsparse && k < r->n_sparse_weighted; k++)
+        core->weighted[k] = r->sparse_weighted[k] ? 1 : 0;
+    core->shape.ndense = core->ndense;
+    core->shape.nsparse = core->nsparse;
+    core->shape.dims = core->dims;
+    core->shape.weighted = core->weighted;
+    core->batch_size = r->batch_size;
+    core->keep_remainder = r->keep_remainder;
+    core->pad = r->remainder_pad;
+    core->order_fastest = r->order_fastest;
+    if ((core->ones = malloc(r->batch_size)) == NULL)
+        return -ENOMEM;
+    memset(core->ones, 1, r->batch_size);
+    return 0;
+}
+
+int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
+{
+    *out = NULL;
+    token_t tok, *resume = NULL;
+    if (o == NULL || o->master == NULL || o->master[0] == '\0' || o->prefetch == 0 ||
+        o->prefetch > 1024 || o->memory_budget == 0 || o->prefetch_splits > 1024 ||
+        o->max_block_mb > 4096)
+        return DPP_EINVAL;
+    if (o->resume_token) {
+        int rc = dpp__token_unpack(o->resume_token, o->resume_token_len, &tok);
+        if (rc)
+            return rc;
+        if ((o->session && strcmp(o->session, tok.session) != 0) || tok.rank != o->rank)
+            return DPP_ETOKEN; /* another session's or rank's position */
+        resume = &tok;
+    }
+    const char *session = resume ? tok.session : o->session;
+    if (session == NULL || session[0] == '\0')
+        return DPP_EINVAL;
+    if (strlen(session) >= 24)
+        return DPP_ENOSESSION;
+    dpp_client_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return -ENOMEM;
+    Dpp__AttachReply *r = NULL;
+    int rc = -ENOMEM;
+    if ((c->core = dpp__core_new()) == NULL || (c->zctx = ZSTD_createDCtx()) == NULL)
+        goto fail;
+    if (o->token) {
+        /* the token itself; without it, the file $DPP_TOKEN_FILE names */
+        char *t = strdup(o->token);
+        if (t == NULL)
+            goto fail;
+        c->auth.token = (const uint8_t *)t;
+        c->auth.len = strlen(t);
+    } else {
+        char why[256];
+        if ((rc = dpp_auth_load(&c->auth, NULL, why, sizeof why)) != 0) {
+            fprintf(stderr, "libdppclient: %s\n", why);
+            goto fail;
+        }
+    }
+    snprintf(c->session, sizeof c->session, "%s", session);
+    c->rank = o->rank;
+    dpp_core_t *core = c->core;
+    core->prefetch = o->prefetch;
+    core->prefetch_splits =
+        o->prefetch_splits ? o->prefetch_splits : DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
+    core->max_raw = (size_t)(o->max_block_mb ? o->max_block_mb : DPP_CLIENT_DEFAULT_MAX_BLOCK_MB)
+                    << 20;
+    /* A zstd frame may ask for a window larger than its content: bound the
+     * decoder's memory by the largest block accepted, too. */
+    unsigned wlog = 10;
+    while (wlog < 31 && ((size_t)1 << wlog) < core->max_raw)
+        wlog++;
+    ZSTD_DCtx_setParameter(c->zctx, ZSTD_d_windowLogMax, (int)wlog);
+    core->budget = o->memory_budget;
+    struct sockaddr_storage master_ss;
+    int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
+    /* A master that is not up yet (or restarting) is waited for until the
+     * timeout, with backoff; any answer it gives ends the wait. */
+    int64_t deadline = dpp_now_ms() + timeout;
+    unsigned backoff_ms = 100;
+    for (;;) {
+        int64_t left = deadline - dpp_now_ms();
+        rc = attach(c, o->master, left > 0 ? (int)left : 1, resume, &master_ss, &r);
+        if (rc != -ECONNREFUSED && rc != DPP_ECLOSED && rc != -ECONNRESET)
+            break;
+        if (dpp_now_ms() + (int64_t)backoff_ms >= deadline)
+            break;
+        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        backoff_ms = backoff_ms >= 500 ? 1000 : backoff_ms * 2;
+    }
+    if (rc)
+        goto fail;
+    if (o->world_size && o->world_size != r->consumers) {
+        rc = DPP_ERANK;
+        goto fail;
+    }
+    if ((rc = set_schema(core, r)) != 0)
+        goto fail;
+    if ((rc = dpp_block_builder_init(&c->assembly, &core->shape)) != 0)
+        goto fail;
+    /* A failed session still opens, so that the trainer can read why with
+     * dpp_client_error() after next() reports DPP_EFAILED. */
+    if (strcmp(r->state, "failed") == 0)
+        dpp__core_fail(core, DPP_EFAILED, r->error);
+    c->epochs = r->epochs;
+    c->batch_size = r->batch_size;
+    dpp__core_plan(core, r);
+    if (resume && (rc = dpp__client_start_at(c, resume)) != 0)
+        goto fail;
+    rc = dpp__io_start(core, c->session, c->rank, &c->auth, &master_ss, r->workers, r->n_workers,
+                       &c->io);
+    if (rc)
+        goto fail;
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    *out = c;
+    return 0;
+
+fail:
+    if (r)
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    dpp_block_builder_close(&c->assembly);
+    ZSTD_freeDCtx(c->zctx);
+    if (c->core)
+        dpp__core_unref(c->core);
+    free((void *)c->auth.token);
+    free(c);
+    return rc;
+}
+
+int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session, unsigned rank,
+                    int timeout_ms)
+{
+    dpp_client_options_t o;
+    dpp_client_options_init(&o);
+    o.master = master_addr;
+    o.session = session;
+    o.rank = rank;
+    if (timeout_ms > 0)
+        o.connect_timeout_ms = timeout_ms;
+    return dpp_client_open_opts(out, &o);
+}
+
+void dpp_client_close(dpp_client_t *c)
+{
+    if (c == NULL)
+        return;
+    dpp__io_stop(c->io);
+    free(c->cur.raw);
+    dpp_block_builder_close(&c->assembly);
+    ZSTD_freeDCtx(c->zctx);
+    dpp__core_unref(c->core);
+    free((void *)c->auth.token);
+    free(c);
+}

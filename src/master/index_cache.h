@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's index cache: split boundaries of files already indexed, so a
+ * later session on the same unchanged files needs no index task (see
+ * index_entry_t in master_internal.h). Loop thread only. */
+#ifndef DPP_MASTER_INDEX_CACHE_H
+#define DPP_MASTER_INDEX_CACHE_H
+
+#include <stddef.h>
+
+#include "master.h"
+#include "session.h"
+
+/* Remembers f's index (copied) under its path, size, mtime and split_rows,
+ * unless it is known already. The entry lives until
+ * dpp_master_index_cache_free(). */
+void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows);
+
+/* Marks the files of a new session whose index the master already knows
+ * indexed (which may plan the session). Returns how many. */
+size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s);
+
+/* Frees every entry. */
+void dpp_master_index_cache_free(dpp_master_t *m);
+
+#endif

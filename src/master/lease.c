@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Leasing: the rules that hand each task to one worker at a time and fence
+ * off answers to revoked leases (pure, over the master's sessions), and the
+ * grant that sends their choice to the workers waiting. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "dpp.pb-c.h"
+#include "lease.h"
+#include "master_internal.h"
+#include "wire/conn.h"
+
+size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t si = 0; si < m->nsessions && n < max; si++) {
+        dpp_session_t *s = m->sessions[si];
+        if (s->state != SESSION_INDEXING)
+            continue;
+        for (size_t i = 0; i < s->nfiles && n < max; i++)
+            if (!s->files[i].indexed && s->files[i].index_lease.lease_id == 0)
+                out[n++] = (dpp_lease_pick_t){.session = s, .i = i, .index = 1};
+    }
+    for (size_t si = 0; si < m->nsessions && n < max; si++) {
+        dpp_session_t *s = m->sessions[si];
+        if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
+            continue;
+        for (unsigned r = 0; r < s->spec.consumers && n < max; r++) {
+            /* Only for a rank whose client is attached: blocks nobody
+             * reads would fill the worker's buffer and starve every
+             * other session it serves. */
+            int64_t seen = s->rank_seen_ms[r];
+            if (seen == 0 || now_ms - seen > RANK_ABSENT_MS)
+                continue;
+            /* From the rank's first unconsumed split; with order
+             * deterministic, no further than its lease window: a grant
+             * looks at a few splits per rank, not at the whole plan. */
+            size_t first = s->rank_first[r], from = dpp_session_rank_cursor(s, r);
+            size_t to = dpp_session_lease_end(s, r);
+            for (size_t seq = from; seq < to && n < max; seq++)
+                if (s->splits[first + seq].state == SPLIT_PENDING)
+                    out[n++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
+        }
+    }
+    return n;
+}
+
+uint64_t dpp_master_lease_take(dpp_master_t *m, const dpp_lease_pick_t *t, uint64_t worker_id)
+{
+    dpp_session_t *s = t->session;
+    dpp_lease_ref_t *ref;
+    if (t->index) {
+        ref = &s->files[t->i].index_lease;
+        m->n.index_leased++;
+    } else {
+        dpp_session_set(s, t->i, SPLIT_LEASED);
+        ref = &s->splits[t->i].lease;
+        m->n.splits_leased++;
+    }
+    ref->lease_id = ++m->next_lease_id;
+    ref->worker_id = worker_id;
+    return ref->lease_id;
+}
+
+/* Fills l as the lease of task t (taken: it has its lease id). l points
+ * into the session. */
+static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
+{
+    const dpp_session_t *s = t->session;
+    dpp__lease__init(l);
+    l->session_id = (char *)s->id;
+    l->split_id = (uint32_t)t->i;
+    l->spec_json = s->spec_json;
+    if (t->index) {
+        const dpp_file_t *f = &s->files[t->i];
+        l->kind = DPP__LEASE__KIND__INDEX;
+        l->lease_id = f->index_lease.lease_id;
+        l->path = f->path;
+        l->rel_path = f->rel_path;
+        l->split_rows = s->spec.split_rows;
+        DPP_DEBUG("index_leased session=%s file=%s worker=%" PRIu64 " lease=%" PRIu64, s->id,
+                  f->rel_path, f->index_lease.worker_id, l->lease_id);
+        return;
+    }
+    const dpp_split_t *sp = &s->splits[t->i];
+    const dpp_file_t *f = &s->files[sp->file];
+    l->kind = DPP__LEASE__KIND__SPLIT;
+    l->lease_id = sp->lease.lease_id;
+    l->epoch = s->epoch;
+    l->rank = dpp_session_rank_of(s, t->i);
+    l->path = f->path;
+    l->rel_path = f->rel_path;
+    l->byte_start = sp->byte_start;
+    l->byte_end = sp->byte_end;
+    l->record_start = sp->record_start;
+    l->record_count = sp->record_count;
+    l->record_skip = sp->record_skip;
+    l->record_take = sp->record_count;
+    l->split_seq = sp->seq;
+    l->rank_splits = (uint32_t)dpp_session_rank_splits(s, sp->rank);
+    DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,
+              s->epoch, t->i, sp->lease.worker_id, l->lease_id);
+}
+
+const double dpp_lease_bounds[DPP_LEASE_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                    0.1,   0.25,   0.5,   1,    2.5,   10};
+
+static void count_lease_latency(dpp_master_t *m, double secs)
+{
+    size_t b = 0;
+    while (b < DPP_LEASE_BUCKETS && secs > dpp_lease_bounds[b])
+        b++;
+    m->n.lease_hist[b]++;
+    m->n.lease_sum += secs;
+    m->n.lease_count++;
+}
+
+void dpp_master_grant_leases(dpp_master_t *m)
+{
+    for (peer_t *p = m->peers; p; p = p->next) {
+        if (p->role != ROLE_WORKER || p->lease_want == 0 || p->conn.closing)
+            continue;
+        dpp_lease_pick_t *picks = dpp_xcalloc(p->lease_want, sizeof *picks);
+        Dpp__Lease *leases = dpp_xcalloc(p->lease_want, sizeof *leases);
+        Dpp__Lease **ptrs = dpp_xcalloc(p->lease_want, sizeof *ptrs);
+        size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, p->lease_want);
+        for (size_t k = 0; k < n; k++) {
+            dpp_master_lease_take(m, &picks[k], p->worker_id);
+            fill_lease(&picks[k], &leases[k]);
+            ptrs[k] = &leases[k];
+        }
+        if (n > 0) {
+            Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
+            reply.n_leases = n;
+            reply.leases = ptrs;
+            p->lease_want = 0;
+            count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
+            dpp_conn_send(&p->conn, DPP_MSG_LEASE_REPLY, &reply.base);
+        }
+        free(ptrs);
+        free(leases);
+        free(picks);
+    }
+}
+
+size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsessions; i++)
+        n += dpp_session_release_worker(m->sessions[i], worker_id);
+    m->n.splits_released += n;
+    dpp_log(n ? DPP_LOG_WARN : DPP_LOG_INFO, "worker_lost worker=%" PRIu64 " splits_requeued=%zu",
+            worker_id, n);
+    if (n > 0)
+        dpp_master_grant_leases(m);
+    return n;
+}
+
+/* The split a SPLIT_DONE names: its current lease (the worker echoes the
+ * session and split, so this is direct), or (*late = 1, *split meaningless)
+ * a lease of the epoch before, whose split its client consumed before the
+ * worker's SPLIT_DONE arrived. A lease that is neither is stale: NULL. */
+static dpp_session_t *find_split_lease(dpp_master_t *m, const char *session_id, uint32_t split_id,
+                                       uint64_t lease_id, size_t *split, int *late)
+{
+    dpp_session_t *s = dpp_master_find_session(m, session_id);
+    if (s == NULL)
+        return NULL;
+    if (split_id < s->nsplits && s->splits[split_id].lease.lease_id == lease_id) {
+        *split = split_id;
+        *late = 0;
+        return s;
+    }
+    for (size_t i = 0; i < s->nprev; i++) {
+        if (s->prev_leases[i] == lease_id) {
+            *split = 0;
+            *late = 1;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+dpp_split_done_t dpp_master_split_done(dpp_master_t *m, const char *session_id, uint32_t split_id,
+                                       uint64_t lease_id, uint64_t worker_id,
+                                       dpp_session_t **session, size_t *split)
+{
+    size_t i;
+    int late;
+    dpp_session_t *s = find_split_lease(m, session_id, split_id, lease_id, &i, &late);
+    if (s == NULL || s->state == SESSION_FAILED)
+        return DPP_SPLIT_DONE_IGNORED;
+    const dpp_split_t *sp = late ? NULL : &s->splits[i];
+    /* The client may acknowledge a split before its worker's SPLIT_DONE
+     * arrives (they travel different connections): then only the counters
+     * are taken. Otherwise the split must still be leased to this worker; a
+     * re-leased split's old lease is ignored. */
+    int counters_only = late || sp->state == SPLIT_CONSUMED;
+    if (!counters_only && (sp->lease.worker_id != worker_id || sp->state != SPLIT_LEASED))
+        return DPP_SPLIT_DONE_IGNORED;
+    *session = s;
+    *split = i;
+    return counters_only ? DPP_SPLIT_DONE_COUNTED : DPP_SPLIT_DONE_PRODUCED;
+}
+
+void dpp_master_split_produced(dpp_session_t *s, size_t i, uint64_t rows)
+{
+    s->splits[i].rows = rows;
+    dpp_session_set(s, i, SPLIT_PRODUCED);
+}
+
+dpp_session_t *dpp_master_index_lease(dpp_master_t *m, uint64_t lease_id, uint64_t worker_id,
+                                      size_t *file)
+{
+    for (size_t si = 0; si < m->nsessions; si++) {
+        dpp_session_t *s = m->sessions[si];
+        for (size_t i = 0; i < s->nfiles; i++) {
+            if (s->files[i].index_lease.lease_id == lease_id) {
+                if (s->files[i].index_lease.worker_id != worker_id || s->state != SESSION_INDEXING)
+                    return NULL;
+                *file = i;
+                return s;
+            }
+        }
+    }
+    return NULL;
+}
+
+dpp_session_t *dpp_master_consumed_split(dpp_master_t *m, const char *session_id, unsigned epoch,
+                                         uint32_t split_id, unsigned rank)
+{
+    dpp_session_t *s = dpp_master_find_session(m, session_id);
+    if (s == NULL || s->state != SESSION_RUNNING || epoch != s->epoch || split_id >= s->nsplits ||
+        dpp_session_rank_of(s, split_id) != rank)
+        return NULL; /* late or foreign acknowledgement: nothing to change */
+    if (s->splits[split_id].state == SPLIT_CONSUMED)
+        return NULL; /* a repeated acknowledgement */
+    return s;
+}

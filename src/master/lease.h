@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The exactly-once leasing rules: which task goes to which worker, what a
+ * lost worker gives back, and which SPLIT_DONE, INDEX_DONE and consumed
+ * acknowledgements still count (fencing by lease id). The rules are pure
+ * functions over the master's sessions, testable without sockets;
+ * dpp_master_grant_leases() is the one place that sends what they chose.
+ * Split states themselves move in session.c. Loop thread only. */
+#ifndef DPP_MASTER_LEASE_H
+#define DPP_MASTER_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master.h"
+#include "session.h"
+
+/* A rank whose client has not attached for this long gets no new leases
+ * (clients refresh their attach every second). */
+#define RANK_ABSENT_MS 5000
+
+/* A task the rules chose: file i's index task, or split i of the current
+ * epoch. session points into the master's sessions. */
+typedef struct dpp_lease_pick {
+    dpp_session_t *session;
+    size_t i;
+    int index; /* 1: an index task */
+} dpp_lease_pick_t;
+
+/* Chooses up to max tasks to lease now into out[0..max), changing no state
+ * (beyond dpp_session_rank_cursor()'s cache): index tasks not yet leased
+ * first (they unblock planning), then, in session and rank order, the
+ * pending splits of every rank whose client attached within RANK_ABSENT_MS
+ * of now_ms, from its first unconsumed split to dpp_session_lease_end().
+ * Returns how many. */
+size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out, size_t max);
+
+/* Leases a chosen task to worker_id under a new lease id (a split becomes
+ * SPLIT_LEASED); a lease id it had before is revoked by that. Returns the
+ * new lease id. */
+uint64_t dpp_master_lease_take(dpp_master_t *m, const dpp_lease_pick_t *t, uint64_t worker_id);
+
+/* Answers every waiting LeaseRequest that pending work can serve with the
+ * tasks dpp_master_choose_leases() picks for it. */
+void dpp_master_grant_leases(dpp_master_t *m);
+
+/* A worker is gone: every task leased to it (index tasks, and splits leased
+ * or produced but not consumed) goes back to pending and is granted to the
+ * workers waiting. Returns how many went back. */
+size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id);
+
+/* What a worker's SPLIT_DONE does. */
+typedef enum dpp_split_done {
+    DPP_SPLIT_DONE_IGNORED,  /* a revoked or unknown lease, or a failed session */
+    DPP_SPLIT_DONE_COUNTED,  /* its client already consumed the split: counters only */
+    DPP_SPLIT_DONE_PRODUCED, /* the split's current lease: it becomes produced */
+} dpp_split_done_t;
+
+/* Judges a SPLIT_DONE of worker_id naming (session_id, split_id, lease_id).
+ * For COUNTED and PRODUCED *session is set; for PRODUCED *split too. A
+ * lease of the epoch before (the client consumed the split before the
+ * worker's SPLIT_DONE arrived) counts; a re-leased split's old lease is
+ * ignored. Changes nothing. */
+dpp_split_done_t dpp_master_split_done(dpp_master_t *m, const char *session_id, uint32_t split_id,
+                                       uint64_t lease_id, uint64_t worker_id,
+                                       dpp_session_t **session, size_t *split);
+
+/* Split i (PRODUCED by dpp_master_split_done()) has every block at its
+ * worker: `rows` rows. */
+void dpp_master_split_produced(dpp_session_t *s, size_t i, uint64_t rows);
+
+/* The session whose file index task lease_id still is, held by worker_id
+ * while the session indexes (*file set), or NULL: a stale INDEX_DONE. */
+dpp_session_t *dpp_master_index_lease(dpp_master_t *m, uint64_t lease_id, uint64_t worker_id,
+                                      size_t *file);
+
+/* The session in which a client's acknowledgement of (epoch, split_id) by
+ * rank still changes something: running, the current epoch, the rank's own
+ * split, not consumed yet. NULL for a late, foreign or repeated one. */
+dpp_session_t *dpp_master_consumed_split(dpp_master_t *m, const char *session_id, unsigned epoch,
+                                         uint32_t split_id, unsigned rank);
+
+#endif

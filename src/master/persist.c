@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's journal glue: packs its changes into journal records,
+ * replays them at start and compacts the journal into a snapshot. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+#include "index_cache.h"
+#include "master_internal.h"
+#include "persist.h"
+
+dpp_journal_rec_t dpp_master_pack_rec(uint8_t type, const ProtobufCMessage *msg)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = dpp_xmalloc(len ? len : 1);
+    protobuf_c_message_pack(msg, buf);
+    return (dpp_journal_rec_t){.type = type, .payload = buf, .len = len};
+}
+
+int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+{
+    int rc = dpp_journal_append_many(m->journal, recs, n);
+    for (size_t i = 0; i < n; i++)
+        free((void *)recs[i].payload);
+    if (rc) {
+        DPP_ERROR("journal_write_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
+                  dpp_strerror(rc));
+        m->failed = 1;
+        dpp_master_stop(m);
+        return rc;
+    }
+    /* Compaction comes after the change is applied (dpp_master_maybe_compact() at the
+     * end of each handler): a snapshot taken here would miss it. */
+    return 0;
+}
+
+dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
+{
+    Dpp__JournalSession js = DPP__JOURNAL_SESSION__INIT;
+    js.session_id = (char *)s->id;
+    js.spec_json = s->spec_json;
+    js.table_path = s->table_path;
+    js.n_files = s->nfiles;
+    js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
+    for (size_t i = 0; i < s->nfiles; i++)
+        js.files[i] = s->files[i].path;
+    dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_SESSION, &js.base);
+    free(js.files);
+    return rec;
+}
+
+dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i)
+{
+    Dpp__JournalIndexed r = DPP__JOURNAL_INDEXED__INIT;
+    r.session_id = (char *)s->id;
+    r.file = (uint32_t)i;
+    r.records = s->files[i].records;
+    r.n_boundaries = s->files[i].nbounds;
+    r.boundaries = s->files[i].bounds;
+    return dpp_master_pack_rec(DPP_J_INDEXED, &r.base);
+}
+
+void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
+                             const char *message)
+{
+    char q[1100];
+    DPP_ERROR("session_failed session=%s %s error=%s", s->id, what,
+              dpp_log_quote(message, q, sizeof q));
+    dpp_session_fail(s, message);
+    Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
+    jf.session_id = s->id;
+    jf.error = (char *)message;
+    dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
+    if (dpp_master_journal_put(m, &rec, 1) == 0)
+        dpp_master_maybe_compact(m);
+}
+
+/* Rebuilds one journaled change. A record that no longer applies (its
+ * session gone, an epoch already past) is skipped: replay must reach the
+ * state the master had acknowledged, never refuse to start over one record. */
+int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len)
+{
+    dpp_master_t *m = arg;
+    const ProtobufCMessageDescriptor *d =
+        type == DPP_J_SESSION    ? &dpp__journal_session__descriptor
+        : type == DPP_J_INDEXED  ? &dpp__journal_indexed__descriptor
+        : type == DPP_J_CONSUMED ? &dpp__journal_consumed__descriptor
+        : type == DPP_J_FAILED   ? &dpp__journal_failed__descriptor
+        : type == DPP_J_EPOCH    ? &dpp__journal_epoch__descriptor
+        : type == DPP_J_RESUME   ? &dpp__journal_resume__descriptor
+                                 : NULL;
+    if (d == NULL) {
+        DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
+        return 0;
+    }
+    ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, len, payload);
+    if (msg == NULL)
+        return DPP_EMSG; /* CRC-valid but not ours: stop rather than guess */
+    if (type == DPP_J_SESSION) {
+        const Dpp__JournalSession *js = (const Dpp__JournalSession *)msg;
+        dpp_spec_t spec;
+        char err[DPP_SPEC_ERRLEN];
+        if (dpp_master_find_session(m, js->session_id) == NULL &&
+            dpp_spec_parse(js->spec_json, strlen(js->spec_json), &spec, err, sizeof err) == 0) {
+            char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
+            for (size_t i = 0; i < js->n_files; i++)
+                files[i] = dpp_xstrdup(js->files[i]);
+            dpp_session_t *s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path),
+                                               files, js->n_files);
+            m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
+            m->sessions[m->nsessions++] = s;
+        }
+    } else if (type == DPP_J_INDEXED) {
+        const Dpp__JournalIndexed *ji = (const Dpp__JournalIndexed *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, ji->session_id);
+        if (s && ji->file < s->nfiles && ji->n_boundaries > 0) {
+            dpp_session_file_indexed(s, ji->file, ji->records, ji->boundaries, ji->n_boundaries);
+            if (s->files[ji->file].indexed)
+                dpp_master_index_cache_put(m, &s->files[ji->file], s->spec.split_rows);
+        }
+    } else if (type == DPP_J_CONSUMED) {
+        const Dpp__JournalConsumed *jc = (const Dpp__JournalConsumed *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, jc->session_id);
+        if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch && jc->split_id < s->nsplits)
+            dpp_session_consumed(s, jc->split_id);
+    } else if (type == DPP_J_EPOCH) {
+        const Dpp__JournalEpoch *je = (const Dpp__JournalEpoch *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, je->session_id);
+        if (s && s->state == SESSION_RUNNING && je->epoch > s->epoch && je->epoch < s->spec.epochs)
+            dpp_session_set_epoch(s, je->epoch);
+    } else if (type == DPP_J_RESUME) {
+        const Dpp__JournalResume *jr = (const Dpp__JournalResume *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, jr->session_id);
+        if (s)
+            dpp_session_resume(s, jr->rank, jr->epoch, jr->seq);
+    } else {
+        const Dpp__JournalFailed *jf = (const Dpp__JournalFailed *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, jf->session_id);
+        if (s)
+            dpp_session_fail(s, jf->error);
+    }
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}
+
+/* Appends to recs the records that rebuild session s. */
+static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
+{
+    size_t need = *n + 3 + s->nfiles + s->nsplits;
+    if (need > *cap) {
+        *cap = need * 2;
+        *recs = dpp_xrealloc(*recs, *cap * sizeof **recs);
+    }
+    (*recs)[(*n)++] = dpp_master_session_rec(s);
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].indexed)
+            (*recs)[(*n)++] = dpp_master_indexed_rec(s, i);
+    if (s->epoch > 0) {
+        Dpp__JournalEpoch je = DPP__JOURNAL_EPOCH__INIT;
+        je.session_id = s->id;
+        je.epoch = s->epoch;
+        (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_EPOCH, &je.base);
+    }
+    for (size_t i = 0; i < s->nsplits; i++) {
+        if (s->splits[i].state != SPLIT_CONSUMED)
+            continue;
+        Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
+        jc.session_id = s->id;
+        jc.epoch = s->epoch;
+        jc.split_id = (uint32_t)i;
+        (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_CONSUMED, &jc.base);
+    }
+    if (s->state == SESSION_FAILED) {
+        Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
+        jf.session_id = s->id;
+        jf.error = s->error ? s->error : (char *)"";
+        (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
+    }
+}
+
+void dpp_master_maybe_compact(dpp_master_t *m)
+{
+    dpp_journal_stats_t st;
+    dpp_journal_get_stats(m->journal, &st);
+    if (st.file_size <= m->journal_compact_bytes || st.file_size <= 2 * st.snapshot_bytes)
+        return;
+    dpp_journal_rec_t *recs = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < m->nsessions; i++)
+        snapshot_session(m->sessions[i], &recs, &n, &cap);
+    int rc = dpp_journal_compact(m->journal, recs, n);
+    for (size_t i = 0; i < n; i++)
+        free((void *)recs[i].payload);
+    free(recs);
+    if (rc) {
+        DPP_ERROR("journal_compaction_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
+                  dpp_strerror(rc));
+        m->failed = 1;
+        dpp_master_stop(m);
+        return;
+    }
+    DPP_INFO("journal_compacted dir=%s bytes_before=%" PRIu64 " records=%zu", m->state_dir,
+             st.file_size, n);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's journal glue: the records that make its state durable (the
+ * Journal* messages of proto/dpp.proto), their replay at start and the
+ * snapshot that compacts them. Loop thread only. */
+#ifndef DPP_MASTER_PERSIST_H
+#define DPP_MASTER_PERSIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "journal.h"
+#include "master.h"
+#include "session.h"
+
+/* Journal record types (payloads: the Journal* messages of proto/dpp.proto). */
+enum {
+    DPP_J_SESSION = 1,
+    DPP_J_INDEXED = 2,
+    DPP_J_CONSUMED = 3,
+    DPP_J_FAILED = 4,
+    DPP_J_EPOCH = 5,
+    DPP_J_RESUME = 6,
+};
+
+/* Packs msg into a record of `type`; its payload is heap memory that
+ * dpp_master_journal_put() frees. */
+dpp_journal_rec_t dpp_master_pack_rec(uint8_t type, const ProtobufCMessage *msg);
+
+/* The record that recreates session s (spec, table, files). */
+dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s);
+
+/* The record of file i's index in session s. */
+dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i);
+
+/* Appends recs[0..n) durably (one fsync) and frees their payloads. A master
+ * that cannot journal would acknowledge state a restart loses: on an error
+ * it logs, marks itself failed and stops; the error is returned. */
+int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
+
+/* Rewrites the journal as a snapshot of the current state once it has grown
+ * past --journal-compact-kb and to more than twice its last snapshot. Call
+ * it after a change is applied, never between journaling and applying: the
+ * snapshot would miss the change. */
+void dpp_master_maybe_compact(dpp_master_t *m);
+
+/* Fails session s with message (copied), logged with `what`
+ * ("cause=...") and journaled. */
+void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
+                             const char *message);
+
+/* The dpp_journal_open() callback (arg: the master): rebuilds one journaled
+ * change. A record that no longer applies is skipped. */
+int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len);
+
+#endif

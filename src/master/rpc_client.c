@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's client requests: attach (a trainer rank joins, refreshes,
+ * resumes from a checkpoint token or detaches) and consumed splits. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "dpp/error.h"
+#include "lease.h"
+#include "persist.h"
+#include "rpc_client.h"
+#include "wire/conn.h"
+
+void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
+{
+    int newly_present = 0;
+    dpp_master_t *m = p->m;
+    dpp_session_t *s = dpp_master_find_session(m, req->session_id);
+    if (s == NULL) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        return;
+    }
+    if (req->rank >= s->spec.consumers) {
+        dpp_conn_send_error(&p->conn, DPP_ERANK, "rank %u: session %s has %u consumers", req->rank,
+                            s->id, s->spec.consumers);
+        return;
+    }
+    if (req->resume) {
+        /* journaled first: a restarted master must not hand the rank what
+         * the token says it already has */
+        Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+        jr.session_id = s->id;
+        jr.rank = req->rank;
+        jr.epoch = req->resume_epoch;
+        jr.seq = req->resume_seq;
+        dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
+        int rc = dpp_master_journal_put(m, &rec, 1);
+        if (rc == 0)
+            rc = dpp_session_resume(s, req->rank, req->resume_epoch, req->resume_seq);
+        if (rc) {
+            dpp_conn_send_error(&p->conn, rc,
+                                "rank %u of session %s cannot resume at epoch %u split %u%s",
+                                req->rank, s->id, req->resume_epoch, req->resume_seq,
+                                rc == DPP_ETOKEN ? ": not a position of this session" : "");
+            return;
+        }
+        m->n.resumes++;
+        DPP_INFO("rank_resumed session=%s rank=%u epoch=%u seq=%u now_epoch=%u", s->id, req->rank,
+                 req->resume_epoch, req->resume_seq, s->epoch);
+    }
+    if (req->prefetch_splits > 0)
+        s->rank_prefetch[req->rank] = req->prefetch_splits;
+    if (req->open_ns > 0) { /* the trainer's side, for /metrics */
+        dpp_rank_report_t *rep = &s->reports[req->rank];
+        rep->batches = req->batches;
+        rep->wait_ns = req->wait_ns;
+        rep->open_ns = req->open_ns;
+        for (size_t i = 0; i < 16 && i < req->n_wait_hist; i++)
+            rep->hist[i] = req->wait_hist[i];
+    }
+    int64_t now = dpp_now_ms();
+    int64_t *seen = &s->rank_seen_ms[req->rank];
+    newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
+    *seen = req->detach ? 0 : now; /* a closing client: nothing more for this rank */
+    Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
+    r.session_id = s->id;
+    r.rank = req->rank;
+    r.consumers = s->spec.consumers;
+    r.epochs = s->spec.epochs;
+    r.batch_size = s->spec.batch_size;
+    r.rank_splits_per_epoch =
+        s->state == SESSION_INDEXING ? 0 : (uint32_t)dpp_session_rank_splits(s, req->rank);
+    r.keep_remainder = s->spec.remainder == DPP_REMAINDER_KEEP;
+    r.pad_batches = (uint32_t)dpp_session_pad_batches(s);
+    r.order_fastest = s->spec.order_fastest;
+    r.remainder_pad = s->spec.remainder == DPP_REMAINDER_PAD;
+    r.rank_records = dpp_session_rank_records(s, req->rank);
+    r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
+    r.n_dense_names = r.n_dense_dims = s->spec.ndense;
+    r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));
+    r.dense_dims = dpp_xcalloc(s->spec.ndense + 1, sizeof(uint32_t));
+    for (unsigned i = 0; i < s->spec.ndense; i++) {
+        r.dense_names[i] = s->spec.dense[i].name;
+        r.dense_dims[i] = s->spec.dense[i].dim;
+    }
+    r.n_sparse_names = r.n_sparse_weighted = s->spec.nsparse;
+    r.sparse_names = dpp_xcalloc(s->spec.nsparse + 1, sizeof(char *));
+    r.sparse_weighted = dpp_xcalloc(s->spec.nsparse + 1, sizeof(protobuf_c_boolean));
+    for (unsigned k = 0; k < s->spec.nsparse; k++) {
+        r.sparse_names[k] = s->spec.sparse[k].name;
+        r.sparse_weighted[k] = s->spec.sparse[k].weights != NULL;
+    }
+    r.label_name = s->spec.label;
+    r.workers = dpp_xcalloc(dpp_master_live_workers(m) + 1, sizeof(char *));
+    for (peer_t *w = m->peers; w; w = w->next)
+        if (w->role == ROLE_WORKER && w->worker_id != 0)
+            r.workers[r.n_workers++] = w->data_addr;
+    r.state = (char *)dpp_session_state_name(s->state);
+    r.error = s->error ? s->error : (char *)"";
+    dpp_conn_send(&p->conn, DPP_MSG_ATTACH_REPLY, &r.base);
+    /* new splits may have come into a resumed or faster-prefetching rank's
+     * reach as well */
+    newly_present |= req->resume || req->prefetch_splits > 0;
+    free(r.dense_names);
+    free(r.dense_dims);
+    free(r.sparse_names);
+    free(r.sparse_weighted);
+    free(r.workers);
+    if (newly_present)
+        dpp_master_grant_leases(m);
+}
+
+void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
+{
+    dpp_master_t *m = p->m;
+    dpp_session_t *s =
+        dpp_master_consumed_split(m, msg->session_id, msg->epoch, msg->split_id, msg->rank);
+    if (s == NULL)
+        return; /* late, foreign or repeated: nothing to change */
+    Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
+    jc.session_id = s->id;
+    jc.epoch = msg->epoch;
+    jc.split_id = msg->split_id;
+    dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_CONSUMED, &jc.base);
+    if (dpp_master_journal_put(m, &rec, 1) != 0)
+        return;
+    unsigned epoch = s->epoch;
+    m->n.splits_consumed++;
+    int more = dpp_session_consumed(s, msg->split_id);
+    if (s->state == SESSION_DONE)
+        DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id,
+                 s->rows_produced, dpp_rejects_total(&s->rejects));
+    else if (more)
+        DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
+    dpp_master_grant_leases(m); /* a new epoch, or (order deterministic) splits within reach */
+    dpp_master_maybe_compact(m);
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's dppctl requests: submit (validate, list, journal a new
+ * session), status (sessions, ranks and workers), cancel. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "dpp/error.h"
+#include "index_cache.h"
+#include "lease.h"
+#include "persist.h"
+#include "rpc_ctl.h"
+#include "spec/table.h"
+#include "wire/conn.h"
+
+/* Session ids: "s" and 16 hex digits of randomness. */
+static void new_session_id(char *out, size_t len)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r)
+        r = dpp_now_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(out, len, "s%016" PRIx64, r);
+}
+
+void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
+{
+    dpp_master_t *m = p->m;
+    char err[DPP_SPEC_ERRLEN];
+    dpp_spec_t spec;
+    char *table_path = NULL;
+    char **files = NULL;
+    size_t nfiles = 0;
+    size_t len = strlen(req->spec_json);
+    int rc = DPP_ESPEC;
+    if (len > m->max_spec_bytes) {
+        snprintf(err, sizeof err,
+                 "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)", len,
+                 m->max_spec_bytes);
+        memset(&spec, 0, sizeof spec);
+        goto reject;
+    }
+    rc = dpp_spec_parse(req->spec_json, len, &spec, err, sizeof err);
+    if (rc)
+        goto reject;
+    if (spec.ndense + spec.nsparse > m->max_features) {
+        rc = DPP_ESPEC;
+        snprintf(err, sizeof err, "features: %u, this master takes at most %u (--max-features)",
+                 spec.ndense + spec.nsparse, m->max_features);
+        goto reject;
+    }
+    rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path, err,
+                           sizeof err);
+    if (rc)
+        goto reject;
+    rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
+    if (rc)
+        goto reject;
+    if (nfiles == 0) {
+        rc = DPP_ESPEC;
+        snprintf(err, sizeof err, "table \"%s\": no data files in the selected partitions",
+                 spec.table);
+        goto reject;
+    }
+    char id[24];
+    new_session_id(id, sizeof id);
+    dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
+    table_path = NULL;
+    files = NULL;
+    size_t cached = dpp_master_index_cache_apply(m, s);
+    /* Journaled (the files indexed from the cache too, so that a replay does
+     * not depend on it) before the submit is answered. */
+    dpp_journal_rec_t *recs = dpp_xcalloc(1 + s->nfiles, sizeof *recs);
+    size_t nrecs = 0;
+    recs[nrecs++] = dpp_master_session_rec(s);
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].indexed)
+            recs[nrecs++] = dpp_master_indexed_rec(s, i);
+    rc = dpp_master_journal_put(m, recs, nrecs);
+    free(recs);
+    if (rc) {
+        snprintf(err, sizeof err, "state dir %s: journal: %s", m->state_dir, dpp_strerror(rc));
+        dpp_session_free(s);
+        goto reject;
+    }
+    m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
+    m->sessions[m->nsessions++] = s;
+    m->n.sessions_submitted++;
+    DPP_INFO("session_submitted session=%s table=%s files=%zu files_indexed=%zu state=%s "
+             "epochs=%u consumers=%u",
+             s->id, s->spec.table, s->nfiles, cached, dpp_session_state_name(s->state),
+             s->spec.epochs, s->spec.consumers);
+    Dpp__SubmitReply reply = DPP__SUBMIT_REPLY__INIT;
+    reply.session_id = s->id;
+    dpp_conn_send(&p->conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
+    dpp_master_grant_leases(m);
+    dpp_master_maybe_compact(m);
+    return;
+
+reject:;
+    char q[DPP_SPEC_ERRLEN + 64];
+    DPP_INFO("session_rejected peer=%s error=%s", p->conn.peer, dpp_log_quote(err, q, sizeof q));
+    dpp_conn_send_error(&p->conn, rc, "%s", err);
+    dpp_spec_close(&spec);
+    free(table_path);
+    dpp_table_files_free(files, nfiles);
+}
+
+static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)
+{
+    dpp__rejects__init(out);
+    out->corrupt = r->corrupt;
+    out->truncated = r->truncated;
+    out->too_big = r->too_big;
+    out->example = r->example;
+    out->missing = r->missing;
+    out->type = r->type;
+}
+
+/* st points into s and rej; both must outlive the send. */
+static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st,
+                        Dpp__Rejects *rej, Dpp__RankStatus *ranks, Dpp__RankStatus **rank_ptrs)
+{
+    dpp__session_status__init(st);
+    st->session_id = (char *)s->id;
+    st->state = (char *)dpp_session_state_name(s->state);
+    st->table = s->spec.table;
+    st->epochs = s->spec.epochs;
+    st->current_epoch = s->epoch;
+    st->consumers = s->spec.consumers;
+    st->splits_per_epoch = (uint32_t)s->nsplits;
+    st->splits_pending = (uint32_t)s->counts[SPLIT_PENDING];
+    st->splits_leased = (uint32_t)s->counts[SPLIT_LEASED];
+    st->splits_produced = (uint32_t)s->counts[SPLIT_PRODUCED];
+    st->splits_consumed = (uint32_t)(s->counts[SPLIT_CONSUMED] + (size_t)s->epoch * s->nsplits);
+    st->rows_produced = s->rows_produced;
+    st->rows_filtered = s->rows_filtered;
+    st->records_rejected = dpp_rejects_total(&s->rejects);
+    fill_rejects(&s->rejects, rej);
+    st->rejects = rej;
+    st->files = (uint32_t)s->nfiles;
+    st->files_indexed = (uint32_t)s->files_indexed;
+    st->workers = dpp_master_live_workers(m);
+    st->error = s->error ? s->error : (char *)"";
+    int64_t now = dpp_now_ms();
+    for (unsigned r = 0; r < s->spec.consumers; r++) {
+        Dpp__RankStatus *rs = &ranks[r];
+        dpp__rank_status__init(rs);
+        rs->rank = r;
+        rs->splits = (uint32_t)dpp_session_rank_splits(s, r);
+        for (size_t j = 0; j < rs->splits; j++)
+            rs->splits_consumed += s->splits[s->rank_first[r] + j].state == SPLIT_CONSUMED;
+        rs->attached = s->rank_seen_ms[r] && now - s->rank_seen_ms[r] <= RANK_ABSENT_MS;
+        rs->batches = s->reports[r].batches;
+        rs->wait_ns = s->reports[r].wait_ns;
+        rs->open_ns = s->reports[r].open_ns;
+        st->records_per_epoch += dpp_session_rank_records(s, r);
+        rank_ptrs[r] = rs;
+    }
+    st->n_ranks = s->spec.consumers;
+    st->ranks = rank_ptrs;
+}
+
+/* Splits leased to worker_id now, over every session. */
+static uint32_t worker_leases(const dpp_master_t *m, uint64_t worker_id)
+{
+    uint32_t n = 0;
+    for (size_t si = 0; si < m->nsessions; si++) {
+        const dpp_session_t *s = m->sessions[si];
+        for (size_t i = 0; i < s->nsplits; i++)
+            n += s->splits[i].state == SPLIT_LEASED && s->splits[i].lease.worker_id == worker_id;
+    }
+    return n;
+}
+
+void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
+{
+    dpp_master_t *m = p->m;
+    size_t n = 0;
+    Dpp__SessionStatus *sts = dpp_xcalloc(m->nsessions + 1, sizeof *sts);
+    Dpp__Rejects *rejs = dpp_xcalloc(m->nsessions + 1, sizeof *rejs);
+    Dpp__SessionStatus **ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *ptrs);
+    Dpp__RankStatus **ranks = dpp_xcalloc(m->nsessions + 1, sizeof *ranks);
+    Dpp__RankStatus ***rank_ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *rank_ptrs);
+    for (size_t i = 0; i < m->nsessions; i++) {
+        const dpp_session_t *s = m->sessions[i];
+        if (req->session_id[0] && strcmp(req->session_id, s->id) != 0)
+            continue;
+        ranks[n] = dpp_xcalloc(s->spec.consumers, sizeof **ranks);
+        rank_ptrs[n] = dpp_xcalloc(s->spec.consumers, sizeof **rank_ptrs);
+        fill_status(m, s, &sts[n], &rejs[n], ranks[n], rank_ptrs[n]);
+        ptrs[n] = &sts[n];
+        n++;
+    }
+    size_t nw = dpp_master_live_workers(m), k = 0;
+    Dpp__WorkerStatus *ws = dpp_xcalloc(nw + 1, sizeof *ws);
+    Dpp__WorkerStatus **wptrs = dpp_xcalloc(nw + 1, sizeof *wptrs);
+    int64_t now = dpp_now_ms();
+    for (peer_t *w = m->peers; w && k < nw; w = w->next) {
+        if (w->role != ROLE_WORKER || w->worker_id == 0)
+            continue;
+        dpp__worker_status__init(&ws[k]);
+        ws[k].worker_id = w->worker_id;
+        ws[k].data_addr = w->data_addr;
+        ws[k].threads = w->threads;
+        ws[k].splits_leased = worker_leases(m, w->worker_id);
+        ws[k].silent_ms = (uint32_t)(now - w->last_seen_ms);
+        wptrs[k] = &ws[k];
+        k++;
+    }
+    if (req->session_id[0] && n == 0) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+    } else {
+        Dpp__StatusReply reply = DPP__STATUS_REPLY__INIT;
+        reply.n_sessions = n;
+        reply.sessions = ptrs;
+        reply.n_workers = k;
+        reply.workers = wptrs;
+        dpp_conn_send(&p->conn, DPP_MSG_STATUS_REPLY, &reply.base);
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(ranks[i]);
+        free(rank_ptrs[i]);
+    }
+    free(ranks);
+    free(rank_ptrs);
+    free(ws);
+    free(wptrs);
+    free(ptrs);
+    free(rejs);
+    free(sts);
+}
+
+void dpp_master_ctl_cancel(peer_t *p, const Dpp__CancelRequest *req)
+{
+    dpp_session_t *s = dpp_master_find_session(p->m, req->session_id);
+    if (s == NULL) {
+        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        return;
+    }
+    Dpp__CancelReply r = DPP__CANCEL_REPLY__INIT;
+    r.session_id = s->id;
+    r.state = (char *)dpp_session_state_name(s->state);
+    if (s->state == SESSION_INDEXING || s->state == SESSION_RUNNING) {
+        dpp_master_fail_session(p->m, s, "cause=cancel", "cancelled (dppctl cancel)");
+        p->m->n.cancels++;
+    }
+    dpp_conn_send(&p->conn, DPP_MSG_CANCEL_REPLY, &r.base);
+}

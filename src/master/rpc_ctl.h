@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's dppctl requests: submit, status, cancel. Each answers on the
+ * peer's connection (a reply or an error frame). Loop thread only. */
+#ifndef DPP_MASTER_RPC_CTL_H
+#define DPP_MASTER_RPC_CTL_H
+
+#include "dpp.pb-c.h"
+#include "master_internal.h"
+
+/* Validates a spec, lists its files, journals the new session and replies
+ * with its id; a spec that cannot run is refused with the reason. */
+void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req);
+
+/* Replies with the state of one session (or all) and of the workers. */
+void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req);
+
+/* Ends a session that is indexing or running: it fails with "cancelled"
+ * (journaled), so its clients learn it and nothing more of it is leased. A
+ * session already over is left as it is. */
+void dpp_master_ctl_cancel(peer_t *p, const Dpp__CancelRequest *req);
+
+#endif

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The master's worker requests: registration and heartbeats, lease
+ * requests, and the SPLIT_DONE and INDEX_DONE answers to leases. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "dpp/error.h"
+#include "index_cache.h"
+#include "lease.h"
+#include "persist.h"
+#include "rpc_worker.h"
+#include "wire/conn.h"
+#include "wire/net.h"
+
+static void add_rejects(dpp_rejects_t *r, const Dpp__Rejects *in)
+{
+    if (in == NULL)
+        return;
+    r->corrupt += in->corrupt;
+    r->truncated += in->truncated;
+    r->too_big += in->too_big;
+    r->example += in->example;
+    r->missing += in->missing;
+    r->type += in->type;
+}
+
+void dpp_master_worker_register(peer_t *p, const Dpp__RegisterRequest *req)
+{
+    dpp_master_t *m = p->m;
+    struct sockaddr_storage ss;
+    if (p->worker_id != 0 || dpp_addr_parse(req->data_addr, &ss) != 0) {
+        dpp_conn_send_error(&p->conn, DPP_EINVAL, "register: bad data address \"%s\"",
+                            req->data_addr);
+        dpp_conn_close(&p->conn, DPP_EINVAL);
+        return;
+    }
+    p->worker_id = ++m->next_worker_id;
+    snprintf(p->data_addr, sizeof p->data_addr, "%s", req->data_addr);
+    p->threads = req->threads;
+    p->last_seen_ms = dpp_now_ms();
+    DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u", p->worker_id,
+             p->conn.peer, p->data_addr, req->threads);
+    Dpp__RegisterReply reply = DPP__REGISTER_REPLY__INIT;
+    reply.worker_id = p->worker_id;
+    reply.heartbeat_ms = m->heartbeat_ms;
+    reply.lease_timeout_ms = m->worker_timeout_ms;
+    dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
+}
+
+void dpp_master_worker_heartbeat(peer_t *p)
+{
+    Dpp__Heartbeat echo = DPP__HEARTBEAT__INIT;
+    echo.worker_id = p->worker_id;
+    dpp_conn_send(&p->conn, DPP_MSG_HEARTBEAT, &echo.base);
+}
+
+void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
+{
+    unsigned want = req->max_leases;
+    if (p->lease_want == 0)
+        p->lease_since_ns = dpp_now_ns();
+    p->lease_want = want > 64 ? 64 : want;
+    dpp_master_grant_leases(p->m);
+}
+
+void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
+{
+    dpp_master_t *m = p->m;
+    dpp_session_t *s = NULL;
+    size_t i = 0;
+    dpp_split_done_t done = dpp_master_split_done(m, msg->session_id, msg->split_id, msg->lease_id,
+                                                  p->worker_id, &s, &i);
+    if (done == DPP_SPLIT_DONE_IGNORED)
+        return;
+    add_rejects(&s->rejects, msg->rejects);
+    add_rejects(&m->n.rejects, msg->rejects);
+    s->rows_filtered += msg->rows_filtered;
+    s->rows_produced += msg->rows;
+    m->n.rows_filtered += msg->rows_filtered;
+    m->n.rows_produced += msg->rows;
+    m->n.bytes_read += msg->bytes_read;
+    if (done == DPP_SPLIT_DONE_COUNTED)
+        return;
+    if (msg->error_code != 0) {
+        dpp_master_fail_session(m, s, "cause=split", msg->error_message);
+        return;
+    }
+    dpp_master_split_produced(s, i, msg->rows);
+    DPP_DEBUG("split_produced session=%s epoch=%u split=%zu rows=%" PRIu64 " blocks=%u", s->id,
+              s->epoch, i, msg->rows, msg->blocks);
+}
+
+void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
+{
+    dpp_master_t *m = p->m;
+    size_t i;
+    dpp_session_t *s = dpp_master_index_lease(m, msg->lease_id, p->worker_id, &i);
+    if (s == NULL)
+        return;
+    dpp_file_t *f = &s->files[i];
+    if (msg->error_code != 0) {
+        dpp_master_fail_session(m, s, "cause=index", msg->error_message);
+        return;
+    }
+    if (msg->n_boundaries == 0 || msg->n_boundaries - 1 > msg->records ||
+        (msg->records > 0 &&
+         msg->n_boundaries - 1 != (msg->records + s->spec.split_rows - 1) / s->spec.split_rows)) {
+        char text[512];
+        snprintf(text, sizeof text, "file %s: worker sent an inconsistent index", f->rel_path);
+        dpp_master_fail_session(m, s, "cause=index", text);
+        return;
+    }
+    add_rejects(&s->rejects, msg->rejects);
+    if (msg->reject_detail[0]) {
+        char q[600];
+        DPP_WARN("file_tail_rejected session=%s file=%s detail=%s", s->id, f->rel_path,
+                 dpp_log_quote(msg->reject_detail, q, sizeof q));
+        if (s->spec.on_corrupt_fail) {
+            char text[1100];
+            snprintf(text, sizeof text, "%s (on_corrupt: fail)", msg->reject_detail);
+            dpp_master_fail_session(m, s, "cause=corrupt", text);
+            return;
+        }
+    }
+    /* The worker saw the file as it is now; trust its size and mtime for the
+     * cache only if they match what the session listed. */
+    Dpp__JournalIndexed ji = DPP__JOURNAL_INDEXED__INIT;
+    ji.session_id = s->id;
+    ji.file = (uint32_t)i;
+    ji.records = msg->records;
+    ji.n_boundaries = msg->n_boundaries;
+    ji.boundaries = msg->boundaries;
+    dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_INDEXED, &ji.base);
+    if (dpp_master_journal_put(m, &rec, 1) != 0)
+        return;
+    int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
+    if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
+        dpp_master_index_cache_put(m, f, s->spec.split_rows);
+    m->n.index_done++;
+    DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
+              f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);
+    if (s->state != SESSION_INDEXING)
+        DPP_INFO("session_planned session=%s files=%zu splits=%zu state=%s", s->id, s->nfiles,
+                 s->nsplits, dpp_session_state_name(s->state));
+    if (planned)
+        dpp_master_grant_leases(m);
+    dpp_master_maybe_compact(m);
+}
+
+void dpp_master_worker_timeouts(dpp_master_t *m, int64_t now_ms)
+{
+    for (peer_t *p = m->peers; p; p = p->next) {
+        if (p->role == ROLE_WORKER && p->worker_id != 0 &&
+            now_ms - p->last_seen_ms > (int64_t)m->worker_timeout_ms) {
+            DPP_WARN("worker_timeout worker=%" PRIu64 " silent_ms=%" PRId64, p->worker_id,
+                     now_ms - p->last_seen_ms);
+            dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
+        }
+    }
+}

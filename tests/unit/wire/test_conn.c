@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: Apache-2.0
+// Back-pressure of the framed connection on one libuv loop over 127.0.0.1:
+// a receiver that stops reading until the sender's kernel buffers are full
+// loses nothing, frames over the receiver's limits close it with
+// DPP_EFRAMESIZE, and a payload's free callback runs exactly once however
+// its write ends.
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "dpp.pb-c.h"
+#include "dpp/error.h"
+#include "wire/conn.h"
+#include "wire/frame.h"
+
+#define WATCHDOG_MS 3000
+#define PAYLOAD_LEN (16u * 1024)
+#define MAX_FRAMES 4096 /* far more than loopback buffers of 64 KiB hold */
+#define BUF_SIZE (64 * 1024)
+
+static uint8_t payload[PAYLOAD_LEN];
+
+/* A sender connected to a receiver accepted from a listening socket. */
+typedef struct pair {
+    uv_loop_t loop;
+    uv_tcp_t server;
+    uv_timer_t watchdog;
+    int expired;
+    struct sockaddr_storage addr;
+    dpp_frame_limits_t rx_limits; /* applied to the receiver on accept */
+    int rx_pause;                 /* dpp_conn_read_stop() on accept */
+    dpp_conn_t rx, tx;
+    int rx_inited, tx_connected;
+    /* receiver */
+    int rx_frames;
+    uint64_t rx_next_seq;
+    int rx_disorder; /* frames out of order or with damaged payload */
+    int rx_closed, rx_close_error;
+    /* sender */
+    int tx_errors, tx_error_code;
+    char tx_error_text[256];
+    int tx_closed, tx_close_error;
+    int frees[MAX_FRAMES]; /* free callbacks by frame */
+    int frees_total;
+} pair_t;
+
+static void on_watchdog(uv_timer_t *t)
+{
+    pair_t *p = t->data;
+    p->expired = 1;
+}
+
+/* Runs the loop until cond holds; fails the test after WATCHDOG_MS. */
+#define RUN_UNTIL(p, cond)                                                                         \
+    do {                                                                                           \
+        (p)->expired = 0;                                                                          \
+        uv_timer_start(&(p)->watchdog, on_watchdog, WATCHDOG_MS, 0);                               \
+        while (!(cond) && !(p)->expired)                                                           \
+            uv_run(&(p)->loop, UV_RUN_ONCE);                                                       \
+        uv_timer_stop(&(p)->watchdog);                                                             \
+        if (!(cond))                                                                               \
+            fail_msg("timed out waiting for %s", #cond);                                           \
+    } while (0)
+
+static void on_rx_frame(dpp_conn_t *c, const dpp_frame_t *f)
+{
+    pair_t *p = c->data;
+    p->rx_frames++;
+    if (f->type != DPP_MSG_HEARTBEAT)
+        return;
+    Dpp__Heartbeat *hb = (Dpp__Heartbeat *)dpp_frame_unpack(f);
+    assert_non_null(hb);
+    if (hb->worker_id != p->rx_next_seq || f->payload_len != PAYLOAD_LEN ||
+        memcmp(f->payload, payload, PAYLOAD_LEN) != 0)
+        p->rx_disorder++;
+    p->rx_next_seq = hb->worker_id + 1;
+    protobuf_c_message_free_unpacked(&hb->base, NULL);
+}
+
+static void on_rx_close(dpp_conn_t *c)
+{
+    pair_t *p = c->data;
+    p->rx_closed = 1;
+    p->rx_close_error = c->error;
+}
+
+static void on_tx_frame(dpp_conn_t *c, const dpp_frame_t *f)
+{
+    pair_t *p = c->data;
+    assert_int_equal(f->type, DPP_MSG_ERROR);
+    Dpp__Error *e = (Dpp__Error *)dpp_frame_unpack(f);
+    assert_non_null(e);
+    p->tx_errors++;
+    p->tx_error_code = e->code;
+    snprintf(p->tx_error_text, sizeof p->tx_error_text, "%s", e->message);
+    protobuf_c_message_free_unpacked(&e->base, NULL);
+}
+
+static void on_tx_close(dpp_conn_t *c)
+{
+    pair_t *p = c->data;
+    p->tx_closed = 1;
+    p->tx_close_error = c->error;
+}
+
+static void on_tx_connect(dpp_conn_t *c, int status)
+{
+    pair_t *p = c->data;
+    assert_int_equal(status, 0);
+    int size = BUF_SIZE;
+    assert_int_equal(uv_send_buffer_size((uv_handle_t *)&c->tcp, &size), 0);
+    p->tx_connected = 1;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    pair_t *p = server->data;
+    assert_int_equal(status, 0);
+    assert_false(p->rx_inited);
+    assert_int_equal(dpp_conn_init(&p->loop, &p->rx, on_rx_frame, on_rx_close, p), 0);
+    p->rx_inited = 1;
+    p->rx.limits = p->rx_limits;
+    assert_int_equal(dpp_conn_accept(server, &p->rx), 0);
+    if (p->rx_pause)
+        dpp_conn_read_stop(&p->rx);
+}
+
+static void on_payload_free(void *data, void *arg)
+{
+    int *slot = arg;
+    assert_ptr_equal(data, payload);
+    (*slot)++;
+}
+
+static pair_t *pair_start(int rx_pause, uint32_t max_msg, uint32_t max_payload)
+{
+    pair_t *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < PAYLOAD_LEN; i++)
+        payload[i] = (uint8_t)(i * 7 + 3);
+    assert_int_equal(uv_loop_init(&p->loop), 0);
+    assert_int_equal(uv_timer_init(&p->loop, &p->watchdog), 0);
+    p->watchdog.data = p;
+    p->rx_pause = rx_pause;
+    dpp_frame_limits_default(&p->rx_limits);
+    if (max_msg)
+        p->rx_limits.max_msg = max_msg;
+    if (max_payload)
+        p->rx_limits.max_payload = max_payload;
+
+    assert_int_equal(uv_tcp_init(&p->loop, &p->server), 0);
+    p->server.data = p;
+    struct sockaddr_in sin;
+    assert_int_equal(uv_ip4_addr("127.0.0.1", 0, &sin), 0);
+    assert_int_equal(uv_tcp_bind(&p->server, (struct sockaddr *)&sin, 0), 0);
+    int size = BUF_SIZE; /* inherited by the accepted socket */
+    assert_int_equal(uv_recv_buffer_size((uv_handle_t *)&p->server, &size), 0);
+    assert_int_equal(uv_listen((uv_stream_t *)&p->server, 8, on_connection), 0);
+    int len = sizeof p->addr;
+    assert_int_equal(uv_tcp_getsockname(&p->server, (struct sockaddr *)&p->addr, &len), 0);
+
+    assert_int_equal(dpp_conn_init(&p->loop, &p->tx, on_tx_frame, on_tx_close, p), 0);
+    assert_int_equal(dpp_conn_connect(&p->tx, (struct sockaddr *)&p->addr, on_tx_connect), 0);
+    RUN_UNTIL(p, p->tx_connected && p->rx_inited);
+    return p;
+}
+
+/* Closes every handle; the loop must then have none left. */
+static void pair_finish(pair_t *p)
+{
+    dpp_conn_close(&p->tx, 0);
+    if (p->rx_inited)
+        dpp_conn_close(&p->rx, 0);
+    uv_close((uv_handle_t *)&p->server, NULL);
+    uv_close((uv_handle_t *)&p->watchdog, NULL);
+    assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+    assert_true(p->tx_closed);
+    assert_true(!p->rx_inited || p->rx_closed);
+    assert_int_equal(uv_loop_close(&p->loop), 0);
+    free(p);
+}
+
+/* Frame seq: a Heartbeat naming it, then the shared payload. */
+static int send_seq(pair_t *p, int seq)
+{
+    Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+    hb.worker_id = (uint64_t)seq;
+    return dpp_conn_send_payload(&p->tx, DPP_MSG_HEARTBEAT, &hb.base, payload, PAYLOAD_LEN,
+                                 on_payload_free, &p->frees[seq]);
+}
+
+static size_t seq_bytes(int seq)
+{
+    Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+    hb.worker_id = (uint64_t)seq;
+    return DPP_FRAME_HEADER_SIZE + protobuf_c_message_get_packed_size(&hb.base) + PAYLOAD_LEN;
+}
+
+/* Sends frames first, first + 1, ... while the receiver does not read,
+ * until the kernel takes no more: bytes stay queued in libuv across loop
+ * turns. Returns the next frame's number. */
+static int fill(pair_t *p, int first)
+{
+    int sent = first;
+    for (;;) {
+        assert_true(sent < MAX_FRAMES - 16);
+        assert_int_equal(send_seq(p, sent), 0);
+        sent++;
+        uv_run(&p->loop, UV_RUN_NOWAIT);
+        if (p->tx.queued > 0 && uv_stream_get_write_queue_size((uv_stream_t *)&p->tx.tcp) > 0)
+            break;
+    }
+    /* it stays so: nothing more is written while the receiver sleeps */
+    size_t queued = p->tx.queued;
+    for (int i = 0; i < 20; i++)
+        uv_run(&p->loop, UV_RUN_NOWAIT);
+    assert_int_equal(p->tx.queued, queued);
+    assert_true(queued > 0);
+    return sent;
+}
+
+static int frees_sum(const pair_t *p, int n, int *max_each)
+{
+    int sum = 0;
+    *max_each = 0;
+    for (int i = 0; i < n; i++) {
+        sum += p->frees[i];
+        if (p->frees[i] > *max_each)
+            *max_each = p->frees[i];
+    }
+    return sum;
+}
+
+/* ---- back-pressure ---- */
+
+static void test_read_stop_start(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start(1, 0, 0);
+    int sent = fill(p, 0);
+    assert_true(sent >= 2);
+    assert_int_equal(p->rx_frames, 0); /* the receiver read nothing */
+    assert_false(p->rx.reading);
+
+    /* more frames only queue, each counted in full */
+    size_t queued = p->tx.queued;
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(send_seq(p, sent), 0);
+        queued += seq_bytes(sent);
+        sent++;
+        assert_int_equal(p->tx.queued, queued);
+    }
+    uv_run(&p->loop, UV_RUN_NOWAIT);
+    assert_int_equal(p->rx_frames, 0);
+    int max_each;
+    int freed = frees_sum(p, sent, &max_each);
+    assert_true(freed < sent); /* queued payloads are not released yet */
+    assert_true(max_each <= 1);
+
+    assert_int_equal(dpp_conn_read_start(&p->rx), 0);
+    assert_true(p->rx.reading);
+    RUN_UNTIL(p, p->rx_frames == sent && p->tx.queued == 0);
+    assert_int_equal(p->rx_next_seq, (uint64_t)sent);
+    assert_int_equal(p->rx_disorder, 0);
+    assert_int_equal(frees_sum(p, sent, &max_each), sent);
+    assert_int_equal(max_each, 1);
+    assert_false(p->rx_closed);
+    assert_false(p->tx_closed);
+    assert_int_equal(p->tx_errors, 0);
+
+    /* stop and start again mid-stream */
+    dpp_conn_read_stop(&p->rx);
+    assert_false(p->rx.reading);
+    int first = sent;
+    sent = fill(p, first);
+    assert_int_equal(p->rx_frames, first);
+    assert_int_equal(dpp_conn_read_start(&p->rx), 0);
+    RUN_UNTIL(p, p->rx_frames == sent && p->tx.queued == 0);
+    assert_int_equal(p->rx_next_seq, (uint64_t)sent);
+    assert_int_equal(p->rx_disorder, 0);
+    assert_int_equal(frees_sum(p, sent, &max_each), sent);
+    assert_int_equal(max_each, 1);
+    pair_finish(p);
+}
+
+/* ---- limits ---- */
+
+static int send_submit(pair_t *p, size_t spec_len, uint32_t payload_len)
+{
+    char *spec = malloc(spec_len + 1);
+    assert_non_null(spec);
+    memset(spec, 's', spec_len);
+    spec[spec_len] = '\0';
+    Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
+    req.spec_json = spec;
+    int rc = dpp_conn_send_payload(&p->tx, DPP_MSG_SUBMIT, &req.base, payload_len ? payload : NULL,
+                                   payload_len, NULL, NULL);
+    free(spec);
+    return rc;
+}
+
+static void expect_framesize(pair_t *p, int frames_before)
+{
+    RUN_UNTIL(p, p->rx_closed && p->tx_closed);
+    assert_int_equal(p->rx_close_error, DPP_EFRAMESIZE);
+    assert_int_equal(p->rx_frames, frames_before);
+    assert_int_equal(p->tx_errors, 1);
+    assert_int_equal(p->tx_error_code, DPP_EFRAMESIZE);
+    assert_string_equal(p->tx_error_text, "frame exceeds the size limit");
+    assert_int_equal(p->tx_close_error, DPP_ECLOSED);
+}
+
+static void test_oversized_message(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start(0, 1024, 0);
+    /* tag, two length bytes and 1021 characters: exactly the limit */
+    Dpp__SubmitRequest probe = DPP__SUBMIT_REQUEST__INIT;
+    char spec[1022];
+    memset(spec, 's', 1021);
+    spec[1021] = '\0';
+    probe.spec_json = spec;
+    assert_int_equal(protobuf_c_message_get_packed_size(&probe.base), 1024);
+    assert_int_equal(send_submit(p, 1021, 0), 0);
+    RUN_UNTIL(p, p->rx_frames == 1);
+    assert_false(p->rx_closed);
+    /* one byte more is refused */
+    assert_int_equal(send_submit(p, 1022, 0), 0);
+    expect_framesize(p, 1);
+    pair_finish(p);
+}
+
+static void test_oversized_payload(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start(0, 0, 4096);
+    assert_int_equal(send_submit(p, 10, 4096), 0);
+    RUN_UNTIL(p, p->rx_frames == 1);
+    assert_int_equal(send_submit(p, 10, 4097), 0);
+    expect_framesize(p, 1);
+    pair_finish(p);
+}
+
+/* The header alone decides: the receiver does not wait for (or buffer) a
+ * body it will refuse. */
+static void test_oversized_header_only(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start(0, 1024, 0);
+    uint8_t h[DPP_FRAME_HEADER_SIZE];
+    dpp_frame_header_encode(h, DPP_MSG_SUBMIT, 64u << 20, 0);
+    uv_buf_t b = uv_buf_init((char *)h, sizeof h);
+    assert_int_equal(uv_try_write((uv_stream_t *)&p->tx.tcp, &b, 1), (int)sizeof h);
+    expect_framesize(p, 0);
+    pair_finish(p);
+}
+
+/* ---- the payload's free callback ---- */
+
+static void test_free_on_close_before_write(void **state)
+{
+    (void)state;
+    /* the write may have reached the kernel, its callback has not run */
+    pair_t *p = pair_start(1, 0, 0);
+    assert_int_equal(send_seq(p, 0), 0);
+    assert_int_equal(p->frees[0], 0);
+    dpp_conn_close(&p->tx, 0);
+    assert_int_equal(p->frees[0], 0);
+    RUN_UNTIL(p, p->tx_closed);
+    assert_int_equal(p->frees[0], 1);
+    pair_finish(p);
+}
+
+static void test_free_on_close_while_queued(void **state)
+{
+    (void)state;
+    /* the kernel is full: every later write is still in libuv's queue */
+    pair_t *p = pair_start(1, 0, 0);
+    int sent = fill(p, 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(send_seq(p, sent++), 0);
+    int max_each;
+    assert_true(frees_sum(p, sent, &max_each) < sent);
+    dpp_conn_close(&p->tx, 0);
+    RUN_UNTIL(p, p->tx_closed);
+    assert_int_equal(frees_sum(p, sent, &max_each), sent);
+    assert_int_equal(max_each, 1);
+    assert_int_equal(p->tx_close_error, 0);
+
+    /* on a closing connection the send fails and frees at once */
+    pair_t *q = pair_start(0, 0, 0);
+    dpp_conn_close(&q->tx, 0);
+    assert_int_equal(send_seq(q, 0), DPP_ECLOSED);
+    assert_int_equal(q->frees[0], 1);
+    RUN_UNTIL(q, q->tx_closed);
+    assert_int_equal(q->frees[0], 1);
+    pair_finish(q);
+    pair_finish(p);
+}
+
+/* The peer goes away with writes pending: they fail, each frees once, and
+ * the sender closes with the write's error. */
+static void test_free_on_peer_reset(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start(1, 0, 0);
+    int sent = fill(p, 0);
+    dpp_conn_close(&p->rx, 0); /* unread data: the kernel answers with RST */
+    RUN_UNTIL(p, p->tx_closed);
+    int max_each;
+    assert_int_equal(frees_sum(p, sent, &max_each), sent);
+    assert_int_equal(max_each, 1);
+    assert_true(p->tx_close_error < 0);
+    assert_int_not_equal(p->tx_close_error, DPP_EFRAMESIZE);
+    pair_finish(p);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_stop_start),
+        cmocka_unit_test(test_oversized_message),
+        cmocka_unit_test(test_oversized_payload),
+        cmocka_unit_test(test_oversized_header_only),
+        cmocka_unit_test(test_free_on_close_before_write),
+        cmocka_unit_test(test_free_on_close_while_queued),
+        cmocka_unit_test(test_free_on_peer_reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
