@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "wire/frame.h"
+#include "base/reject.h"
 #include "spec/spec.h"
 #include "base/util.h"
 #include "ctl.h"
@@ -54,13 +55,14 @@ static json_t *session_json(const Dpp__SessionStatus *s)
     if (unbounded(s))
         json_object_set_new(o, "epochs", json_string("unbounded"));
     const Dpp__Rejects *rj = s->rejects;
-    if (rj)
-        json_object_set_new(o, "rejects",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "corrupt",
-                                      (json_int_t)rj->corrupt, "truncated",
-                                      (json_int_t)rj->truncated, "too_big", (json_int_t)rj->too_big,
-                                      "example", (json_int_t)rj->example, "missing",
-                                      (json_int_t)rj->missing, "type", (json_int_t)rj->type));
+    if (rj) {
+        json_t *by = json_object();
+#define TO_JSON(name, code, words)                                                                 \
+    json_object_set_new(by, #name, json_integer((json_int_t)rj->name));
+        DPP_REJECT_REASONS(TO_JSON)
+#undef TO_JSON
+        json_object_set_new(o, "rejects", by);
+    }
     json_t *ranks = json_array();
     for (size_t i = 0; i < s->n_ranks; i++) {
         const Dpp__RankStatus *r = s->ranks[i];

@@ -75,6 +75,7 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     l->session_id = (char *)s->id;
     l->split_id = (uint32_t)t->i;
     l->spec_json = s->spec_json;
+    l->format = (char *)dpp_format_names[s->spec.format];
     if (t->index) {
         const dpp_file_t *f = &s->files[t->i];
         l->kind = DPP__LEASE__KIND__INDEX;
@@ -121,8 +122,8 @@ static void count_lease_latency(dpp_master_t *m, double secs)
 
 void dpp_master_grant_leases(dpp_master_t *m)
 {
-    for (peer_t *p = m->peers; p; p = p->next) {
-        if (p->role != ROLE_WORKER || p->lease_want == 0 || p->conn.closing)
+    for (peer_t *p = first_peer(m); p; p = next_peer(p)) {
+        if (peer_role(p) != ROLE_WORKER || p->lease_want == 0 || p->base.conn.closing)
             continue;
         dpp_lease_pick_t *picks = dpp_xcalloc(p->lease_want, sizeof *picks);
         Dpp__Lease *leases = dpp_xcalloc(p->lease_want, sizeof *leases);
@@ -139,7 +140,7 @@ void dpp_master_grant_leases(dpp_master_t *m)
             reply.leases = ptrs;
             p->lease_want = 0;
             count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
-            dpp_conn_send(&p->conn, DPP_MSG_LEASE_REPLY, &reply.base);
+            dpp_conn_send(&p->base.conn, DPP_MSG_LEASE_REPLY, &reply.base);
         }
         free(ptrs);
         free(leases);

@@ -38,8 +38,8 @@ dpp_session_t *dpp_master_find_session(dpp_master_t *m, const char *id)
 unsigned dpp_master_live_workers(dpp_master_t *m)
 {
     unsigned n = 0;
-    for (peer_t *p = m->peers; p; p = p->next)
-        n += p->role == ROLE_WORKER && p->worker_id != 0;
+    for (peer_t *p = first_peer(m); p; p = next_peer(p))
+        n += peer_role(p) == ROLE_WORKER && p->worker_id != 0;
     return n;
 }
 
@@ -49,7 +49,7 @@ static void on_timer(uv_timer_t *t)
 {
     dpp_master_t *m = dpp_container_of(t, dpp_master_t, timer);
     int64_t now = dpp_now_ms();
-    dpp_master_peers_sweep(m, now);
+    dpp_listener_sweep(&m->lst, now);
     dpp_master_worker_timeouts(m, now);
 }
 
@@ -76,12 +76,8 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
     if (cfg->auth)
         m->auth = *cfg->auth;
-    m->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : 10000;
-    m->idle_ms = cfg->idle_ms ? cfg->idle_ms : 60000;
     m->max_spec_bytes = cfg->max_spec_bytes ? cfg->max_spec_bytes : DPP_SPEC_MAX_BYTES;
     m->max_features = cfg->max_features ? cfg->max_features : DPP_SPEC_MAX_FEATURES;
-    m->max_msg = cfg->max_msg_bytes;
-    m->max_connections = cfg->max_connections ? cfg->max_connections : 1024;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
     m->journal_compact_bytes =
         cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;
@@ -120,27 +116,15 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
             m->sessions[i]->state == SESSION_RUNNING || m->sessions[i]->state == SESSION_INDEXING;
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
-    struct sockaddr_storage ss;
-    rc = dpp_addr_parse(cfg->listen, &ss);
-    if (rc) {
-        DPP_ERROR("bad_listen_address addr=%s", cfg->listen);
-        goto fail_early;
-    }
-    uv_tcp_init(loop, &m->listener);
     uv_timer_init(loop, &m->timer);
-    rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&ss, 0);
-    if (rc == 0)
-        rc = dpp_master_peers_listen(m);
+    rc = dpp_master_peers_listen(m, cfg);
     if (rc) {
-        DPP_ERROR("listen_failed addr=%s error=\"%s\"", cfg->listen, uv_strerror(rc));
         dpp_master_stop(m);
         uv_run(loop, UV_RUN_DEFAULT);
         dpp_master_free(m);
         return rc;
     }
-    int len = sizeof ss;
-    uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &len);
-    dpp_addr_format((struct sockaddr *)&ss, m->addr, sizeof m->addr);
+    snprintf(m->addr, sizeof m->addr, "%s", m->lst.addr);
     uv_timer_start(&m->timer, on_timer, m->heartbeat_ms, m->heartbeat_ms);
     if (cfg->http && (rc = dpp_master_http_start(m, cfg->http)) != 0) {
         dpp_master_stop(m);
@@ -165,9 +149,8 @@ void dpp_master_stop(dpp_master_t *m)
         return;
     m->stopping = 1;
     dpp_master_http_stop(m);
-    uv_close((uv_handle_t *)&m->listener, NULL);
+    dpp_listener_close(&m->lst);
     uv_close((uv_handle_t *)&m->timer, NULL);
-    dpp_master_peers_close(m);
 }
 
 void dpp_master_free(dpp_master_t *m)

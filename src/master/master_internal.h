@@ -12,27 +12,35 @@
 #include <uv.h>
 
 #include "wire/handshake.h"
+#include "daemon/listener.h"
 #include "wire/conn.h"
 #include "journal.h"
 #include "master.h"
 #include "session.h"
 
+/* A peer's role: the index of its HELLO role in the listener's roles
+ * ("ctl", "worker", "client"), plus one; ROLE_NONE before HELLO. */
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
+/* A connection the master accepted (daemon/listener.h owns it). */
 typedef struct peer {
-    dpp_conn_t conn;
+    dpp_peer_t base; /* first: the listener allocates and frees the struct */
     dpp_master_t *m;
-    peer_role_t role;
     uint64_t worker_id;
     char data_addr[64];
     unsigned threads;
     unsigned lease_want;     /* a LeaseRequest waits for splits */
     uint64_t lease_since_ns; /* when that request arrived */
-    int64_t last_seen_ms;
-    int64_t accepted_ms;   /* for the handshake timeout */
-    dpp_auth_state_t auth; /* pending: AUTH must come next */
-    struct peer *prev, *next;
 } peer_t;
+
+static inline peer_role_t peer_role(const peer_t *p)
+{
+    return (peer_role_t)(p->base.hs.role + 1);
+}
+
+/* Every open peer: for (peer_t *p = first_peer(m); p; p = next_peer(p)). */
+#define first_peer(m) ((peer_t *)(m)->lst.peers)
+#define next_peer(p) ((peer_t *)(p)->base.next)
 
 /* Split boundaries of files already indexed, so that a later session on the
  * same unchanged files needs no index task. Keyed by path, size, mtime and
@@ -69,7 +77,7 @@ extern const double dpp_lease_bounds[DPP_LEASE_BUCKETS];
 
 struct dpp_master {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    dpp_listener_t lst; /* every connection: dppctl, workers, clients */
     uv_timer_t timer;
     char **roots;
     size_t nroots;
@@ -79,7 +87,6 @@ struct dpp_master {
     int lock_fd;
     dpp_session_t **sessions;
     size_t nsessions;
-    peer_t *peers;
     index_entry_t *index_cache;
     dpp_journal_t *journal;
     size_t journal_compact_bytes;
@@ -88,12 +95,8 @@ struct dpp_master {
     int failed; /* stopped by an error (the journal): exit non-zero */
     dpp_master_counters_t n;
     dpp_auth_t auth; /* copied from the config; the token is the caller's */
-    unsigned handshake_ms, idle_ms, max_connections;
     size_t max_spec_bytes;
     unsigned max_features;
-    uint32_t max_msg; /* frames' message bytes; 0: the default */
-    size_t npeers;
-    uint64_t auth_failures, refused_connections, handshake_timeouts, idle_timeouts;
     struct dpp_http *http; /* --http, NULL when not serving */
 };
 

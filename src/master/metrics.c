@@ -40,26 +40,11 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_sessions_submitted_total", "Sessions accepted.",
                         n->sessions_submitted);
 
-    size_t workers = 0, by_role[4] = {0};
-    for (peer_t *p = ms->peers; p; p = p->next) {
-        by_role[p->role]++;
-        workers += p->role == ROLE_WORKER && p->worker_id != 0;
-    }
+    size_t workers = 0;
+    for (peer_t *p = first_peer(ms); p; p = next_peer(p))
+        workers += peer_role(p) == ROLE_WORKER && p->worker_id != 0;
     dpp_metrics_gauge(m, "dpp_workers", "Registered workers.", (double)workers);
-    static const char *const roles[] = {"handshake", "ctl", "worker", "client"};
-    dpp_metrics_family(m, "dpp_connections", DPP_METRIC_GAUGE, "Open connections by role.");
-    for (int r = 0; r < 4; r++) {
-        l[0] = (dpp_metrics_label_t){"role", roles[r]};
-        dpp_metrics_sample_u64(m, "dpp_connections", l, 1, by_role[r]);
-    }
-    dpp_metrics_counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
-                        ms->refused_connections);
-    dpp_metrics_counter(m, "dpp_auth_failures_total", "Peers refused for a wrong or missing token.",
-                        ms->auth_failures);
-    dpp_metrics_counter(m, "dpp_handshake_timeouts_total",
-                        "Peers closed for not finishing HELLO/AUTH.", ms->handshake_timeouts);
-    dpp_metrics_counter(m, "dpp_idle_timeouts_total",
-                        "dppctl and client connections closed for silence.", ms->idle_timeouts);
+    dpp_listener_metrics(&ms->lst, m);
 
     dpp_metrics_counter(m, "dpp_splits_leased_total", "Split leases granted.", n->splits_leased);
     dpp_metrics_counter(m, "dpp_splits_done_total", "Splits consumed by their clients.",

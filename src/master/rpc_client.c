@@ -19,12 +19,12 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     dpp_master_t *m = p->m;
     dpp_session_t *s = dpp_master_find_session(m, req->session_id);
     if (s == NULL) {
-        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
         return;
     }
     if (req->rank >= s->spec.consumers) {
-        dpp_conn_send_error(&p->conn, DPP_ERANK, "rank %u: session %s has %u consumers", req->rank,
-                            s->id, s->spec.consumers);
+        dpp_conn_send_error(&p->base.conn, DPP_ERANK, "rank %u: session %s has %u consumers",
+                            req->rank, s->id, s->spec.consumers);
         return;
     }
     if (req->resume) {
@@ -40,7 +40,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
         if (rc == 0)
             rc = dpp_session_resume(s, req->rank, req->resume_epoch, req->resume_seq);
         if (rc) {
-            dpp_conn_send_error(&p->conn, rc,
+            dpp_conn_send_error(&p->base.conn, rc,
                                 "rank %u of session %s cannot resume at epoch %u split %u%s",
                                 req->rank, s->id, req->resume_epoch, req->resume_seq,
                                 rc == DPP_ETOKEN ? ": not a position of this session" : "");
@@ -94,12 +94,12 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     }
     r.label_name = s->spec.label;
     r.workers = dpp_xcalloc(dpp_master_live_workers(m) + 1, sizeof(char *));
-    for (peer_t *w = m->peers; w; w = w->next)
-        if (w->role == ROLE_WORKER && w->worker_id != 0)
+    for (peer_t *w = first_peer(m); w; w = next_peer(w))
+        if (peer_role(w) == ROLE_WORKER && w->worker_id != 0)
             r.workers[r.n_workers++] = w->data_addr;
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
-    dpp_conn_send(&p->conn, DPP_MSG_ATTACH_REPLY, &r.base);
+    dpp_conn_send(&p->base.conn, DPP_MSG_ATTACH_REPLY, &r.base);
     /* new splits may have come into a resumed or faster-prefetching rank's
      * reach as well */
     newly_present |= req->resume || req->prefetch_splits > 0;

@@ -97,15 +97,16 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
              s->spec.epochs, s->spec.consumers);
     Dpp__SubmitReply reply = DPP__SUBMIT_REPLY__INIT;
     reply.session_id = s->id;
-    dpp_conn_send(&p->conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
+    dpp_conn_send(&p->base.conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
     dpp_master_grant_leases(m);
     dpp_master_maybe_compact(m);
     return;
 
 reject:;
     char q[DPP_SPEC_ERRLEN + 64];
-    DPP_INFO("session_rejected peer=%s error=%s", p->conn.peer, dpp_log_quote(err, q, sizeof q));
-    dpp_conn_send_error(&p->conn, rc, "%s", err);
+    DPP_INFO("session_rejected peer=%s error=%s", p->base.conn.peer,
+             dpp_log_quote(err, q, sizeof q));
+    dpp_conn_send_error(&p->base.conn, rc, "%s", err);
     dpp_spec_close(&spec);
     free(table_path);
     dpp_table_files_free(files, nfiles);
@@ -114,12 +115,9 @@ reject:;
 static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)
 {
     dpp__rejects__init(out);
-    out->corrupt = r->corrupt;
-    out->truncated = r->truncated;
-    out->too_big = r->too_big;
-    out->example = r->example;
-    out->missing = r->missing;
-    out->type = r->type;
+#define TO_WIRE(name, code, words) out->name = r->name;
+    DPP_REJECT_REASONS(TO_WIRE)
+#undef TO_WIRE
 }
 
 /* st points into s and rej; both must outlive the send. */
@@ -201,27 +199,27 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
     Dpp__WorkerStatus *ws = dpp_xcalloc(nw + 1, sizeof *ws);
     Dpp__WorkerStatus **wptrs = dpp_xcalloc(nw + 1, sizeof *wptrs);
     int64_t now = dpp_now_ms();
-    for (peer_t *w = m->peers; w && k < nw; w = w->next) {
-        if (w->role != ROLE_WORKER || w->worker_id == 0)
+    for (peer_t *w = first_peer(m); w && k < nw; w = next_peer(w)) {
+        if (peer_role(w) != ROLE_WORKER || w->worker_id == 0)
             continue;
         dpp__worker_status__init(&ws[k]);
         ws[k].worker_id = w->worker_id;
         ws[k].data_addr = w->data_addr;
         ws[k].threads = w->threads;
         ws[k].splits_leased = worker_leases(m, w->worker_id);
-        ws[k].silent_ms = (uint32_t)(now - w->last_seen_ms);
+        ws[k].silent_ms = (uint32_t)(now - w->base.last_seen_ms);
         wptrs[k] = &ws[k];
         k++;
     }
     if (req->session_id[0] && n == 0) {
-        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
     } else {
         Dpp__StatusReply reply = DPP__STATUS_REPLY__INIT;
         reply.n_sessions = n;
         reply.sessions = ptrs;
         reply.n_workers = k;
         reply.workers = wptrs;
-        dpp_conn_send(&p->conn, DPP_MSG_STATUS_REPLY, &reply.base);
+        dpp_conn_send(&p->base.conn, DPP_MSG_STATUS_REPLY, &reply.base);
     }
     for (size_t i = 0; i < n; i++) {
         free(ranks[i]);
@@ -240,7 +238,7 @@ void dpp_master_ctl_cancel(peer_t *p, const Dpp__CancelRequest *req)
 {
     dpp_session_t *s = dpp_master_find_session(p->m, req->session_id);
     if (s == NULL) {
-        dpp_conn_send_error(&p->conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
         return;
     }
     Dpp__CancelReply r = DPP__CANCEL_REPLY__INIT;
@@ -250,5 +248,5 @@ void dpp_master_ctl_cancel(peer_t *p, const Dpp__CancelRequest *req)
         dpp_master_fail_session(p->m, s, "cause=cancel", "cancelled (dppctl cancel)");
         p->m->n.cancels++;
     }
-    dpp_conn_send(&p->conn, DPP_MSG_CANCEL_REPLY, &r.base);
+    dpp_conn_send(&p->base.conn, DPP_MSG_CANCEL_REPLY, &r.base);
 }

@@ -11,6 +11,7 @@
 #include "index_cache.h"
 #include "lease.h"
 #include "persist.h"
+#include "planner.h"
 #include "rpc_worker.h"
 #include "wire/conn.h"
 #include "wire/net.h"
@@ -19,12 +20,9 @@ static void add_rejects(dpp_rejects_t *r, const Dpp__Rejects *in)
 {
     if (in == NULL)
         return;
-    r->corrupt += in->corrupt;
-    r->truncated += in->truncated;
-    r->too_big += in->too_big;
-    r->example += in->example;
-    r->missing += in->missing;
-    r->type += in->type;
+#define FROM_WIRE(name, code, words) r->name += in->name;
+    DPP_REJECT_REASONS(FROM_WIRE)
+#undef FROM_WIRE
 }
 
 void dpp_master_worker_register(peer_t *p, const Dpp__RegisterRequest *req)
@@ -32,29 +30,29 @@ void dpp_master_worker_register(peer_t *p, const Dpp__RegisterRequest *req)
     dpp_master_t *m = p->m;
     struct sockaddr_storage ss;
     if (p->worker_id != 0 || dpp_addr_parse(req->data_addr, &ss) != 0) {
-        dpp_conn_send_error(&p->conn, DPP_EINVAL, "register: bad data address \"%s\"",
+        dpp_conn_send_error(&p->base.conn, DPP_EINVAL, "register: bad data address \"%s\"",
                             req->data_addr);
-        dpp_conn_close(&p->conn, DPP_EINVAL);
+        dpp_conn_close(&p->base.conn, DPP_EINVAL);
         return;
     }
     p->worker_id = ++m->next_worker_id;
     snprintf(p->data_addr, sizeof p->data_addr, "%s", req->data_addr);
     p->threads = req->threads;
-    p->last_seen_ms = dpp_now_ms();
+    p->base.last_seen_ms = dpp_now_ms();
     DPP_INFO("worker_registered worker=%" PRIu64 " peer=%s data_addr=%s threads=%u", p->worker_id,
-             p->conn.peer, p->data_addr, req->threads);
+             p->base.conn.peer, p->data_addr, req->threads);
     Dpp__RegisterReply reply = DPP__REGISTER_REPLY__INIT;
     reply.worker_id = p->worker_id;
     reply.heartbeat_ms = m->heartbeat_ms;
     reply.lease_timeout_ms = m->worker_timeout_ms;
-    dpp_conn_send(&p->conn, DPP_MSG_REGISTER_REPLY, &reply.base);
+    dpp_conn_send(&p->base.conn, DPP_MSG_REGISTER_REPLY, &reply.base);
 }
 
 void dpp_master_worker_heartbeat(peer_t *p)
 {
     Dpp__Heartbeat echo = DPP__HEARTBEAT__INIT;
     echo.worker_id = p->worker_id;
-    dpp_conn_send(&p->conn, DPP_MSG_HEARTBEAT, &echo.base);
+    dpp_conn_send(&p->base.conn, DPP_MSG_HEARTBEAT, &echo.base);
 }
 
 void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
@@ -105,11 +103,13 @@ void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
         dpp_master_fail_session(m, s, "cause=index", msg->error_message);
         return;
     }
-    if (msg->n_boundaries == 0 || msg->n_boundaries - 1 > msg->records ||
-        (msg->records > 0 &&
-         msg->n_boundaries - 1 != (msg->records + s->spec.split_rows - 1) / s->spec.split_rows)) {
+    char why[256];
+    if (!dpp_planner_for(s->spec.format)
+             ->check(msg->records, msg->boundaries, msg->n_boundaries, s->spec.split_rows, why,
+                     sizeof why)) {
         char text[512];
-        snprintf(text, sizeof text, "file %s: worker sent an inconsistent index", f->rel_path);
+        snprintf(text, sizeof text, "file %s: worker sent an inconsistent index: %s", f->rel_path,
+                 why);
         dpp_master_fail_session(m, s, "cause=index", text);
         return;
     }
@@ -152,12 +152,12 @@ void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
 
 void dpp_master_worker_timeouts(dpp_master_t *m, int64_t now_ms)
 {
-    for (peer_t *p = m->peers; p; p = p->next) {
-        if (p->role == ROLE_WORKER && p->worker_id != 0 &&
-            now_ms - p->last_seen_ms > (int64_t)m->worker_timeout_ms) {
+    for (peer_t *p = first_peer(m); p; p = next_peer(p)) {
+        if (peer_role(p) == ROLE_WORKER && p->worker_id != 0 &&
+            now_ms - p->base.last_seen_ms > (int64_t)m->worker_timeout_ms) {
             DPP_WARN("worker_timeout worker=%" PRIu64 " silent_ms=%" PRId64, p->worker_id,
-                     now_ms - p->last_seen_ms);
-            dpp_conn_close(&p->conn, DPP_ETIMEDOUT);
+                     now_ms - p->base.last_seen_ms);
+            dpp_conn_close(&p->base.conn, DPP_ETIMEDOUT);
         }
     }
 }

@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "spec/transform.h"
 #include "dpp/error.h"
+#include "planner.h"
 #include "session.h"
 
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
@@ -122,17 +123,23 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
 static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *nsplits,
                                size_t *rank_first, size_t *rank_count)
 {
+    const dpp_planner_t *planner = dpp_planner_for(s->spec.format);
     uint64_t total = total_records(s);
     size_t ranges = 0;
-    for (size_t i = 0; i < s->nfiles; i++)
-        ranges += s->files[i].nbounds ? s->files[i].nbounds - 1 : 0;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const dpp_file_t *f = &s->files[i];
+        ranges += planner->nranges(f->records, f->bounds, f->nbounds);
+    }
     struct range_ref {
         uint32_t file, b;
     } *of = dpp_xcalloc(ranges + 1, sizeof *of);
     size_t r = 0;
-    for (size_t i = 0; i < s->nfiles; i++)
-        for (size_t b = 0; b + 1 < s->files[i].nbounds; b++)
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const dpp_file_t *f = &s->files[i];
+        size_t nb = planner->nranges(f->records, f->bounds, f->nbounds);
+        for (size_t b = 0; b < nb; b++)
             of[r++] = (struct range_ref){(uint32_t)i, (uint32_t)b};
+    }
     uint32_t *order = dpp_xcalloc(ranges + 1, sizeof *order);
     if (s->spec.shuffle)
         dpp_permute(order, ranges, dpp_shuffle_seed(s->spec.shuffle_seed, epoch, 0));
@@ -150,10 +157,10 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
     uint64_t left = rank_quota(s, total, 0);
     for (r = 0; r < ranges && rank < nr; r++) {
         const dpp_file_t *f = &s->files[of[order[r]].file];
-        size_t b = of[order[r]].b;
-        uint64_t start = (uint64_t)b * s->spec.split_rows;
-        uint64_t end = start + s->spec.split_rows;
-        uint64_t count = (end < f->records ? end : f->records) - start;
+        dpp_range_t range;
+        planner->range(f->records, f->bounds, f->nbounds, s->spec.split_rows, of[order[r]].b,
+                       &range);
+        uint64_t count = range.record_count;
         uint64_t skip = 0;
         while (skip < count && rank < nr) {
             if (left == 0) {
@@ -168,11 +175,11 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
             sp->file = of[order[r]].file;
             sp->rank = rank;
             sp->seq = (uint32_t)rank_count[rank]++;
-            sp->record_start = start;
+            sp->record_start = range.record_start;
             sp->record_skip = skip;
             sp->record_count = take;
-            sp->byte_start = f->bounds[b];
-            sp->byte_end = f->bounds[b + 1];
+            sp->byte_start = range.byte_start;
+            sp->byte_end = range.byte_end;
             skip += take;
             left -= take;
         }
