@@ -10,6 +10,26 @@
 /* The struct that embeds `ptr` as `member` (h2o style). */
 #define dpp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
+/* Intrusive doubly linked lists of structs with `prev` and `next` members,
+ * headed by a pointer (NULL: empty): push at the head, unlink anywhere. */
+#define DPP_DLIST_PUSH(head, node)                                                                 \
+    do {                                                                                           \
+        (node)->prev = NULL;                                                                       \
+        (node)->next = (head);                                                                     \
+        if (head)                                                                                  \
+            (head)->prev = (node);                                                                 \
+        (head) = (node);                                                                           \
+    } while (0)
+#define DPP_DLIST_UNLINK(head, node)                                                               \
+    do {                                                                                           \
+        if ((node)->prev)                                                                          \
+            (node)->prev->next = (node)->next;                                                     \
+        else                                                                                       \
+            (head) = (node)->next;                                                                 \
+        if ((node)->next)                                                                          \
+            (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
+
 /* Monotonic clock in nanoseconds and milliseconds. */
 static inline uint64_t dpp_now_ns(void)
 {

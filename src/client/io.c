@@ -251,14 +251,9 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         free(b);
 }
 
-static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f, const ProtobufCMessage *m)
 {
     wlink_t *l = dpp_container_of(conn, wlink_t, conn);
-    ProtobufCMessage *m = dpp_frame_unpack(f);
-    if (m == NULL) {
-        dpp_conn_close(conn, DPP_EMSG);
-        return;
-    }
     switch (f->type) {
     case DPP_MSG_HELLO_REPLY: {
         if (answer_hello(l->io, conn, &l->auth, (Dpp__HelloReply *)m) != 0)
@@ -285,7 +280,6 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f)
             fail_client(l->io, DPP_EAUTH, ((Dpp__Error *)m)->message);
         dpp_conn_close(conn, f->type == DPP_MSG_ERROR ? ((Dpp__Error *)m)->code : DPP_EMSGTYPE);
     }
-    protobuf_c_message_free_unpacked(m, NULL);
 }
 
 static void on_link_closed(dpp_conn_t *conn)
@@ -297,12 +291,7 @@ static void on_link_closed(dpp_conn_t *conn)
         w->backoff_ms = w->backoff_ms ? (w->backoff_ms >= 2500 ? 5000 : w->backoff_ms * 2) : 100;
         w->next_try_ms = dpp_now_ms() + w->backoff_ms;
     }
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        io->links = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    DPP_DLIST_UNLINK(io->links, l);
     free(l);
 }
 
@@ -374,10 +363,7 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
             free(l);
             continue;
         }
-        l->next = io->links;
-        if (io->links)
-            io->links->prev = l;
-        io->links = l;
+        DPP_DLIST_PUSH(io->links, l);
         if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_worker_connected) != 0)
             dpp_conn_close(&l->conn, DPP_ECLOSED);
     }
@@ -443,15 +429,10 @@ static void fail_client(dpp_client_io_t *io, int err, const char *text)
     pthread_mutex_unlock(&io->core->mu);
 }
 
-static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const ProtobufCMessage *m)
 {
     mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
     dpp_client_io_t *io = ml->io;
-    ProtobufCMessage *m = dpp_frame_unpack(f);
-    if (m == NULL) {
-        dpp_conn_close(conn, DPP_EMSG);
-        return;
-    }
     switch (f->type) {
     case DPP_MSG_HELLO_REPLY:
         if (answer_hello(io, conn, &ml->auth, (Dpp__HelloReply *)m) != 0)
@@ -486,7 +467,6 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     default:
         dpp_conn_close(conn, DPP_EMSGTYPE);
     }
-    protobuf_c_message_free_unpacked(m, NULL);
 }
 
 static void on_master_closed(dpp_conn_t *conn)

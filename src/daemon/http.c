@@ -124,12 +124,7 @@ static void on_conn_handle_closed(uv_handle_t *handle)
     if (--c->open_handles > 0)
         return;
     dpp_http_t *h = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    DPP_DLIST_UNLINK(h->conns, c);
     h->nconns--;
     free(c->body);
     free(c);
@@ -458,10 +453,7 @@ static void on_connection(uv_stream_t *server, int status)
     c->tcp.data = c->timer.data = c;
     c->open_handles = 2;
     c->srv = h;
-    c->next = h->conns;
-    if (h->conns)
-        h->conns->prev = c;
-    h->conns = c;
+    DPP_DLIST_PUSH(h->conns, c);
     h->nconns++;
     h->nhandles++;
     c->state = ST_HEAD;

@@ -17,34 +17,22 @@ static void on_peer_closed(dpp_conn_t *c)
     dpp_listener_t *l = p->lst;
     if (l->cfg.on_close)
         l->cfg.on_close(p);
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        l->peers = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
+    DPP_DLIST_UNLINK(l->peers, p);
     l->npeers--;
     DPP_DEBUG("peer_closed peer=%s reason=\"%s\"", c->peer, dpp_strerror(c->error));
     free(p);
 }
 
-static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f)
+static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMessage *msg)
 {
     dpp_peer_t *p = dpp_container_of(c, dpp_peer_t, conn);
     dpp_listener_t *l = p->lst;
-    ProtobufCMessage *msg = dpp_frame_unpack(f);
-    if (msg == NULL) {
-        dpp_conn_send_error(c, DPP_EMSG, "%s message does not decode", dpp_msg_name(f->type));
-        dpp_conn_close(c, DPP_EMSG);
-        return;
-    }
     p->last_seen_ms = dpp_now_ms();
     int rc = dpp_handshake_serve(c, &p->hs, &l->hs, f->type, msg);
     if (rc == DPP_EAUTH)
         l->auth_failures++;
     if (rc == DPP_HANDSHAKE_PASS)
         l->cfg.on_frame(p, f, msg);
-    protobuf_c_message_free_unpacked(msg, NULL);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -61,10 +49,7 @@ static void on_connection(uv_stream_t *server, int status)
         free(p);
         return;
     }
-    p->next = l->peers;
-    if (l->peers)
-        l->peers->prev = p;
-    l->peers = p;
+    DPP_DLIST_PUSH(l->peers, p);
     l->npeers++;
     p->accepted_ms = p->last_seen_ms = dpp_now_ms();
     if (l->cfg.max_msg)
@@ -146,15 +131,19 @@ void dpp_listener_close(dpp_listener_t *l)
 
 void dpp_listener_metrics(const dpp_listener_t *l, dpp_metrics_t *m)
 {
-    dpp_metrics_counter(m, "dpp_connections_refused_total", "Connections over --max-connections.",
-                        l->refused);
-    dpp_metrics_counter(m, "dpp_auth_failures_total", "Peers refused for a wrong or missing token.",
-                        l->auth_failures);
-    dpp_metrics_counter(m, "dpp_handshake_timeouts_total",
-                        "Peers closed for not finishing HELLO/AUTH in time.",
-                        l->handshake_timeouts);
-    dpp_metrics_counter(m, "dpp_idle_timeouts_total", "Peers closed for silence.",
-                        l->idle_timeouts);
+    const struct {
+        const char *name, *help;
+        uint64_t v;
+    } counters[] = {
+        {"dpp_connections_refused_total", "Connections over --max-connections.", l->refused},
+        {"dpp_auth_failures_total", "Peers refused for a wrong or missing token.",
+         l->auth_failures},
+        {"dpp_handshake_timeouts_total", "Peers closed for not finishing HELLO/AUTH in time.",
+         l->handshake_timeouts},
+        {"dpp_idle_timeouts_total", "Peers closed for silence.", l->idle_timeouts},
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        dpp_metrics_counter(m, counters[i].name, counters[i].help, counters[i].v);
     size_t nroles = 0;
     while (l->cfg.roles[nroles] != NULL)
         nroles++;

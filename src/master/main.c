@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "wire/handshake.h"
 #include "daemon/daemon.h"
+#include "daemon/options.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "spec/spec.h"
@@ -78,24 +79,17 @@ int main(int argc, char **argv)
         {"heartbeat-ms", required_argument, NULL, 'b'},
         {"worker-timeout-ms", required_argument, NULL, 't'},
         {"journal-compact-kb", required_argument, NULL, 'j'},
-        {"log-level", required_argument, NULL, 'L'},
-        {"http", required_argument, NULL, 'H'},
-        {"token-file", required_argument, NULL, 'T'},
-        {"insecure", no_argument, NULL, 'I'},
-        {"handshake-timeout-ms", required_argument, NULL, 'S'},
-        {"max-connections", required_argument, NULL, 'C'},
         {"max-spec-kb", required_argument, NULL, 'K'},
-        {"idle-timeout-ms", required_argument, NULL, 'i'},
         {"max-features", required_argument, NULL, 'F'},
-        {"max-frame-mb", required_argument, NULL, 'M'},
+        DPP_DAEMON_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     dpp_master_config_t cfg = {.listen = "127.0.0.1:7070"};
     const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
-    const char *token_file = NULL;
+    dpp_daemon_options_t dopt = {0};
     unsigned long long v;
-    int c, idx = 0, insecure = 0;
+    int c, idx = 0;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'l':
@@ -125,30 +119,6 @@ int main(int argc, char **argv)
                 return 2;
             cfg.journal_compact_bytes = (size_t)v << 10;
             break;
-        case 'H':
-            cfg.http = optarg;
-            break;
-        case 'T':
-            token_file = optarg;
-            break;
-        case 'I':
-            insecure = 1;
-            break;
-        case 'S':
-            if (OPTION_UINT(1, 3600000, "milliseconds"))
-                return 2;
-            cfg.handshake_ms = (unsigned)v;
-            break;
-        case 'C':
-            if (OPTION_UINT(1, 1u << 20, "connections"))
-                return 2;
-            cfg.max_connections = (unsigned)v;
-            break;
-        case 'i':
-            if (OPTION_UINT(1, 86400000, "milliseconds"))
-                return 2;
-            cfg.idle_ms = (unsigned)v;
-            break;
         case 'K':
             if (OPTION_UINT(1, DPP_SPEC_MAX_BYTES >> 10, "KiB"))
                 return 2;
@@ -159,26 +129,19 @@ int main(int argc, char **argv)
                 return 2;
             cfg.max_features = (unsigned)v;
             break;
-        case 'M':
-            if (OPTION_UINT(1, 1024, "MiB"))
-                return 2;
-            cfg.max_msg_bytes = (uint32_t)(v << 20);
-            break;
-        case 'L': {
-            dpp_log_level_t lvl;
-            if (dpp_log_parse_level(optarg, &lvl) != 0) {
-                fprintf(stderr, "dpp-master: unknown log level \"%s\"\n", optarg);
-                return 2;
-            }
-            dpp_log_set_level(lvl);
-            break;
-        }
         case 'h':
             fputs(usage, stdout);
             return 0;
         default:
-            fputs(usage, stderr);
-            return 2;
+            switch (dpp_daemon_option("dpp-master", c, optarg, &dopt)) {
+            case 1:
+                break;
+            case 0:
+                fputs(usage, stderr);
+                return 2;
+            default:
+                return 2;
+            }
         }
     }
     if (optind < argc || cfg.nroots == 0 || cfg.state_dir == NULL) {
@@ -190,12 +153,17 @@ int main(int argc, char **argv)
     cfg.roots = roots;
     dpp_auth_t auth;
     const char *listens[] = {cfg.listen};
-    int rc = dpp_daemon_secure("dpp-master", token_file, insecure, listens, 1, &auth);
+    int rc = dpp_daemon_secure("dpp-master", dopt.token_file, dopt.insecure, listens, 1, &auth);
     if (rc) {
         free(roots);
         return rc;
     }
     cfg.auth = &auth;
+    cfg.http = dopt.http;
+    cfg.handshake_ms = dopt.handshake_ms;
+    cfg.max_connections = dopt.max_connections;
+    cfg.idle_ms = dopt.idle_ms;
+    cfg.max_msg_bytes = dopt.max_msg_bytes;
 
     uv_loop_t loop;
     uv_loop_init(&loop);

@@ -124,7 +124,16 @@ static void dispatch(dpp_conn_t *c)
             }
             break;
         }
-        c->on_frame(c, &f);
+        /* Unpacked here, once for every owner: a message that does not
+         * decode is the peer's error, answered the same way everywhere. */
+        ProtobufCMessage *msg = dpp_frame_unpack(&f);
+        if (msg == NULL) {
+            dpp_conn_send_error(c, DPP_EMSG, "%s message does not decode", dpp_msg_name(f.type));
+            dpp_conn_close(c, DPP_EMSG);
+            return;
+        }
+        c->on_frame(c, &f, msg);
+        protobuf_c_message_free_unpacked(msg, NULL);
         off += flen;
     }
     if (c->closing)

@@ -15,9 +15,11 @@
 
 typedef struct dpp_conn dpp_conn_t;
 
-/* A whole frame arrived. f points into the connection's buffer and is valid
- * only during the call. The callback may close the connection. */
-typedef void (*dpp_conn_frame_cb)(dpp_conn_t *c, const dpp_frame_t *f);
+/* A whole frame arrived: f points into the connection's buffer and msg is
+ * its message, unpacked; both are valid only during the call (a frame whose
+ * message does not decode never reaches the owner: the peer is told and the
+ * connection closed). The callback may close the connection. */
+typedef void (*dpp_conn_frame_cb)(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMessage *msg);
 /* The handle is closed; the owner may free the memory holding c. */
 typedef void (*dpp_conn_close_cb)(dpp_conn_t *c);
 /* Outcome of dpp_conn_connect(): 0 = connected and reading. */

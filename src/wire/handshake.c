@@ -43,32 +43,37 @@ static void client_mac(const dpp_auth_t *a, const dpp_auth_state_t *st, const ch
     dpp_hmac_sha256(a->token, a->len, msg, n, out);
 }
 
-int dpp_auth_hello(const dpp_auth_t *a, dpp_auth_state_t *st, Dpp__Hello *h)
+/* A fresh state; with a token, 32 random bytes in *fresh (a nonce or a
+ * challenge), put in *field for the wire. Returns 1 when a token is on, 0
+ * when not, or -errno. */
+static int start(const dpp_auth_t *a, dpp_auth_state_t *st, uint8_t *fresh,
+                 ProtobufCBinaryData *field)
 {
     memset(st, 0, sizeof *st);
     if (!dpp_auth_on(a))
         return 0;
-    int rc = dpp_random_bytes(st->nonce, DPP_AUTH_NONCE);
+    int rc = dpp_random_bytes(fresh, DPP_AUTH_NONCE);
     if (rc)
         return rc;
-    st->has_nonce = 1;
-    h->nonce.data = st->nonce;
-    h->nonce.len = DPP_AUTH_NONCE;
-    return 0;
+    field->data = fresh;
+    field->len = DPP_AUTH_NONCE;
+    return 1;
+}
+
+int dpp_auth_hello(const dpp_auth_t *a, dpp_auth_state_t *st, Dpp__Hello *h)
+{
+    int rc = start(a, st, st->nonce, &h->nonce);
+    st->has_nonce = rc == 1;
+    return rc < 0 ? rc : 0;
 }
 
 int dpp_auth_reply(const dpp_auth_t *a, dpp_auth_state_t *st, const Dpp__Hello *h,
                    Dpp__HelloReply *r)
 {
-    memset(st, 0, sizeof *st);
-    if (!dpp_auth_on(a))
-        return 0;
-    int rc = dpp_random_bytes(st->challenge, DPP_AUTH_NONCE);
-    if (rc)
+    int rc = start(a, st, st->challenge, &r->challenge);
+    if (rc <= 0)
         return rc;
     st->pending = 1;
-    r->challenge.data = st->challenge;
-    r->challenge.len = DPP_AUTH_NONCE;
     if (h->nonce.len == DPP_AUTH_NONCE) {
         memcpy(st->nonce, h->nonce.data, DPP_AUTH_NONCE);
         st->has_nonce = 1;

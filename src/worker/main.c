@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "wire/handshake.h"
 #include "daemon/daemon.h"
+#include "daemon/options.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "worker.h"
@@ -106,15 +107,8 @@ int main(int argc, char **argv)
         {"force-pread", no_argument, NULL, 'P'},
         {"drain-timeout-s", required_argument, NULL, 'g'},
         {"port-file", required_argument, NULL, 'p'},
-        {"log-level", required_argument, NULL, 'L'},
-        {"http", required_argument, NULL, 'H'},
-        {"token-file", required_argument, NULL, 'T'},
-        {"insecure", no_argument, NULL, 'I'},
-        {"handshake-timeout-ms", required_argument, NULL, 'S'},
-        {"max-connections", required_argument, NULL, 'C'},
         {"data-root", required_argument, NULL, 'R'},
-        {"max-frame-mb", required_argument, NULL, 'M'},
-        {"idle-timeout-ms", required_argument, NULL, 'i'},
+        DPP_DAEMON_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -127,11 +121,11 @@ int main(int argc, char **argv)
         .reader = {.max_record = 16ull << 20},
     };
     unsigned long long v;
-    int c, idx = 0, insecure = 0, threads_given = 0;
+    int c, idx = 0, threads_given = 0;
     /* kept for the process's life (a global: not a leak on early exits) */
     data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
     cfg.roots = data_roots;
-    const char *token_file = NULL;
+    dpp_daemon_options_t dopt = {0};
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'm':
@@ -183,35 +177,6 @@ int main(int argc, char **argv)
         case 'p':
             cfg.port_file = optarg;
             break;
-        case 'H':
-            cfg.http = optarg;
-            break;
-        case 'T':
-            token_file = optarg;
-            break;
-        case 'I':
-            insecure = 1;
-            break;
-        case 'S':
-            if (OPTION_UINT(1, 3600000, "milliseconds"))
-                return 2;
-            cfg.handshake_ms = (unsigned)v;
-            break;
-        case 'C':
-            if (OPTION_UINT(1, 1u << 20, "connections"))
-                return 2;
-            cfg.max_connections = (unsigned)v;
-            break;
-        case 'i':
-            if (OPTION_UINT(1, 86400000, "milliseconds"))
-                return 2;
-            cfg.idle_ms = (unsigned)v;
-            break;
-        case 'M':
-            if (OPTION_UINT(1, 1024, "MiB"))
-                return 2;
-            cfg.max_msg_bytes = (uint32_t)(v << 20);
-            break;
         case 'R': {
             char *real = realpath(optarg, NULL);
             if (real == NULL) {
@@ -221,19 +186,19 @@ int main(int argc, char **argv)
             data_roots[cfg.nroots++] = real;
             break;
         }
-        case 'L': {
-            dpp_log_level_t lvl;
-            if (dpp_log_parse_level(optarg, &lvl) != 0)
-                goto bad_value;
-            dpp_log_set_level(lvl);
-            break;
-        }
         case 'h':
             fputs(usage, stdout);
             return 0;
         default:
-            fputs(usage, stderr);
-            return 2;
+            switch (dpp_daemon_option("dpp-worker", c, optarg, &dopt)) {
+            case 1:
+                break;
+            case 0:
+                fputs(usage, stderr);
+                return 2;
+            default:
+                return 2;
+            }
         }
     }
     if (optind < argc || cfg.master == NULL) {
@@ -256,10 +221,15 @@ int main(int argc, char **argv)
     }
     dpp_auth_t auth;
     const char *listens[] = {cfg.listen};
-    int rc = dpp_daemon_secure("dpp-worker", token_file, insecure, listens, 1, &auth);
+    int rc = dpp_daemon_secure("dpp-worker", dopt.token_file, dopt.insecure, listens, 1, &auth);
     if (rc)
         return rc;
     cfg.auth = &auth;
+    cfg.http = dopt.http;
+    cfg.handshake_ms = dopt.handshake_ms;
+    cfg.max_connections = dopt.max_connections;
+    cfg.idle_ms = dopt.idle_ms;
+    cfg.max_msg_bytes = dopt.max_msg_bytes;
     uv_loop_t loop;
     uv_loop_init(&loop);
     if (dpp_worker_new(&wm.worker, &loop, &cfg) != 0) {
@@ -271,8 +241,4 @@ int main(int argc, char **argv)
     dpp_worker_free(wm.worker);
     free((void *)auth.token);
     return rc;
-
-bad_value:
-    fprintf(stderr, "dpp-worker: bad value \"%s\" for --%s (see --help)\n", optarg, opts[idx].name);
-    return 2;
 }

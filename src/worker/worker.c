@@ -335,15 +335,10 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
     request_leases(w);
 }
 
-static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const ProtobufCMessage *msg)
 {
     mlink_t *ml = dpp_container_of(conn, mlink_t, conn);
     dpp_worker_t *w = ml->w;
-    ProtobufCMessage *msg = dpp_frame_unpack(f);
-    if (msg == NULL) {
-        dpp_conn_close(conn, DPP_EMSG);
-        return;
-    }
     int was_fresh = leases_fresh(w);
     w->master_heard_ms = dpp_now_ms();
     switch (f->type) {
@@ -392,7 +387,6 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     default:
         DPP_WARN("master_unexpected type=%s", dpp_msg_name(f->type));
     }
-    protobuf_c_message_free_unpacked(msg, NULL);
 }
 
 static void schedule_reconnect(dpp_worker_t *w)

@@ -222,11 +222,9 @@ static void reply_default(client_t *c, const Dpp__HelloReply *r)
         send_request(c);
 }
 
-static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
+static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f, const ProtobufCMessage *m)
 {
     client_t *c = conn->data;
-    ProtobufCMessage *m = dpp_frame_unpack(f);
-    assert_non_null(m);
     if (f->type == DPP_MSG_HELLO_REPLY) {
         const Dpp__HelloReply *r = (const Dpp__HelloReply *)m;
         c->replies++;
@@ -243,7 +241,6 @@ static void on_client_frame(dpp_conn_t *conn, const dpp_frame_t *f)
     } else {
         c->other_frames++;
     }
-    protobuf_c_message_free_unpacked(m, NULL);
 }
 
 static void on_client_close(dpp_conn_t *conn)

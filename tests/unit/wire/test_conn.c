@@ -70,19 +70,17 @@ static void on_watchdog(uv_timer_t *t)
             fail_msg("timed out waiting for %s", #cond);                                           \
     } while (0)
 
-static void on_rx_frame(dpp_conn_t *c, const dpp_frame_t *f)
+static void on_rx_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMessage *msg)
 {
     pair_t *p = c->data;
     p->rx_frames++;
     if (f->type != DPP_MSG_HEARTBEAT)
         return;
-    Dpp__Heartbeat *hb = (Dpp__Heartbeat *)dpp_frame_unpack(f);
-    assert_non_null(hb);
+    const Dpp__Heartbeat *hb = (const Dpp__Heartbeat *)msg;
     if (hb->worker_id != p->rx_next_seq || f->payload_len != PAYLOAD_LEN ||
         memcmp(f->payload, payload, PAYLOAD_LEN) != 0)
         p->rx_disorder++;
     p->rx_next_seq = hb->worker_id + 1;
-    protobuf_c_message_free_unpacked(&hb->base, NULL);
 }
 
 static void on_rx_close(dpp_conn_t *c)
@@ -92,16 +90,14 @@ static void on_rx_close(dpp_conn_t *c)
     p->rx_close_error = c->error;
 }
 
-static void on_tx_frame(dpp_conn_t *c, const dpp_frame_t *f)
+static void on_tx_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMessage *msg)
 {
     pair_t *p = c->data;
     assert_int_equal(f->type, DPP_MSG_ERROR);
-    Dpp__Error *e = (Dpp__Error *)dpp_frame_unpack(f);
-    assert_non_null(e);
+    const Dpp__Error *e = (const Dpp__Error *)msg;
     p->tx_errors++;
     p->tx_error_code = e->code;
     snprintf(p->tx_error_text, sizeof p->tx_error_text, "%s", e->message);
-    protobuf_c_message_free_unpacked(&e->base, NULL);
 }
 
 static void on_tx_close(dpp_conn_t *c)
