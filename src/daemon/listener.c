@@ -31,6 +31,11 @@ static void on_peer_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMe
     int rc = dpp_handshake_serve(c, &p->hs, &l->hs, f->type, msg);
     if (rc == DPP_EAUTH)
         l->auth_failures++;
+    if (rc == DPP_HANDSHAKE_TAKEN && dpp_handshake_done(&p->hs)) {
+        /* through: the daemon's own limits from now on */
+        c->limits.max_msg = l->cfg.max_msg ? l->cfg.max_msg : DPP_FRAME_DEFAULT_MAX_MSG;
+        c->read_chunk = 0;
+    }
     if (rc == DPP_HANDSHAKE_PASS)
         l->cfg.on_frame(p, f, msg);
 }
@@ -52,8 +57,9 @@ static void on_connection(uv_stream_t *server, int status)
     DPP_DLIST_PUSH(l->peers, p);
     l->npeers++;
     p->accepted_ms = p->last_seen_ms = dpp_now_ms();
-    if (l->cfg.max_msg)
-        p->conn.limits.max_msg = l->cfg.max_msg;
+    p->conn.limits.max_msg = DPP_LISTENER_HANDSHAKE_BYTES;
+    p->conn.limits.max_payload = 0;
+    p->conn.read_chunk = DPP_LISTENER_HANDSHAKE_BYTES;
     if (dpp_conn_accept(server, &p->conn) != 0) {
         dpp_conn_close(&p->conn, DPP_ECLOSED);
     } else if (l->npeers > l->cfg.max_connections) {

@@ -17,6 +17,12 @@
 
 typedef struct dpp_listener dpp_listener_t;
 
+/* Before its handshake is done a peer may send only frames this small (HELLO
+ * and AUTH are under 100 bytes) and no payload, and its reads go into a
+ * buffer of this size: what unauthenticated peers can make a daemon hold is
+ * at most max_connections times this. */
+#define DPP_LISTENER_HANDSHAKE_BYTES 1024u
+
 /* One accepted connection. The owner's per-peer struct embeds it as its
  * first member (the listener allocates cfg.peer_size zeroed bytes). */
 typedef struct dpp_peer {
@@ -42,7 +48,8 @@ typedef struct dpp_listener_config {
     unsigned handshake_ms;    /* HELLO (and AUTH) must be done by then */
     unsigned idle_ms;         /* an authenticated peer silent this long is closed */
     unsigned max_connections; /* peers at once; one more is told so and closed */
-    uint32_t max_msg;         /* frames' message bytes; 0: the default */
+    uint32_t max_msg;         /* frames' message bytes once authenticated; 0: the default.
+                                 Peers never send payloads to a daemon: none is accepted */
     size_t peer_size;         /* >= sizeof(dpp_peer_t) */
     dpp_peer_frame_cb on_frame;
     dpp_peer_close_cb on_close; /* NULL: nothing to do */

@@ -13,8 +13,14 @@
 #include "base/log.h"
 #include "wire/net.h"
 
-/* Reads land in at least this much free buffer space. */
+/* Reads land in at least this much free buffer space (c->read_chunk when
+ * set). */
 #define READ_CHUNK (64u * 1024)
+
+static size_t read_chunk(const dpp_conn_t *c)
+{
+    return c->read_chunk ? c->read_chunk : READ_CHUNK;
+}
 
 typedef struct write_req {
     uv_write_t req;
@@ -78,7 +84,7 @@ static int ensure_space(dpp_conn_t *c, size_t need)
 {
     if (c->rcap >= need)
         return 0;
-    size_t cap = c->rcap ? c->rcap : READ_CHUNK;
+    size_t cap = c->rcap ? c->rcap : read_chunk(c);
     while (cap < need)
         cap *= 2;
     uint8_t *p = realloc(c->rbuf, cap);
@@ -93,7 +99,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     dpp_conn_t *c = dpp_container_of(h, dpp_conn_t, tcp);
-    if (ensure_space(c, c->rlen + READ_CHUNK) != 0) {
+    if (ensure_space(c, c->rlen + read_chunk(c)) != 0) {
         buf->base = NULL;
         buf->len = 0; /* libuv reports UV_ENOBUFS to on_read */
         return;

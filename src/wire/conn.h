@@ -34,7 +34,8 @@ struct dpp_conn {
     dpp_frame_limits_t limits;
     uint8_t *rbuf;
     size_t rlen, rcap;
-    size_t queued; /* bytes handed to uv_write and not yet written */
+    size_t read_chunk; /* free space each read gets at least; 0: 64 KiB */
+    size_t queued;     /* bytes handed to uv_write and not yet written */
     int error;     /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;

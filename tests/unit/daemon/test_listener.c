@@ -666,6 +666,72 @@ static void test_malformed(void **state)
     free(cut);
 }
 
+/* ---- what a peer may send before and after its handshake ---- */
+
+static uint8_t big_header[DPP_FRAME_HEADER_SIZE];
+
+static void hello_big_header(client_t *c)
+{
+    c->raw = big_header;
+    c->raw_len = sizeof big_header;
+    send_raw(c);
+}
+
+static void hello_then_wait(client_t *c)
+{
+    hello_default(c);
+}
+
+static void reply_auth_only(client_t *c, const Dpp__HelloReply *r)
+{
+    c->answer_rc = dpp_handshake_answer(&c->conn, &c->st, c->auth, c->role, r, c->answer_err,
+                                        sizeof c->answer_err);
+}
+
+static void test_before_authentication(void **state)
+{
+    (void)state;
+    /* A header announcing a 16 MiB HELLO is refused on the header alone:
+     * before the handshake only small frames are accepted. */
+    dpp_frame_header_encode(big_header, DPP_MSG_HELLO, 16u << 20, 0);
+    env_t *e = env_start(&token_a, 8, 0);
+    client_t *c = client_start(e, &token_a, "ctl");
+    c->connected = hello_big_header;
+    expect_refusal(e, c, DPP_EFRAMESIZE, dpp_strerror(DPP_EFRAMESIZE));
+    assert_counters(e, 0, 0, 0, 0);
+    env_finish(e);
+
+    /* A peer that said HELLO and holds back AUTH: its read buffer stays
+     * small, and once through, larger requests are served. */
+    e = env_start(&token_a, 8, 0);
+    c = client_start(e, &token_a, "ctl");
+    c->connected = hello_then_wait;
+    c->replied = reply_auth_only;
+    RUN_UNTIL(e, c->answer_rc == 0);
+    test_peer_t *p = server_peer(e, c);
+    assert_non_null(p);
+    assert_true(p->base.conn.rcap <= 2 * DPP_LISTENER_HANDSHAKE_BYTES);
+    char *id = malloc(8000);
+    memset(id, 'x', 7999);
+    id[7999] = '\0';
+    Dpp__StatusRequest req = DPP__STATUS_REQUEST__INIT;
+    req.session_id = id;
+    assert_int_equal(dpp_conn_send(&c->conn, DPP_MSG_STATUS, &req.base), 0);
+    RUN_UNTIL(e, e->frames == 1);
+    assert_int_equal(e->frame_type, DPP_MSG_STATUS);
+    /* no frame to a daemon carries a payload, authenticated or not */
+    static uint8_t junk[16];
+    assert_int_equal(dpp_conn_send_payload(&c->conn, DPP_MSG_STATUS, &req.base, junk, sizeof junk,
+                                           NULL, NULL),
+                     0);
+    RUN_UNTIL(e, c->closed && e->closes >= 1);
+    assert_int_equal(c->error_code, DPP_EFRAMESIZE);
+    assert_int_equal(e->close_error, DPP_EFRAMESIZE);
+    assert_int_equal(e->frames, 1);
+    free(id);
+    env_finish(e);
+}
+
 /* ---- the connection cap ---- */
 
 static void test_max_connections(void **state)
@@ -902,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_token_on_one_side),
         cmocka_unit_test(test_replayed_auth),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_before_authentication),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_handshake_deadline),
         cmocka_unit_test(test_idle_deadline),
