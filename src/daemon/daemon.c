@@ -2,6 +2,7 @@
 // Signal handling and the main loop shared by the daemons (see daemon.h).
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "wire/handshake.h"
 #include "daemon/daemon.h"
@@ -84,5 +85,39 @@ int dpp_daemon_secure(const char *prog, const char *token_file, int insecure,
         DPP_WARN("insecure listen=%s reason=\"no cluster token: anyone who reaches it is served\"",
                  listens[i]);
     }
+    return 0;
+}
+
+int dpp_daemon_fd_budget(const char *prog, unsigned reserve, unsigned *max_connections)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0; /* nothing known to budget against */
+    if (rl.rlim_cur < rl.rlim_max) {
+        /* select(2) is not used anywhere, so a high limit costs nothing */
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            DPP_INFO("open_files_raised from=%llu to=%llu", (unsigned long long)old,
+                     (unsigned long long)rl.rlim_cur);
+        else
+            rl.rlim_cur = old;
+    }
+    unsigned want = *max_connections ? *max_connections : 1024;
+    rlim_t room = rl.rlim_cur > reserve ? rl.rlim_cur - reserve : 0;
+    if (room < 16) {
+        fprintf(stderr,
+                "%s: the open files limit (%llu) leaves no room for connections once %u are "
+                "kept for files: raise it (ulimit -n, LimitNOFILE=)\n",
+                prog, (unsigned long long)rl.rlim_cur, reserve);
+        return 2;
+    }
+    if (want > room) {
+        DPP_WARN("max_connections_lowered from=%u to=%llu reason=\"open files limit %llu, %u "
+                 "kept for files, the journal and HTTP\"",
+                 want, (unsigned long long)room, (unsigned long long)rl.rlim_cur, reserve);
+        want = (unsigned)room;
+    }
+    *max_connections = want;
     return 0;
 }

@@ -28,4 +28,17 @@ struct dpp_auth;
 int dpp_daemon_secure(const char *prog, const char *token_file, int insecure,
                       const char *const *listens, size_t n, struct dpp_auth *auth);
 
+/* Descriptors a daemon keeps for itself besides its listener's peers:
+ * the HTTP server's connections (DPP_HTTP_MAX_CONNECTIONS), the journal,
+ * logs, timers; the worker adds its pipeline threads' files and rings. */
+#define DPP_DAEMON_FD_RESERVE 128u
+
+/* Raises the soft limit on open files to the hard limit, then makes sure the
+ * listener cannot take the descriptors the daemon needs for its own files:
+ * *max_connections (0: the listener's default, 1024) is lowered, with a
+ * warning, to what the limit leaves after reserve. Returns 0, or 2 (a usage
+ * error, said on stderr) when the limit leaves room for fewer than 16
+ * connections. */
+int dpp_daemon_fd_budget(const char *prog, unsigned reserve, unsigned *max_connections);
+
 #endif

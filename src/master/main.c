@@ -162,6 +162,12 @@ int main(int argc, char **argv)
     cfg.http = dopt.http;
     cfg.handshake_ms = dopt.handshake_ms;
     cfg.max_connections = dopt.max_connections;
+    if ((rc = dpp_daemon_fd_budget("dpp-master", DPP_DAEMON_FD_RESERVE, &cfg.max_connections)) !=
+        0) {
+        free(roots);
+        free((void *)auth.token);
+        return rc;
+    }
     cfg.idle_ms = dopt.idle_ms;
     cfg.max_msg_bytes = dopt.max_msg_bytes;
 

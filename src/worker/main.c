@@ -228,6 +228,14 @@ int main(int argc, char **argv)
     cfg.http = dopt.http;
     cfg.handshake_ms = dopt.handshake_ms;
     cfg.max_connections = dopt.max_connections;
+    /* each pipeline thread holds a file, an io_uring ring and, for index
+     * tasks, a sidecar or a scanned file */
+    rc = dpp_daemon_fd_budget("dpp-worker", DPP_DAEMON_FD_RESERVE + 4 * cfg.threads,
+                              &cfg.max_connections);
+    if (rc) {
+        free((void *)auth.token);
+        return rc;
+    }
     cfg.idle_ms = dopt.idle_ms;
     cfg.max_msg_bytes = dopt.max_msg_bytes;
     uv_loop_t loop;
