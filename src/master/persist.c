@@ -61,6 +61,8 @@ dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i)
     r.records = s->files[i].records;
     r.n_boundaries = s->files[i].nbounds;
     r.boundaries = s->files[i].bounds;
+    r.file_size = s->files[i].index_size;
+    r.file_mtime_ns = s->files[i].index_mtime_ns;
     return dpp_master_pack_rec(DPP_J_INDEXED, &r.base);
 }
 
@@ -118,9 +120,16 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         const Dpp__JournalIndexed *ji = (const Dpp__JournalIndexed *)msg;
         dpp_session_t *s = dpp_master_find_session(m, ji->session_id);
         if (s && ji->file < s->nfiles && ji->n_boundaries > 0) {
+            dpp_file_t *f = &s->files[ji->file];
+            int was = f->indexed;
             dpp_session_file_indexed(s, ji->file, ji->records, ji->boundaries, ji->n_boundaries);
-            if (s->files[ji->file].indexed)
-                dpp_master_index_cache_put(m, &s->files[ji->file], s->spec.split_rows);
+            if (f->indexed && !was) {
+                /* cached under what the count was computed from, never the
+                 * file as it is now: it may have changed while we were down */
+                f->index_size = ji->file_size;
+                f->index_mtime_ns = ji->file_mtime_ns;
+                dpp_master_index_cache_put(m, f, s->spec.split_rows);
+            }
         }
     } else if (type == DPP_J_CONSUMED) {
         const Dpp__JournalConsumed *jc = (const Dpp__JournalConsumed *)msg;

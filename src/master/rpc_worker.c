@@ -133,12 +133,18 @@ void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
     ji.records = msg->records;
     ji.n_boundaries = msg->n_boundaries;
     ji.boundaries = msg->boundaries;
+    /* reusable for the file the worker saw, unless its tail was damaged */
+    if (!msg->reject_detail[0]) {
+        ji.file_size = msg->file_size;
+        ji.file_mtime_ns = msg->file_mtime_ns;
+    }
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_INDEXED, &ji.base);
     if (dpp_master_journal_put(m, &rec, 1) != 0)
         return;
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
-    if (msg->file_size == f->size && msg->file_mtime_ns == f->mtime_ns && !msg->reject_detail[0])
-        dpp_master_index_cache_put(m, f, s->spec.split_rows);
+    f->index_size = ji.file_size;
+    f->index_mtime_ns = ji.file_mtime_ns;
+    dpp_master_index_cache_put(m, f, s->spec.split_rows);
     m->n.index_done++;
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
               f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);

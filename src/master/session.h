@@ -45,6 +45,11 @@ typedef struct dpp_file {
     uint64_t records;
     uint64_t *bounds; /* byte offsets of its splits' starts, plus the end */
     size_t nbounds;
+    /* The file as its index saw it, which is what the index may be reused
+     * for (index cache key); index_size 0: not to be reused. size and
+     * mtime_ns above are the listing's, which may be newer. */
+    uint64_t index_size;
+    int64_t index_mtime_ns;
     dpp_lease_ref_t index_lease;
 } dpp_file_t;
 

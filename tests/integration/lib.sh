@@ -182,7 +182,7 @@ dpp_stop() {
     for i in "${!DPP_DAEMON_NAMES[@]}"; do
         [[ ${DPP_DAEMON_NAMES[i]} == "$1" ]] || continue
         pid=${DPP_DAEMON_PIDS[i]:-}
-        [[ -n $pid ]] || return 0
+        [[ -n $pid ]] || continue
         kill -"${DPP_STOP_SIGNAL:-INT}" "$pid" 2>/dev/null || true
         deadline=$((SECONDS + DPP_STOP_TIMEOUT))
         while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done

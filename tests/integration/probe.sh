@@ -3,7 +3,9 @@
 # hangs, resources a cheap peer can take), each reproduced here and checked
 # to be fixed. Case 1: a worker whose open-file limit is low serves a
 # session while a crowd of idle connections sits on it (its connection cap
-# leaves descriptors for the data files).
+# leaves descriptors for the data files). Case 2: a file that grows while
+# the master is down is read whole by a session after the restart (the
+# index cache is keyed by the file its counts came from).
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -43,5 +45,31 @@ refused=$(grep -c 'connection_refused' "$DPP_TMP/worker-0.log" || true)
 exec {crowd_fd}>&-
 wait "$crowd" || true
 dpp_log "case 1: $(cat "$DPP_TMP/crowd.out"), $refused refused, the session read every row"
+
+dpp_step "case 2: a file grows while the master is down"
+grown=$DPP_TMP/grown
+dpp_gen --rows 6000 --shards 2 --partitions 1 --seed 8 --out "$grown/t"
+dpp_gen --rows 2000 --shards 1 --partitions 1 --seed 9 --out "$DPP_TMP/extra"
+spec2=$DPP_TMP/spec2.json
+sed -E 's/"table"[[:space:]]*:[[:space:]]*"[^"]*"/"table": "t"/' "$spec" >"$spec2"
+dpp_stop worker-0
+dpp_stop master
+master_addr=$DPP_MASTER_ADDR
+mkdir -p "$DPP_TMP/master-state2"
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state2" --data-root "$grown"
+dpp_start_worker --threads 2
+dpp_submit "$spec2"
+dpp_read "$DPP_SESSION" "$DPP_TMP/read2a.jsonl"
+dpp_refsum_check "$spec2" "$grown/t" "$DPP_TMP/read2a.jsonl"
+dpp_stop master
+first=("$grown"/t/*/part-00000.tfrecord)
+cat "$DPP_TMP"/extra/*/part-00000.tfrecord >>"${first[0]}"
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state2" --data-root "$grown"
+dpp_submit "$spec2"
+dpp_read "$DPP_SESSION" "$DPP_TMP/read2b.jsonl"
+dpp_refsum_check "$spec2" "$grown/t" "$DPP_TMP/read2b.jsonl"
+dpp_log "case 2: 6000 rows, then 8000 after the file grew, each read whole"
 
 dpp_log "PASS"
