@@ -140,21 +140,30 @@ int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table
     return set_err(err, errlen, -ENOENT, "table \"%s\": not found under any data root", table);
 }
 
+/* A data file found, with its identity: two paths (a symlinked alias, a
+ * hard link) may name one file. */
+typedef struct listed {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    size_t order; /* its place in path order, once sorted */
+} listed_t;
+
 typedef struct listing {
     const char *table_name; /* as the spec wrote it, for messages */
     const char *table_path; /* resolved */
-    char **files;
+    listed_t *files;
     size_t nfiles, cap;
     size_t nparts; /* top-level partition folders walked */
     char *err;
     size_t errlen;
 } listing_t;
 
-static int add_file(listing_t *l, char *path)
+static int add_file(listing_t *l, char *path, const struct stat *st)
 {
     if (l->nfiles == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        char **files = realloc(l->files, cap * sizeof(*files));
+        listed_t *files = realloc(l->files, cap * sizeof(*files));
         if (!files) {
             free(path);
             return -ENOMEM;
@@ -162,7 +171,7 @@ static int add_file(listing_t *l, char *path)
         l->files = files;
         l->cap = cap;
     }
-    l->files[l->nfiles++] = path;
+    l->files[l->nfiles++] = (listed_t){path, st->st_dev, st->st_ino, 0};
     return 0;
 }
 
@@ -229,7 +238,7 @@ static int list_entry(listing_t *l, const char *dir, const char *name, int want,
         goto out;
     }
     if (S_ISREG(st.st_mode)) {
-        rc = add_file(l, path);
+        rc = add_file(l, path, &st);
         path = NULL;
         if (rc)
             set_err(l->err, l->errlen, rc, "out of memory");
@@ -327,7 +336,47 @@ static int resolve_partition(listing_t *l, const char *name, unsigned index, cha
 
 static int cmp_path(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const listed_t *)a)->path, ((const listed_t *)b)->path);
+}
+
+static int cmp_identity(const void *a, const void *b)
+{
+    const listed_t *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+    const listed_t *x = a, *y = b;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Keeps one path per file, the first in path order: two names for one file
+ * (a symlinked alias partition such as ds=latest, or a folder of hard links
+ * made with cp -al) would read its rows twice in an epoch. Leaves the rest
+ * sorted by path. */
+static void keep_one_name(listing_t *l)
+{
+    if (l->nfiles < 2)
+        return;
+    qsort(l->files, l->nfiles, sizeof(*l->files), cmp_path);
+    for (size_t i = 0; i < l->nfiles; i++)
+        l->files[i].order = i;
+    qsort(l->files, l->nfiles, sizeof(*l->files), cmp_identity);
+    size_t n = 0;
+    for (size_t i = 0; i < l->nfiles; i++) {
+        if (n > 0 && l->files[n - 1].dev == l->files[i].dev &&
+            l->files[n - 1].ino == l->files[i].ino)
+            free(l->files[i].path);
+        else
+            l->files[n++] = l->files[i];
+    }
+    l->nfiles = n;
+    qsort(l->files, l->nfiles, sizeof(*l->files), cmp_order);
 }
 
 int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
@@ -369,25 +418,22 @@ int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char **
                 goto out;
         }
     }
-    if (l.nfiles > 1)
-        qsort(l.files, l.nfiles, sizeof(*l.files), cmp_path);
-    /* Two names for one file (a symlinked alias partition such as
-     * ds=latest) would read its rows twice in an epoch: keep one. */
-    size_t n = 0;
-    for (size_t i = 0; i < l.nfiles; i++) {
-        if (n > 0 && strcmp(l.files[n - 1], l.files[i]) == 0)
-            free(l.files[i]);
-        else
-            l.files[n++] = l.files[i];
+    keep_one_name(&l);
+    char **paths = l.nfiles ? malloc(l.nfiles * sizeof *paths) : NULL;
+    if (l.nfiles && paths == NULL) {
+        rc = set_err(err, errlen, -ENOMEM, "out of memory");
+        goto out;
     }
-    l.nfiles = n;
-    *files = l.files;
+    for (size_t i = 0; i < l.nfiles; i++)
+        paths[i] = l.files[i].path;
+    *files = paths;
     *nfiles = l.nfiles;
-    l.files = NULL;
     l.nfiles = 0;
     rc = 0;
 out:
-    dpp_table_files_free(l.files, l.nfiles);
+    for (size_t i = 0; i < l.nfiles; i++)
+        free(l.files[i].path);
+    free(l.files);
     free(resolved);
     return rc;
 }

@@ -5,7 +5,8 @@
 # session while a crowd of idle connections sits on it (its connection cap
 # leaves descriptors for the data files). Case 2: a file that grows while
 # the master is down is read whole by a session after the restart (the
-# index cache is keyed by the file its counts came from).
+# index cache is keyed by the file its counts came from). Case 3: a
+# partition of hard links to another (cp -al) delivers each row once.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -71,5 +72,19 @@ dpp_submit "$spec2"
 dpp_read "$DPP_SESSION" "$DPP_TMP/read2b.jsonl"
 dpp_refsum_check "$spec2" "$grown/t" "$DPP_TMP/read2b.jsonl"
 dpp_log "case 2: 6000 rows, then 8000 after the file grew, each read whole"
+
+dpp_step "case 3: a partition folder of hard links to another"
+hl=$DPP_TMP/hl
+dpp_gen --rows 5000 --shards 2 --partitions 1 --seed 10 --out "$hl/t"
+cp -r "$hl/t" "$DPP_TMP/hl-ref"
+part=("$hl"/t/ds=*)
+cp -al "${part[0]}" "$hl/t/ds=2099-01-01"
+dpp_stop master
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state2" --data-root "$hl"
+dpp_submit "$spec2"
+dpp_read "$DPP_SESSION" "$DPP_TMP/read3.jsonl"
+dpp_refsum_check "$spec2" "$DPP_TMP/hl-ref" "$DPP_TMP/read3.jsonl"
+dpp_log "case 3: 5000 rows under two names each, read once"
 
 dpp_log "PASS"

@@ -86,6 +86,18 @@ static int build_tree(void **state)
     make_file("root1/flat/subdir/part-9.tfrecord");
     make_link("part-0.tfrecord", "root1/flat/alias.tfrecord"); /* same file twice */
     make_link("nowhere", "root1/flat/dangling.tfrecord");
+    /* hardlinks/: a folder of hard links to flat's files (cp -al), plus a
+     * partition of hard links beside the real one */
+    make_dir("root1/hardlinks");
+    make_dir("root1/hardlinks/ds=1");
+    make_dir("root1/hardlinks/ds=2");
+    make_file("root1/hardlinks/ds=1/a.tfrecord");
+    make_file("root1/hardlinks/ds=1/b.tfrecord");
+    if (link(in_base(p, "root1/hardlinks/ds=1/a.tfrecord"),
+             in_base(q, "root1/hardlinks/ds=2/a.tfrecord")) != 0 ||
+        link(in_base(p, "root1/hardlinks/ds=1/b.tfrecord"),
+             in_base(q, "root1/hardlinks/ds=2/z.tfrecord")) != 0)
+        return -1;
     if (mkfifo(in_base(p, "root1/flat/fifo.tfrecord"), 0644) != 0)
         return -1;
 
@@ -278,6 +290,12 @@ static void test_list_flat(void **state)
     check_lists("root1/flat", "flat", NULL, 0, want, 2);
     check_lists("root1/inroot", "inroot", NULL, 0, want, 2);
 
+    /* hard links name one file: the first name in path order is kept */
+    const char *hard[] = {"root1/hardlinks/ds=1/a.tfrecord", "root1/hardlinks/ds=1/b.tfrecord"};
+    check_lists("root1/hardlinks", "hardlinks", NULL, 0, hard, 2);
+    const char *only2[] = {"ds=2"};
+    const char *hard2[] = {"root1/hardlinks/ds=2/a.tfrecord", "root1/hardlinks/ds=2/z.tfrecord"};
+    check_lists("root1/hardlinks", "hardlinks", only2, 1, hard2, 2);
     check_lists("root1/empty", "empty", NULL, 0, NULL, 0);
     /* partitioned but empty: the top-level README is not data */
     check_lists("root1/emptyparts", "emptyparts", NULL, 0, NULL, 0);
