@@ -183,7 +183,7 @@ static run_t run_once(const table_t *t, const char *spec, dpp_stage_t stop, int 
             task.byte_start = rg->byte_start;
             task.byte_end = rg->byte_end;
             task.record_start = rg->record_start;
-            task.record_count = task.record_take = rg->record_count;
+            task.record_count = task.record_take = task.range_records = rg->record_count;
         }
         dpp_split_result_t res;
         if (dpp_pipeline_run_split(&cfg, reader, z, &scratch, 0, &task, emit, &sink, &res,

@@ -35,7 +35,8 @@ extern "C" {
     X(DPP_ERANK, -1020, "rank out of range")                                                       \
     X(DPP_EINVAL, -1021, "invalid argument")                                                       \
     X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")                              \
-    X(DPP_EAUTH, -1023, "authentication failed")
+    X(DPP_EAUTH, -1023, "authentication failed")                                                   \
+    X(DPP_EINDEX, -1024, "a file's records disagree with its index")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

@@ -57,6 +57,7 @@ ERRORS = {
     "DPP_EINVAL": -1021,
     "DPP_ETOKEN": -1022,
     "DPP_EAUTH": -1023,
+    "DPP_EINDEX": -1024,
 }
 
 

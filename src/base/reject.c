@@ -18,16 +18,16 @@ int dpp_reject_is(int err)
     return 0;
 }
 
-void dpp_rejects_count(dpp_rejects_t *r, int err)
+void dpp_rejects_count(dpp_rejects_t *r, int err, uint64_t n)
 {
 #define COUNT(name, code, words)                                                                   \
     if (err == (code)) {                                                                           \
-        r->name++;                                                                                 \
+        r->name += n;                                                                              \
         return;                                                                                    \
     }
     DPP_REJECT_REASONS(COUNT)
 #undef COUNT
-    r->type++;
+    r->type += n;
 }
 
 const char *dpp_reject_words(int err)

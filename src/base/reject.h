@@ -36,9 +36,9 @@ extern const char *const dpp_reject_names[];
  * per on_corrupt; 0 for anything else (which fails the split). */
 int dpp_reject_is(int err);
 
-/* Counts one record rejected for err (a code that is no reason counts as
+/* Counts n records rejected for err (a code that is no reason counts as
  * "type"). */
-void dpp_rejects_count(dpp_rejects_t *r, int err);
+void dpp_rejects_count(dpp_rejects_t *r, int err, uint64_t n);
 
 /* The words for err: the reason's words, else dpp_strerror(err). */
 const char *dpp_reject_words(int err);

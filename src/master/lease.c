@@ -101,6 +101,7 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     l->record_count = sp->record_count;
     l->record_skip = sp->record_skip;
     l->record_take = sp->record_count;
+    l->range_records = sp->range_records;
     l->split_seq = sp->seq;
     l->rank_splits = (uint32_t)dpp_session_rank_splits(s, sp->rank);
     DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,

@@ -178,6 +178,7 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
             sp->record_start = range.record_start;
             sp->record_skip = skip;
             sp->record_count = take;
+            sp->range_records = range.record_count;
             sp->byte_start = range.byte_start;
             sp->byte_end = range.byte_end;
             skip += take;

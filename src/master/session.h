@@ -65,6 +65,7 @@ typedef struct dpp_split {
     uint32_t seq; /* position among its rank's splits, the order its client consumes them */
     uint64_t record_start; /* index in the file of the byte range's first record */
     uint64_t record_skip, record_count;
+    uint64_t range_records; /* in the byte range, by the index (the worker checks it) */
     uint64_t byte_start, byte_end;
 } dpp_split_t;
 

@@ -421,7 +421,7 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
         return rc;
     }
-    dpp_rejects_count(&res->rejects, rc);
+    dpp_rejects_count(&res->rejects, rc, 1);
     if (x->plan->spec.on_corrupt_fail) {
         set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
                   dpp_reject_words(rc), off);
@@ -440,6 +440,54 @@ typedef struct gathered {
     dpp_split_scratch_t *s;
     size_t len, n; /* bytes and records gathered */
 } gathered_t;
+
+/* Reading stopped for good at offset with err (a reason of base/reject.h)
+ * and n more records of the window cannot be read: they are counted as
+ * rejected for that reason, so that what was lost shows, and fail the split
+ * under on_corrupt: fail. Returns 0 to finish the split, or the error. */
+static int lose_rest(split_ctx_t *x, dpp_split_result_t *res, int err, uint64_t n, uint64_t off)
+{
+    if (n == 0)
+        return 0;
+    dpp_rejects_count(&res->rejects, err, n);
+    DPP_WARN("records_lost file=%s offset=%" PRIu64 " records=%" PRIu64 " reason=\"%s\"",
+             x->task->rel_path, off, n, dpp_reject_words(err));
+    if (!x->plan->spec.on_corrupt_fail)
+        return 0;
+    set_error(res, err,
+              "file %s: %s at offset %" PRIu64 ", %" PRIu64
+              " records after it lost (on_corrupt: fail)",
+              x->task->rel_path, dpp_reject_words(err), off, n);
+    return err;
+}
+
+/* The index the split came from must match the records: a window that ends
+ * where its range ends finds the range's end there, and no window finds it
+ * early. A stale or lying .idx sidecar is an error, never silent loss.
+ * Returns 0 or DPP_EINDEX (set in res). */
+static int check_index(split_ctx_t *x, dpp_source_t *src, dpp_split_result_t *res, int clean_end,
+                       uint64_t reached)
+{
+    const dpp_task_t *t = x->task;
+    dpp_source_row_t row = {0};
+    const char *what = NULL;
+    if (clean_end) {
+        what = "fewer records";
+        row.offset = t->byte_end;
+    } else if (!src->ops->stuck(src) && t->range_records != 0 &&
+               reached == t->record_start + t->range_records && src->ops->next(src, &row) != 0) {
+        what = "more bytes after its last record";
+    }
+    if (what == NULL)
+        return 0;
+    set_error(res, DPP_EINDEX,
+              "file %s: the index says %" PRIu64 " records in bytes %" PRIu64 " to %" PRIu64
+              ", the file has %s (found at offset %" PRIu64
+              "): the file changed or its .idx sidecar is wrong; rewrite the sidecar (dppctl "
+              "index) or delete it",
+              t->rel_path, t->range_records, t->byte_start, t->byte_end, what, row.offset);
+    return DPP_EINDEX;
+}
 
 void dpp_split_scratch_free(dpp_split_scratch_t *s)
 {
@@ -577,6 +625,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
      * reading stops after it. */
     uint64_t first = t->record_start + t->record_skip;
     uint64_t stop = t->record_take ? first + t->record_take : UINT64_MAX;
+    int clean_end = 0; /* the range ended before stop */
     if (shuffle && (rc = gather_reserve(&g, t)) != 0) {
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
@@ -590,11 +639,17 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         rc = src.ops->next(&src, &row);
         if (x.times)
             x.times->read_ns += dpp_now_ns() - t0;
-        if (rc == 0)
+        if (rc == 0) {
+            clean_end = 1;
             break;
+        }
         if (record_index < first) {
-            if (rc < 0 && src.ops->stuck(&src))
-                break; /* the window's own reading would fail the same way */
+            if (rc < 0 && src.ops->stuck(&src)) {
+                /* the window's own reading would fail the same way */
+                if (lose_rest(&x, res, rc, stop == UINT64_MAX ? 0 : stop - first, row.offset))
+                    goto out;
+                break;
+            }
             continue;
         }
         if (rc == 1 && cfg->stop_after == DPP_STAGE_READ) {
@@ -612,9 +667,17 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
             rc = add_record(&x, row.data, row.len, record_index, path_hash);
         if (take_outcome(&x, res, rc, row.offset) != 0)
             goto out;
-        if (rc < 0 && src.ops->stuck(&src))
-            break; /* no record boundary after this point can be trusted */
+        if (rc < 0 && src.ops->stuck(&src)) {
+            /* no record boundary after this point can be trusted: the rest
+             * of the window is lost, and counted as such */
+            if (lose_rest(&x, res, src.ops->stuck(&src),
+                          stop == UINT64_MAX ? 0 : stop - record_index - 1, row.offset))
+                goto out;
+            break;
+        }
     }
+    if (stop != UINT64_MAX && (rc = check_index(&x, &src, res, clean_end, record_index)) != 0)
+        goto out;
     if (shuffle && produce_gathered(&x, &g, path_hash, res) != 0)
         goto out;
     rc = 0;

@@ -34,6 +34,7 @@ typedef struct dpp_task {
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
     uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
+    uint64_t range_records;              /* SPLIT: records the index puts in the range; 0: unknown */
     uint32_t seq, rank_splits;           /* SPLIT: its place in the rank's epoch order */
     uint32_t split_rows;                 /* INDEX */
     int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */

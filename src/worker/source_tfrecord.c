@@ -111,7 +111,7 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
         if (scan.error) {
             /* A broken tail: the records before it are served, the tail is
              * counted (and fails the session under on_corrupt: fail). */
-            dpp_rejects_count(&res->rejects, scan.error);
+            dpp_rejects_count(&res->rejects, scan.error, 1);
             snprintf(res->reject_detail, sizeof res->reject_detail,
                      "file %s: %s at offset %" PRIu64, t->rel_path, dpp_reject_words(scan.error),
                      scan.error_offset);

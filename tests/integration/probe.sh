@@ -7,6 +7,9 @@
 # the master is down is read whole by a session after the restart (the
 # index cache is keyed by the file its counts came from). Case 3: a
 # partition of hard links to another (cp -al) delivers each row once.
+# Case 4: a .idx sidecar that lies about its file fails the session with
+# the file named, instead of losing rows. Case 5: a file truncated after it
+# was indexed: every record lost is counted as rejected.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -86,5 +89,45 @@ dpp_submit "$spec2"
 dpp_read "$DPP_SESSION" "$DPP_TMP/read3.jsonl"
 dpp_refsum_check "$spec2" "$DPP_TMP/hl-ref" "$DPP_TMP/read3.jsonl"
 dpp_log "case 3: 5000 rows under two names each, read once"
+
+dpp_step "case 4: a .idx sidecar of one line '0 FILESIZE'"
+lie=$DPP_TMP/lie
+dpp_gen --rows 4000 --shards 2 --partitions 1 --seed 11 --index --out "$lie/t"
+victim=("$lie"/t/*/part-00000.tfrecord)
+printf '0 %s\n' "$(stat -c %s "${victim[0]}")" >"${victim[0]}.idx"
+dpp_stop master
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state4" --data-root "$lie"
+dpp_submit "$spec2"
+rc=0
+dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/read4.out" 2>&1 || rc=$?
+((rc == 3)) || dpp_fail "case 4: a lying sidecar did not fail the session (read exit $rc): $(cat "$DPP_TMP/read4.out")"
+grep -q "part-00000.tfrecord: the index says 1 records in bytes 0 to" "$DPP_TMP/read4.out" ||
+    dpp_fail "case 4: the failure does not name the file and the index: $(cat "$DPP_TMP/read4.out")"
+dpp_log "case 4: $(grep -o 'part-00000.tfrecord: the index says[^(]*' "$DPP_TMP/read4.out" | head -1)"
+
+dpp_step "case 5: a file truncated after it was indexed"
+trunc=$DPP_TMP/trunc
+dpp_gen --rows 4000 --shards 2 --partitions 1 --seed 12 --index --out "$trunc/t"
+dpp_stop master
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state5" --data-root "$trunc"
+sed -E 's/"split_rows"[[:space:]]*:[[:space:]]*[0-9]+/"split_rows": 500/' "$spec2" >"$DPP_TMP/spec5.json"
+grep -q '"split_rows": 500' "$DPP_TMP/spec5.json" ||
+    sed -i -E '0,/\{/s//{"split_rows": 500,/' "$DPP_TMP/spec5.json"
+dpp_submit "$DPP_TMP/spec5.json"
+# indexed (from the sidecars) before the cut; no split is leased before a
+# client attaches
+dpp_wait_status "$DPP_SESSION" "running"
+cut=("$trunc"/t/*/part-00001.tfrecord)
+size=$(stat -c %s "${cut[0]}")
+truncate -s $((size / 2)) "${cut[0]}"
+dpp_read "$DPP_SESSION" "$DPP_TMP/read5.jsonl"
+dpp_ctl status "$DPP_SESSION" --output json >"$DPP_TMP/status5.json"
+rows=$(sed -n 's/.*"rows":\([0-9]*\).*/\1/p' "$DPP_TMP/read5.jsonl" | head -1)
+rej=$(sed -n 's/.*"records_rejected":\([0-9]*\).*/\1/p' "$DPP_TMP/status5.json")
+((rows + rej == 4000)) ||
+    dpp_fail "case 5: $rows rows read and $rej rejected, expected 4000 in all: $(cat "$DPP_TMP/status5.json")"
+dpp_log "case 5: $rows rows read, $rej counted as lost, of 4000"
 
 dpp_log "PASS"
