@@ -13,6 +13,11 @@
 #define DPP_BLOCK_HEADER_SIZE 32
 #define DPP_BLOCK_COL_ENTRY_SIZE 16
 #define DPP_BLOCK_MAX_FEATURES 4096
+/* The largest block (raw bytes) dpp makes: what a client accepts by default
+ * (its max_block_mb) and a frame's payload may carry. A spec whose batches
+ * cannot fit is refused; a block that grows past it (long id lists) fails
+ * its session with the reason, instead of stalling at the client. */
+#define DPP_BLOCK_MAX_BYTES (256u << 20)
 
 /* The columns a session's blocks have. Not owned: the arrays must outlive
  * whoever holds the shape. */

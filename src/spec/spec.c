@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dpp/error.h"
+#include "format/block.h"
 #include "spec/spec.h"
 #include "spec/table.h"
 #include "spec/transform.h"
@@ -810,6 +811,20 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                     DPP_SPEC_MAX_FEATURES);
     if (s->ndense + s->nsparse == 0)
         return fail(p, &features_path, "no features");
+    /* label, dense values and list lengths have a fixed size per row: a
+     * batch of them must fit a block */
+    uint64_t row_bytes = 4 + 4 * (uint64_t)s->nsparse;
+    for (unsigned i = 0; i < s->ndense; i++)
+        row_bytes += 4 * (uint64_t)s->dense[i].dim;
+    if (row_bytes * s->batch_size > DPP_BLOCK_MAX_BYTES) {
+        jpath_t bp = at_key(NULL, "batch_size");
+        return fail(p, &bp,
+                    "%u rows of these features take at least %llu MiB, over the %u MiB a block "
+                    "may hold: at most %llu rows per batch (or fewer dense values)",
+                    s->batch_size, (unsigned long long)((row_bytes * s->batch_size) >> 20),
+                    DPP_BLOCK_MAX_BYTES >> 20,
+                    (unsigned long long)(DPP_BLOCK_MAX_BYTES / row_bytes));
+    }
     rc = parse_label(p, root, s);
     if (rc)
         return rc;

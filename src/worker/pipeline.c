@@ -138,6 +138,7 @@ typedef struct split_ctx {
     const dpp_pipeline_config_t *cfg;
     const dpp_task_t *task;
     const plan_t *plan;
+    dpp_split_result_t *res; /* the split's, for errors found deep inside */
     ZSTD_CCtx *zctx;
     int compress;
     dpp_emit_cb emit;
@@ -159,6 +160,9 @@ typedef struct split_ctx {
 } split_ctx_t;
 
 #define TIME_SAMPLE 16
+
+static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, size_t raw_len)
 {
@@ -209,6 +213,14 @@ static int cut_block(split_ctx_t *x)
     int rc = dpp_block_builder_finish(&x->builder, &raw, &raw_len);
     if (rc)
         return rc;
+    if (raw_len > DPP_BLOCK_MAX_BYTES) {
+        free(raw);
+        set_error(x->res, DPP_EBLOCK,
+                  "split %s: a block of %u rows takes %zu MiB, over the %u MiB a client accepts: "
+                  "lower batch_size or truncate the sparse features",
+                  x->task->rel_path, rows, raw_len >> 20, DPP_BLOCK_MAX_BYTES >> 20);
+        return DPP_EBLOCK;
+    }
     dpp_out_block_t *b = new_block(x, rows, raw, raw_len);
     if (b == NULL) {
         free(raw);
@@ -352,8 +364,6 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
 }
 
 static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -417,8 +427,9 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
         return 0;
     }
     if (!dpp_reject_is(rc)) {
-        set_error(res, rc, "split %s: %s", t->rel_path,
-                  rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+        if (!res->error)
+            set_error(res, rc, "split %s: %s", t->rel_path,
+                      rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
         return rc;
     }
     dpp_rejects_count(&res->rejects, rc, 1);
@@ -600,6 +611,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     split_ctx_t x = {.cfg = cfg,
                      .task = t,
                      .plan = &plan,
+                     .res = res,
                      .zctx = zctx,
                      .emit = emit,
                      .emit_arg = arg,
@@ -700,7 +712,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
             free(last);
         }
     }
-    if (rc)
+    if (rc && !res->error)
         set_error(res, rc, "split %s: %s", t->rel_path,
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
 out:

@@ -9,7 +9,8 @@
 # partition of hard links to another (cp -al) delivers each row once.
 # Case 4: a .idx sidecar that lies about its file fails the session with
 # the file named, instead of losing rows. Case 5: a file truncated after it
-# was indexed: every record lost is counted as rejected.
+# was indexed: every record lost is counted as rejected. Case 6: a spec
+# whose batches cannot fit a block is refused before it runs.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -129,5 +130,19 @@ rej=$(sed -n 's/.*"records_rejected":\([0-9]*\).*/\1/p' "$DPP_TMP/status5.json")
 ((rows + rej == 4000)) ||
     dpp_fail "case 5: $rows rows read and $rej rejected, expected 4000 in all: $(cat "$DPP_TMP/status5.json")"
 dpp_log "case 5: $rows rows read, $rej counted as lost, of 4000"
+
+dpp_step "case 6: a spec whose blocks no client would accept"
+cat >"$DPP_TMP/huge.json" <<'JSON'
+{"table": "t", "batch_size": 1100,
+ "features": {"dense": [{"name": "i1", "dim": 65536}]}, "label": {"name": "label"}}
+JSON
+rc=0
+dpp_ctl validate "$DPP_TMP/huge.json" >"$DPP_TMP/huge.out" 2>&1 || rc=$?
+((rc != 0)) && grep -q "batch_size: 1100 rows of these features take at least 275 MiB" "$DPP_TMP/huge.out" ||
+    dpp_fail "case 6: validate accepted or did not say why (exit $rc): $(cat "$DPP_TMP/huge.out")"
+rc=0
+dpp_ctl submit "$DPP_TMP/huge.json" >"$DPP_TMP/huge-submit.out" 2>&1 || rc=$?
+((rc != 0)) || dpp_fail "case 6: the master accepted a spec whose blocks cannot be delivered"
+dpp_log "case 6: $(head -1 "$DPP_TMP/huge.out")"
 
 dpp_log "PASS"

@@ -155,7 +155,8 @@ static void test_minimal(void **state)
     dpp_spec_close(&s); /* zeroed: safe again */
 
     check_round_trip(json,
-                     "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,\"consumers\":1," IO_DEFAULTS
+                     "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,"
+                     "\"consumers\":1," IO_DEFAULTS
                      "\"features\":{\"dense\":[{\"name\":\"a\",\"dim\":1,\"transforms\":[]}]},"
                      "\"label\":{\"name\":\"y\"},\"filters\":[]}");
 }
@@ -239,7 +240,8 @@ static void test_full(void **state)
     check_round_trip(
         full_spec,
         "{\"table\":\"logs/criteo\",\"partitions\":[\"ds=2026-01-01\",\"ds=2026-01-02\"],"
-        "\"format\":\"tfrecord\",\"batch_size\":4096,\"epochs\":3,\"consumers\":4," IO_DEFAULTS "\"features\":{\"dense\":["
+        "\"format\":\"tfrecord\",\"batch_size\":4096,\"epochs\":3,\"consumers\":4," IO_DEFAULTS
+        "\"features\":{\"dense\":["
         "{\"name\":\"i1\",\"dim\":1,\"transforms\":[{\"op\":\"fill_missing\",\"value\":0.0},"
         "{\"op\":\"clamp\",\"min\":0.0},{\"op\":\"log1p\"},{\"op\":\"clamp\",\"max\":20.5},"
         "{\"op\":\"clamp\",\"min\":-1.0,\"max\":25.0}]},{\"name\":\"i2\",\"dim\":1,\"transforms\":["
@@ -253,17 +255,18 @@ static void test_full(void **state)
 static void test_sparse_only_and_limits(void **state)
 {
     (void)state;
-    check_round_trip("{\"table\":\"t\",\"batch_size\":1048576,\"epochs\":1000000,"
-                     "\"consumers\":65536,\"features\":{\"sparse\":[{\"name\":\"s\","
-                     "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
-                     "{\"op\":\"truncate\",\"max_len\":2147483647},{\"op\":\"modulo\",\"n\":1}]}]},"
-                     "\"label\":{\"name\":\"y\"}}",
-                     "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":1048576,\"epochs\":1000000,"
-                     "\"consumers\":65536," IO_DEFAULTS "\"features\":{\"sparse\":[{\"name\":\"s\","
-                     "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
-                     "{\"op\":\"truncate\",\"max_len\":2147483647,\"keep\":\"first\"},"
-                     "{\"op\":\"modulo\",\"n\":1}]}]},"
-                     "\"label\":{\"name\":\"y\"},\"filters\":[]}");
+    check_round_trip(
+        "{\"table\":\"t\",\"batch_size\":1048576,\"epochs\":1000000,"
+        "\"consumers\":65536,\"features\":{\"sparse\":[{\"name\":\"s\","
+        "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
+        "{\"op\":\"truncate\",\"max_len\":2147483647},{\"op\":\"modulo\",\"n\":1}]}]},"
+        "\"label\":{\"name\":\"y\"}}",
+        "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":1048576,\"epochs\":1000000,"
+        "\"consumers\":65536," IO_DEFAULTS "\"features\":{\"sparse\":[{\"name\":\"s\","
+        "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
+        "{\"op\":\"truncate\",\"max_len\":2147483647,\"keep\":\"first\"},"
+        "{\"op\":\"modulo\",\"n\":1}]}]},"
+        "\"label\":{\"name\":\"y\"},\"filters\":[]}");
 }
 
 static void test_numbers_round_trip_exactly(void **state)
@@ -290,7 +293,8 @@ static void test_numbers_round_trip_exactly(void **state)
     check_round_trip(
         "{\"table\":\"./a//b/..c/\",\"batch_size\":1,\"features\":{\"dense\":"
         "[{\"name\":\"\\u00e9t\\u00e9\"}]},\"label\":{\"name\":\"a b\"}}",
-        "{\"table\":\"./a//b/..c/\",\"format\":\"tfrecord\",\"batch_size\":1,\"epochs\":1,\"consumers\":1," IO_DEFAULTS
+        "{\"table\":\"./a//b/..c/"
+        "\",\"format\":\"tfrecord\",\"batch_size\":1,\"epochs\":1,\"consumers\":1," IO_DEFAULTS
         "\"features\":{\"dense\":[{\"name\":\"\xc3\xa9t\xc3\xa9\",\"dim\":1,\"transforms\":[]}]},"
         "\"label\":{\"name\":\"a b\"},\"filters\":[]}");
 }
@@ -388,7 +392,8 @@ static void test_new_keys(void **state)
      * boundaries, the sample's p and label as reals; weights after the name */
     check_round_trip(
         new_spec,
-        "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,\"split_rows\":1000,"
+        "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,\"consumers\":1,"
+        "\"split_rows\":1000,"
         "\"on_corrupt\":\"fail\",\"compression\":\"zstd\",\"compression_level\":19,\"remainder\":"
         "\"drop\",\"order\":\"deterministic\",\"shuffle\":false,"
         "\"features\":{\"dense\":[{\"name\":\"emb\",\"dim\":16,\"transforms\":["
@@ -686,6 +691,10 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"format\":\"TFRecord\""),
      "format: unknown value \"TFRecord\" (expected \"tfrecord\")"},
     {WITH_TOP("\"format\":1"), "format: expected a string"},
+    {"{\"table\":\"t\",\"batch_size\":1100,\"features\":{\"dense\":[{\"name\":\"x\","
+     "\"dim\":65536}]},\"label\":{\"name\":\"y\"}}",
+     "batch_size: 1100 rows of these features take at least 275 MiB, over the 256 MiB a block "
+     "may hold: at most 1023 rows per batch (or fewer dense values)"},
     {"{\"table\":\"t\",\"batch_size\":8,\"epochs\":\"forever\"," FEATURES_OK "," LABEL_OK "}",
      "epochs: expected an integer or \"unbounded\""},
     {WITH_TOP("\"shuffle\":1"), "shuffle: expected false, true or an object {\"seed\": N}"},
