@@ -614,6 +614,20 @@ abandon:
     return rc;
 }
 
+int dpp_journal_check_path(const dpp_journal_t *j)
+{
+    struct stat fst, pst;
+    if (fstat(j->fd, &fst) != 0)
+        return -errno;
+    if (fst.st_nlink == 0)
+        return -ENOENT;
+    if (stat(j->path, &pst) != 0)
+        return errno == ENOENT ? -ENOENT : -errno;
+    if (pst.st_dev != fst.st_dev || pst.st_ino != fst.st_ino)
+        return -ESTALE;
+    return 0;
+}
+
 void dpp_journal_get_stats(const dpp_journal_t *j, dpp_journal_stats_t *out)
 {
     *out = j->stats;

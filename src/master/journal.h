@@ -109,6 +109,13 @@ int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, siz
  * journal as in dpp_journal_append(). */
 int dpp_journal_compact(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
 
+/* Whether dir/journal is still the file being appended to: 0, -ENOENT when
+ * it was unlinked (or renamed away), -ESTALE when the path now names another
+ * file. Either way what is appended from now on would not be replayed: the
+ * caller rewrites the journal from its state (dpp_journal_compact(), which
+ * creates the file anew). */
+int dpp_journal_check_path(const dpp_journal_t *j);
+
 /* Current counters, for the caller's compaction policy (e.g. compact when
  * file_size exceeds twice snapshot_bytes plus some MiB). */
 void dpp_journal_get_stats(const dpp_journal_t *j, dpp_journal_stats_t *out);

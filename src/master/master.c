@@ -51,6 +51,7 @@ static void on_timer(uv_timer_t *t)
     int64_t now = dpp_now_ms();
     dpp_listener_sweep(&m->lst, now);
     dpp_master_worker_timeouts(m, now);
+    dpp_master_check_journal(m);
 }
 
 static int lock_state_dir(dpp_master_t *m)

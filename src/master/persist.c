@@ -191,12 +191,10 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
     }
 }
 
-void dpp_master_maybe_compact(dpp_master_t *m)
+/* Rewrites the journal as a snapshot of every session; a failure stops the
+ * master (its state could no longer be made durable). Returns 0 or it. */
+static int compact(dpp_master_t *m, const dpp_journal_stats_t *st)
 {
-    dpp_journal_stats_t st;
-    dpp_journal_get_stats(m->journal, &st);
-    if (st.file_size <= m->journal_compact_bytes || st.file_size <= 2 * st.snapshot_bytes)
-        return;
     dpp_journal_rec_t *recs = NULL;
     size_t n = 0, cap = 0;
     for (size_t i = 0; i < m->nsessions; i++)
@@ -210,8 +208,33 @@ void dpp_master_maybe_compact(dpp_master_t *m)
                   dpp_strerror(rc));
         m->failed = 1;
         dpp_master_stop(m);
-        return;
+        return rc;
     }
     DPP_INFO("journal_compacted dir=%s bytes_before=%" PRIu64 " records=%zu", m->state_dir,
-             st.file_size, n);
+             st->file_size, n);
+    return 0;
+}
+
+void dpp_master_maybe_compact(dpp_master_t *m)
+{
+    dpp_journal_stats_t st;
+    dpp_journal_get_stats(m->journal, &st);
+    if (st.file_size > m->journal_compact_bytes && st.file_size > 2 * st.snapshot_bytes)
+        compact(m, &st);
+}
+
+void dpp_master_check_journal(dpp_master_t *m)
+{
+    int rc = dpp_journal_check_path(m->journal);
+    if (rc == 0 || m->stopping)
+        return;
+    /* Everything appended to an unlinked file is lost at the next restart:
+     * write the whole state anew, at once, and say so. */
+    DPP_ERROR("journal_gone dir=%s error=\"%s\" action=\"rewriting it from memory\" hint=\"the "
+              "journal was deleted or replaced: check what touches the state dir\"",
+              m->state_dir, rc == -ESTALE ? "the path names another file" : dpp_strerror(rc));
+    dpp_journal_stats_t st;
+    dpp_journal_get_stats(m->journal, &st);
+    if (compact(m, &st) == 0)
+        DPP_WARN("journal_recreated dir=%s sessions=%zu", m->state_dir, m->nsessions);
 }

@@ -54,4 +54,9 @@ void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what
  * change. A record that no longer applies is skipped. */
 int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len);
 
+/* Checks that the journal file is still in place (not unlinked or replaced
+ * under the master); when it is not, rewrites it from memory with a
+ * snapshot, loudly, or stops the master if that fails. From the timer. */
+void dpp_master_check_journal(dpp_master_t *m);
+
 #endif

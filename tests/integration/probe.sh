@@ -10,7 +10,9 @@
 # Case 4: a .idx sidecar that lies about its file fails the session with
 # the file named, instead of losing rows. Case 5: a file truncated after it
 # was indexed: every record lost is counted as rejected. Case 6: a spec
-# whose batches cannot fit a block is refused before it runs.
+# whose batches cannot fit a block is refused before it runs. Case 7: the
+# journal deleted under a running master is written anew from memory, so a
+# restart still finds the sessions.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -144,5 +146,29 @@ rc=0
 dpp_ctl submit "$DPP_TMP/huge.json" >"$DPP_TMP/huge-submit.out" 2>&1 || rc=$?
 ((rc != 0)) || dpp_fail "case 6: the master accepted a spec whose blocks cannot be delivered"
 dpp_log "case 6: $(head -1 "$DPP_TMP/huge.out")"
+
+dpp_step "case 7: the journal deleted under a running master"
+dpp_stop master
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state7" --data-root "$grown"
+dpp_submit "$spec2"
+kept=$DPP_SESSION
+rm -f "$DPP_TMP/master-state7/journal"
+for _ in $(seq 1 100); do
+    grep -q 'journal_recreated' "$DPP_TMP/master.log" && break
+    sleep 0.05
+done
+grep -q 'journal_gone .*No such file' "$DPP_TMP/master.log" ||
+    dpp_fail "case 7: the master did not notice its journal was deleted"
+[[ -s $DPP_TMP/master-state7/journal ]] || dpp_fail "case 7: no journal was written anew"
+DPP_STOP_SIGNAL=KILL dpp_stop master
+dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
+    --state-dir "$DPP_TMP/master-state7" --data-root "$grown"
+dpp_ctl list >"$DPP_TMP/list7.out"
+grep -q "$kept" "$DPP_TMP/list7.out" ||
+    dpp_fail "case 7: the session was lost with the journal: $(cat "$DPP_TMP/list7.out")"
+dpp_read "$kept" "$DPP_TMP/read7.jsonl"
+dpp_refsum_check "$spec2" "$grown/t" "$DPP_TMP/read7.jsonl"
+dpp_log "case 7: journal rewritten, session $kept replayed after kill -9 and read whole"
 
 dpp_log "PASS"

@@ -913,6 +913,48 @@ static void test_callback_error(void **state)
     remove_dir(&t);
 }
 
+/* The journal file unlinked or replaced under an open journal: found, and
+ * a compaction writes the state where a restart will find it. */
+static void test_path_gone(void **state)
+{
+    (void)state;
+    enum { N = 20 };
+    tmpdir_t t;
+    make_dir(&t);
+    test_rec_t *recs = gen_records(3, N, 50);
+    dpp_journal_rec_t *jr = as_journal_recs(recs, N);
+    dpp_journal_t *j;
+    assert_int_equal(dpp_journal_open(&j, t.dir, NULL, NULL, NULL), 0);
+    assert_int_equal(dpp_journal_check_path(j), 0);
+    assert_int_equal(dpp_journal_append_many(j, jr, N / 2), 0);
+    assert_int_equal(unlink(t.journal), 0);
+    assert_int_equal(dpp_journal_check_path(j), -ENOENT);
+    assert_int_equal(dpp_journal_compact(j, jr, N / 2), 0);
+    assert_int_equal(dpp_journal_check_path(j), 0);
+    assert_int_equal(dpp_journal_append_many(j, jr + N / 2, N - N / 2), 0);
+    /* another file put at the path */
+    char moved[sizeof t.journal + 8];
+    snprintf(moved, sizeof moved, "%s.old", t.journal);
+    assert_int_equal(rename(t.journal, moved), 0);
+    FILE *f = fopen(t.journal, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(dpp_journal_check_path(j), -ESTALE);
+    assert_int_equal(dpp_journal_compact(j, jr, N), 0);
+    assert_int_equal(dpp_journal_check_path(j), 0);
+    dpp_journal_close(j);
+    assert_int_equal(unlink(moved), 0);
+
+    collector_t c = collector(recs, N);
+    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, NULL), 0);
+    assert_int_equal(c.got, N);
+    assert_false(c.mismatch);
+    dpp_journal_close(j);
+    free(jr);
+    free_records(recs, N);
+    remove_dir(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -922,6 +964,7 @@ int main(void)
         cmocka_unit_test(test_huge_length),   cmocka_unit_test(test_length_over_limit),
         cmocka_unit_test(test_false_magic),   cmocka_unit_test(test_compaction),
         cmocka_unit_test(test_write_failure), cmocka_unit_test(test_callback_error),
+        cmocka_unit_test(test_path_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
