@@ -66,8 +66,18 @@ void dpp_client_options_init(dpp_client_options_t *o);
 /* Attaches with options. On success *out is a client the caller closes with
  * dpp_client_close(). Returns 0 or a negative error: DPP_EINVAL (missing
  * master or session, bad option), DPP_ENOSESSION, DPP_ERANK (rank or
- * world_size does not fit the session), DPP_ETIMEDOUT, -ECONNREFUSED... */
+ * world_size does not fit the session), DPP_ETOKEN (resume_token refused:
+ * dpp_client_open_error() names the field), DPP_ETIMEDOUT,
+ * -ECONNREFUSED... */
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o);
+
+/* Why the last dpp_client_open() or dpp_client_open_opts() of the calling
+ * thread failed, in words: the master's message (for DPP_ETOKEN, e.g.
+ * "rank 0 of session s-1 cannot resume from this checkpoint token: index:
+ * the token says block 9999, ..."), or what is wrong with a resume token;
+ * "" after a success or when there is nothing to add to the error code.
+ * Thread-local; valid until the thread's next open. Never NULL. */
+const char *dpp_client_open_error(void);
 
 /* Shorthand for dpp_client_open_opts() with defaults and the given values. */
 int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *session, unsigned rank,
@@ -81,16 +91,19 @@ int dpp_client_open(dpp_client_t **out, const char *master_addr, const char *ses
  * of an epoch comes only when the spec's `remainder` is "keep". */
 int dpp_client_next(dpp_client_t *c, dpp_batch_t **out, int timeout_ms);
 
-/* Bytes of a checkpoint token. */
-#define DPP_CHECKPOINT_SIZE 64
+/* Bytes of a checkpoint token (version 2, signed with HMAC-SHA256; the
+ * 64-byte version-1 tokens of older versions are refused with DPP_ETOKEN). */
+#define DPP_CHECKPOINT_SIZE 96
 
 /* Writes a data checkpoint token for the current batch boundary into buf
  * (len >= DPP_CHECKPOINT_SIZE): a client opened later with it as
  * resume_token gets exactly the batches this one has not handed out yet,
- * the same batches in the same order (docs/client.md#resume). Tokens are
- * plain bytes: store them with the model checkpoint. Returns
+ * the same batches in the same order (docs/client.md#checkpoints-and-resume).
+ * Tokens are plain bytes, signed with the session's key, which the master
+ * gives its clients: store them with the model checkpoint. Returns
  * DPP_CHECKPOINT_SIZE, DPP_EINVAL when len is too small or the spec's order
- * is "fastest" (no fixed order to resume in). */
+ * is "fastest" (no fixed order to resume in), DPP_EVERSION when the master
+ * gave no token key (it is older than this library). */
 int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len);
 
 /* Why the client failed, once next() returned an error that ends it (for

@@ -20,7 +20,7 @@ this package, else the dynamic linker (see dpp._lib). docs/client.md has the
 whole story.
 """
 from ._batch import Batch, Jagged, Sparse, TensorBatch
-from ._client import Client
+from ._client import CHECKPOINT_SIZE, Client
 from ._dataset import WORKERS_MESSAGE, TorchDataset
 from ._errors import DppError, DppTimeoutError, EndOfData, EpochEnd, SessionEnd
 from ._lib import ERRORS, library_path
@@ -40,6 +40,7 @@ def strerror(code):
 
 __all__ = [
     "Batch",
+    "CHECKPOINT_SIZE",
     "Client",
     "DppError",
     "DppTimeoutError",

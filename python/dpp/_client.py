@@ -25,8 +25,9 @@ _STAT_FIELDS = (
     "rows_padded",
 )
 
-# DPP_CHECKPOINT_SIZE
-CHECKPOINT_SIZE = 64
+# DPP_CHECKPOINT_SIZE: a version-2 token, signed with HMAC-SHA256 under the
+# session's key (64-byte version-1 tokens of older versions are refused)
+CHECKPOINT_SIZE = 96
 # DPP_EPOCHS_UNBOUNDED
 EPOCHS_UNBOUNDED = 0xFFFFFFFF
 
@@ -41,7 +42,9 @@ class Client:
     printed); ``timeout_s`` bounds the wait for the master's first answer.
     ``resume`` is a token from ``checkpoint()``: the client continues from
     there (``session`` may then be None). Raises DppError (``code``
-    DPP_ENOSESSION, DPP_ERANK, DPP_ETOKEN, DPP_ETIMEDOUT, -ECONNREFUSED, ...).
+    DPP_ENOSESSION, DPP_ERANK, DPP_ETOKEN, DPP_ETIMEDOUT, -ECONNREFUSED, ...;
+    ``detail`` is ``dpp_client_open_error()``: for a refused token, the
+    field and what the token and the plan say).
 
     ``next()`` returns a ``Batch`` or raises ``EpochEnd`` (once after the
     last batch of each epoch) or ``SessionEnd`` (after the last epoch, and on
@@ -96,7 +99,9 @@ class Client:
         if timeout_s is not None:
             o.connect_timeout_ms = _ms(timeout_s)
         out = ctypes.c_void_p()
-        check(lib.dpp_client_open_opts(ctypes.byref(out), ctypes.byref(o)), "dpp_client_open_opts")
+        rc = lib.dpp_client_open_opts(ctypes.byref(out), ctypes.byref(o))
+        if rc < 0:
+            raise _open_error(lib, rc)
         self._ptr = out.value
         p = self._ptr
         self.dense_names = [
@@ -216,7 +221,7 @@ class Client:
         Client opened with ``resume=`` it gets exactly the batches this one
         has not handed out yet, in the same order. Needs the spec's order
         "deterministic" (the default); DppError DPP_EINVAL otherwise."""
-        buf = ctypes.create_string_buffer(CHECKPOINT_SIZE)
+        buf = ctypes.create_string_buffer(CHECKPOINT_SIZE)  # what the library writes
         n = self._lib.dpp_client_checkpoint(self._p(), buf, CHECKPOINT_SIZE)
         check(n if n < 0 else 0, "dpp_client_checkpoint", self)
         return buf.raw[:n]
@@ -256,6 +261,17 @@ class Client:
             self.rank,
             ", closed" if self.closed else "",
         )
+
+
+def _open_error(lib, rc):
+    """The DppError of a failed open, with dpp_client_open_error() as its
+    detail (the field of a refused checkpoint token, the master's words)."""
+    try:
+        detail = lib.dpp_client_open_error().decode("utf-8", "replace")
+    except AttributeError:  # a library older than the package
+        detail = ""
+    cls = DppTimeoutError if rc == _lib.ERRORS["DPP_ETIMEDOUT"] else DppError
+    return cls(rc, "dpp_client_open_opts", detail)
 
 
 def _enc(s, what):

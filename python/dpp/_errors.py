@@ -14,7 +14,10 @@ class DppError(Exception):
         name: its symbolic name (``"DPP_ENOSESSION"``, ``"ECONNREFUSED"``).
         strerror: ``dpp_strerror(code)``.
         detail: ``dpp_client_error()`` when the client could say more (for
-            DPP_EFAILED: the session's failure as the master reports it), else "".
+            DPP_EFAILED: the session's failure as the master reports it);
+            from ``Client()``, ``dpp_client_open_error()`` (for DPP_ETOKEN:
+            the token field that does not fit, what the token and the plan
+            say); else "".
         call: the C function that failed.
     """
 

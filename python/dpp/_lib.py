@@ -121,6 +121,7 @@ _PROTOS = {
     "dpp_client_options_init": (None, [POINTER(ClientOptions)]),
     "dpp_client_open_opts": (c_int, [POINTER(c_void_p), POINTER(ClientOptions)]),
     "dpp_client_open": (c_int, [POINTER(c_void_p), c_char_p, c_char_p, c_uint, c_int]),
+    "dpp_client_open_error": (c_char_p, []),
     "dpp_client_next": (c_int, [_P, POINTER(c_void_p), c_int]),
     "dpp_client_error": (c_char_p, [_P]),
     "dpp_client_epoch": (c_uint, [_P]),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libdppclient's checkpoint tokens (checkpoint.c), what opening a client
- * from one needs. */
+/* libdppclient's checkpoint tokens (checkpoint.c): what opening a client
+ * from one needs. The token's layout, signing and verification are
+ * crypto/checkpoint_token.h's, shared with the master. */
 #ifndef DPP_CLIENT_CHECKPOINT_H
 #define DPP_CLIENT_CHECKPOINT_H
 
@@ -8,23 +9,24 @@
 #include <stdint.h>
 
 #include "client_internal.h"
+#include "crypto/checkpoint_token.h"
 
-/* A checkpoint token (DPP_CHECKPOINT_SIZE) is 64 bytes, little-endian:
- * magic "DPT1", version u16 (1), flags u16 (0), session id (24 bytes,
- * NUL-padded), then u32 rank, epoch, split position, block index, row in
- * that block, batches handed out in the epoch, splits of the rank in the
- * epoch (0xffffffff: not known yet), reserved (0), and the CRC32C of the 60
- * bytes before it. token_t holds its fields. */
-typedef struct token {
-    char session[24];
-    uint32_t rank, epoch, seq, index, row, batches, rank_splits;
-} token_t;
+struct Dpp__AttachReply;
 
-/* Reads a token into *t: 0, or DPP_ETOKEN unless buf is an intact token of
- * this library's version. */
-int dpp__token_unpack(const void *buf, size_t len, token_t *t);
+/* Checks the token raw (DPP_CKPT_TOKEN_SIZE bytes, fields t) a client opens
+ * from against the master's AttachReply r before the client starts: the
+ * MAC under the session key the reply carries, the session id, the rank
+ * (< consumers), the epoch (at most the session's), the split position and
+ * rank_splits against the rank's split count the master found in the
+ * token's epoch, and the row against batch_size. Returns 0, DPP_ETOKEN
+ * with why naming the field, what the token says and what the reply says,
+ * or DPP_EVERSION when the reply has no key (a master older than this
+ * library). why is NUL-terminated when whylen > 0. */
+int dpp__token_check_reply(const dpp_ckpt_token_t *t, const uint8_t *raw,
+                           const struct Dpp__AttachReply *r, char *why, size_t whylen);
+
 /* Puts a client opened from a checkpoint token at the token's position.
  * Called before the I/O thread starts. Returns 0. */
-int dpp__client_start_at(dpp_client_t *c, const token_t *t);
+int dpp__client_start_at(dpp_client_t *c, const dpp_ckpt_token_t *t);
 
 #endif

@@ -54,6 +54,7 @@ void dpp__core_unref(dpp_core_t *core)
     free(core->dims);
     free(core->weighted);
     free(core->ones);
+    explicit_bzero(core->token_key, sizeof core->token_key);
     pthread_cond_destroy(&core->cv);
     pthread_mutex_destroy(&core->mu);
     free(core);
@@ -223,4 +224,12 @@ void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)
     core->rank_records = r->rank_records_exact ? (int64_t)r->rank_records : -1;
     core->pad_batches = core->pad ? (int64_t)r->pad_batches : -1;
     pthread_cond_broadcast(&core->cv);
+}
+
+void dpp__core_take_key(dpp_core_t *core, const Dpp__AttachReply *r)
+{
+    if (r->token_key.len != sizeof core->token_key)
+        return;
+    memcpy(core->token_key, r->token_key.data, sizeof core->token_key);
+    core->token_key_set = 1;
 }

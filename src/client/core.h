@@ -109,6 +109,11 @@ typedef struct dpp_core {
     uint64_t rep_batches, rep_wait_ns, rep_hist[16];
     uint64_t open_ns;       /* when the client opened (monotonic) */
     epoch_track_t track[2]; /* by epoch parity: current and next */
+    /* the session's checkpoint-token key from the master's latest attach
+     * reply (docs/client.md#checkpoints-and-resume); token_key_set 0: none
+     * came (a master older than this library) */
+    uint8_t token_key[32];
+    int token_key_set;
     int error;
     char error_text[256];
 } dpp_core_t;
@@ -146,6 +151,12 @@ void dpp__core_fail(dpp_core_t *core, int err, const char *text);
  * the only thread). */
 struct Dpp__AttachReply;
 void dpp__core_plan(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* Takes the session's checkpoint-token key from an attach reply (the latest
+ * one wins: a master that had to make a new key says so in every reply); a
+ * reply without a 32-byte key changes nothing. Caller holds core->mu (or is
+ * the only thread). */
+void dpp__core_take_key(dpp_core_t *core, const struct Dpp__AttachReply *r);
 
 /* A buffer of at least size bytes: a pooled one that is not much larger, or
  * a new one; *cap is its real size. NULL on -ENOMEM. Caller holds core->mu. */

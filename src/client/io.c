@@ -452,6 +452,7 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
         } else {
             pthread_mutex_lock(&io->core->mu);
             dpp__core_plan(io->core, r);
+            dpp__core_take_key(io->core, r);
             pthread_mutex_unlock(&io->core->mu);
             sync_workers(io, r->workers, r->n_workers);
         }

@@ -3,6 +3,7 @@
  * master, the session's schema, starting and stopping the I/O thread.
  * Nothing here aborts or exits: every failure is a negative return. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,22 @@
 #define DPP_CLIENT_DEFAULT_BUDGET (256u << 20)
 #define DPP_CLIENT_DEFAULT_TIMEOUT_MS 10000
 
+/* Why this thread's last open failed (dpp_client_open_error()). */
+static _Thread_local char open_error[1024];
+
+static void set_open_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(open_error, sizeof open_error, fmt, ap);
+    va_end(ap);
+}
+
+const char *dpp_client_open_error(void)
+{
+    return open_error;
+}
+
 void dpp_client_options_init(dpp_client_options_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -47,8 +64,10 @@ static int copy_names(char ***out, char *const *names, size_t n)
     return 0;
 }
 
-static int attach(dpp_client_t *c, const char *master, int timeout_ms, const token_t *resume,
-                  struct sockaddr_storage *master_ss, Dpp__AttachReply **reply)
+/* resume: the token's bytes (DPP_CKPT_TOKEN_SIZE) and fields, or NULL. */
+static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uint8_t *resume_raw,
+                  const dpp_ckpt_token_t *resume, struct sockaddr_storage *master_ss,
+                  Dpp__AttachReply **reply)
 {
     dpp_sync_conn_t conn;
     int rc = dpp_addr_parse(master, master_ss);
@@ -65,6 +84,8 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const tok
         req.resume = 1;
         req.resume_epoch = resume->epoch;
         req.resume_seq = resume->seq;
+        req.resume_token.data = (uint8_t *)resume_raw;
+        req.resume_token.len = DPP_CKPT_TOKEN_SIZE;
     }
     uint16_t type;
     ProtobufCMessage *m = NULL;
@@ -76,7 +97,11 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const tok
         *reply = (Dpp__AttachReply *)m;
         return 0;
     }
-    rc = type == DPP_MSG_ERROR ? ((Dpp__Error *)m)->code : DPP_EMSGTYPE;
+    rc = DPP_EMSGTYPE;
+    if (type == DPP_MSG_ERROR) {
+        rc = ((Dpp__Error *)m)->code;
+        set_open_error("%s", ((Dpp__Error *)m)->message);
+    }
     protobuf_c_message_free_unpacked(m, NULL);
     return rc < 0 ? rc : DPP_EMSG;
 }
@@ -118,17 +143,29 @@ static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
 {
     *out = NULL;
-    token_t tok, *resume = NULL;
+    open_error[0] = '\0';
+    dpp_ckpt_token_t tok, *resume = NULL;
     if (o == NULL || o->master == NULL || o->master[0] == '\0' || o->prefetch == 0 ||
         o->prefetch > 1024 || o->memory_budget == 0 || o->prefetch_splits > 1024 ||
         o->max_block_mb > 4096)
         return DPP_EINVAL;
     if (o->resume_token) {
-        int rc = dpp__token_unpack(o->resume_token, o->resume_token_len, &tok);
-        if (rc)
-            return rc;
-        if ((o->session && strcmp(o->session, tok.session) != 0) || tok.rank != o->rank)
-            return DPP_ETOKEN; /* another session's or rank's position */
+        char why[512];
+        if (dpp_ckpt_token_parse(o->resume_token, o->resume_token_len, &tok, why, sizeof why)) {
+            set_open_error("checkpoint token refused: %s", why);
+            return DPP_ETOKEN;
+        }
+        if (o->session && strcmp(o->session, tok.session) != 0) {
+            set_open_error("checkpoint token refused: session: the token says \"%s\", the "
+                           "options say \"%s\"",
+                           tok.session, o->session);
+            return DPP_ETOKEN;
+        }
+        if (tok.rank != o->rank) {
+            set_open_error("checkpoint token refused: rank: the token says %u, the options say %u",
+                           tok.rank, o->rank);
+            return DPP_ETOKEN;
+        }
         resume = &tok;
     }
     const char *session = resume ? tok.session : o->session;
@@ -154,6 +191,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         char why[256];
         if ((rc = dpp_auth_load(&c->auth, NULL, why, sizeof why)) != 0) {
             fprintf(stderr, "libdppclient: %s\n", why);
+            set_open_error("%s", why);
             goto fail;
         }
     }
@@ -180,7 +218,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     unsigned backoff_ms = 100;
     for (;;) {
         int64_t left = deadline - dpp_now_ms();
-        rc = attach(c, o->master, left > 0 ? (int)left : 1, resume, &master_ss, &r);
+        rc =
+            attach(c, o->master, left > 0 ? (int)left : 1, o->resume_token, resume, &master_ss, &r);
         if (rc != -ECONNREFUSED && rc != DPP_ECLOSED && rc != -ECONNRESET)
             break;
         if (dpp_now_ms() + (int64_t)backoff_ms >= deadline)
@@ -191,6 +230,16 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     }
     if (rc)
         goto fail;
+    if (resume) {
+        /* the master checked it; so does the client, before anything
+         * starts, against what the master answered */
+        char why[512];
+        if ((rc = dpp__token_check_reply(resume, o->resume_token, r, why, sizeof why)) != 0) {
+            set_open_error("checkpoint token refused: %s", why);
+            goto fail;
+        }
+    }
+    dpp__core_take_key(core, r);
     if (o->world_size && o->world_size != r->consumers) {
         rc = DPP_ERANK;
         goto fail;
@@ -213,6 +262,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     if (rc)
         goto fail;
     protobuf_c_message_free_unpacked(&r->base, NULL);
+    open_error[0] = '\0';
     *out = c;
     return 0;
 

@@ -63,6 +63,8 @@ static json_t *session_json(const Dpp__SessionStatus *s)
 #undef TO_JSON
         json_object_set_new(o, "rejects", by);
     }
+    if (s->n_ranks == 0) /* a listing: ranks only in the status of one session */
+        return o;
     json_t *ranks = json_array();
     for (size_t i = 0; i < s->n_ranks; i++) {
         const Dpp__RankStatus *r = s->ranks[i];
@@ -126,6 +128,8 @@ int ctl_list(const ctl_t *ctl)
     }
     if (ctl->json)
         print_json(arr);
+    else if (r->sessions_omitted)
+        printf("(%u older sessions not listed)\n", r->sessions_omitted);
     json_decref(arr);
     protobuf_c_message_free_unpacked(&r->base, NULL);
     return CTL_OK;

@@ -25,6 +25,12 @@
 #define LINGER_MS 1000u
 #define LINGER_MAX_BYTES (256u * 1024)
 
+/* With every slot taken, a connection that has been taking its response for
+ * this long gives its slot to a newcomer (when none is reading its head or
+ * lingering): a second is ample for an honest scraper, and a client that
+ * does not read must not keep probes out for the whole idle timeout. */
+#define EVICT_WRITE_MS 1000u
+
 /* A connection goes HEAD (reading the request head) -> WRITE (response and
  * FIN queued) -> LINGER (draining) -> CLOSING; any step may jump to CLOSING. */
 enum conn_state { ST_HEAD, ST_WRITE, ST_LINGER, ST_CLOSING };
@@ -53,15 +59,18 @@ struct dpp_http {
     dpp_http_limits_t limits;
     dpp_http_handler_fn handler;
     void *arg;
-    http_conn_t *conns;
-    uint32_t nconns;
-    uint32_t nhandles; /* listener + connections + refused sockets not yet closed */
+    http_conn_t *conns; /* newest first */
+    uint32_t nconns;    /* allocated, closing ones included */
+    uint32_t nopen;     /* not closing: what max_connections bounds */
+    uint32_t nhandles;  /* listener + connections + refused sockets not yet closed */
     int port;
     int stopping;
+    int accept_deferred; /* a connection waits in the listener for a close */
 };
 
 static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void accept_one(dpp_http_t *h);
 
 static const char *reason(int status)
 {
@@ -128,6 +137,10 @@ static void on_conn_handle_closed(uv_handle_t *handle)
     h->nconns--;
     free(c->body);
     free(c);
+    if (h->accept_deferred && !h->stopping) {
+        h->accept_deferred = 0;
+        accept_one(h);
+    }
     release(h);
 }
 
@@ -136,6 +149,7 @@ static void conn_close(http_conn_t *c)
     if (c->state == ST_CLOSING)
         return;
     c->state = ST_CLOSING;
+    c->srv->nopen--;
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 }
@@ -434,16 +448,72 @@ static void refuse(dpp_http_t *h)
     uv_close((uv_handle_t *)t, on_refused_closed);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* Every slot is taken: closes, unanswered, the connection that has been
+ * reading its head the longest, else the one lingering the longest, else the
+ * one taking its response the longest if that is over EVICT_WRITE_MS. The
+ * head has a deadline from accept, but a slow-head attacker (slowloris) that
+ * reconnects would still hold every slot and keep health probes out: its
+ * connections are the old ones in ST_HEAD, as an honest client sends its
+ * head at once; a new connection is the last to be chosen. */
+static void evict(dpp_http_t *h)
 {
-    dpp_http_t *h = dpp_container_of(server, dpp_http_t, listener);
-    if (status < 0) {
-        DPP_DEBUG("http_accept_failed error=\"%s\"", uv_strerror(status));
+    static const char *const names[] = {"head", "write", "linger"};
+    uint64_t now = uv_now(h->loop);
+    http_conn_t *victim = NULL;
+    int victim_rank = 0;
+    uint64_t victim_since = 0;
+    for (http_conn_t *c = h->conns; c; c = c->next) {
+        int rank; /* lower goes first */
+        uint64_t since;
+        if (c->state == ST_HEAD) {
+            rank = 0;
+            since = c->accepted_ms;
+        } else if (c->state == ST_LINGER) {
+            rank = 1;
+            since = c->state_ms;
+        } else if (c->state == ST_WRITE && now - c->state_ms >= EVICT_WRITE_MS) {
+            rank = 2;
+            since = c->state_ms;
+        } else {
+            continue;
+        }
+        /* <=: on a tie the later in the list, the older, goes */
+        if (victim == NULL || rank < victim_rank ||
+            (rank == victim_rank && since <= victim_since)) {
+            victim = c;
+            victim_rank = rank;
+            victim_since = since;
+        }
+    }
+    if (victim == NULL)
+        return;
+    char peer[64];
+    DPP_DEBUG("http_evicted peer=%s phase=%s age_ms=%llu",
+              peer_name(&victim->tcp, peer, sizeof peer), names[victim->state],
+              (unsigned long long)(now - victim->accepted_ms));
+    conn_close(victim);
+}
+
+/* Takes the connection waiting in the listener. */
+static void accept_one(dpp_http_t *h)
+{
+    const uint32_t max = h->limits.max_connections;
+    if (h->nopen >= max)
+        evict(h);
+    if (h->nopen >= max) {
+        refuse(h);
         return;
     }
-    http_conn_t *c = NULL;
-    if (h->nconns < h->limits.max_connections)
-        c = calloc(1, sizeof *c + h->limits.max_head_bytes);
+    /* An evicted connection keeps its memory until its close callbacks run,
+     * later in this loop iteration, and one iteration may accept a whole
+     * backlog of newcomers. Past max closing ones, the next newcomer waits in
+     * the listener for a close callback: libuv stops accepting while it is
+     * not taken. */
+    if ((uint64_t)h->nconns >= 2 * (uint64_t)max) {
+        h->accept_deferred = 1;
+        return;
+    }
+    http_conn_t *c = calloc(1, sizeof *c + h->limits.max_head_bytes);
     if (c == NULL) {
         refuse(h);
         return;
@@ -455,16 +525,27 @@ static void on_connection(uv_stream_t *server, int status)
     c->srv = h;
     DPP_DLIST_PUSH(h->conns, c);
     h->nconns++;
+    h->nopen++;
     h->nhandles++;
     c->state = ST_HEAD;
     c->accepted_ms = c->last_read_ms = uv_now(h->loop);
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+    if (uv_accept((uv_stream_t *)&h->listener, (uv_stream_t *)&c->tcp) != 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         conn_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
     arm_timer(c);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    dpp_http_t *h = dpp_container_of(server, dpp_http_t, listener);
+    if (status < 0) {
+        DPP_DEBUG("http_accept_failed error=\"%s\"", uv_strerror(status));
+        return;
+    }
+    accept_one(h);
 }
 
 int dpp_http_respond(dpp_http_response_t *res, int status, const char *content_type,

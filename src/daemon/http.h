@@ -3,7 +3,9 @@
  * GET endpoints (/metrics, /healthz, /readyz). One request per connection:
  * every response says `Connection: close` and carries Content-Length. It faces
  * the network, so every input is bounded (head size, time to send it, silence,
- * connection count) and nothing a peer sends is logged above debug level. */
+ * connection count) and nothing a peer sends is logged above debug level.
+ * Clients that hold connections open without finishing their request
+ * (slowloris) cannot keep a new one out: see max_connections. */
 #ifndef DPP_DAEMON_HTTP_H
 #define DPP_DAEMON_HTTP_H
 
@@ -17,10 +19,16 @@ typedef struct dpp_http dpp_http_t;
 /* A field left 0 takes its default. */
 typedef struct dpp_http_limits {
     size_t max_head_bytes;      /* request line + headers; more: 431. 8 KiB */
-    uint32_t header_timeout_ms; /* from accept to a complete head; 5 s */
+    uint32_t header_timeout_ms; /* from accept to a complete head, however the
+                                   bytes trickle in; 5 s */
     uint32_t idle_timeout_ms;   /* silence while the head is incomplete, and the
                                    time the client gets to take the response; 10 s */
-    uint32_t max_connections;   /* concurrent; extra ones get 503 and are closed; 64 */
+    uint32_t max_connections;   /* concurrent; 64. When all are taken, a new one
+                                   takes the slot of the connection reading its
+                                   head the longest (closed unanswered), else of
+                                   one lingering after its response, else of one
+                                   taking its response for over a second; when
+                                   none qualifies it gets 503 and is closed. */
 } dpp_http_limits_t;
 
 #define DPP_HTTP_MAX_HEAD_BYTES (8u * 1024)

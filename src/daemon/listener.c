@@ -60,6 +60,9 @@ static void on_connection(uv_stream_t *server, int status)
     p->conn.limits.max_msg = DPP_LISTENER_HANDSHAKE_BYTES;
     p->conn.limits.max_payload = 0;
     p->conn.read_chunk = DPP_LISTENER_HANDSHAKE_BYTES;
+    p->conn.max_queued = l->cfg.max_queued == (size_t)-1 ? 0
+                         : l->cfg.max_queued             ? l->cfg.max_queued
+                                                         : DPP_LISTENER_MAX_QUEUED;
     if (dpp_conn_accept(server, &p->conn) != 0) {
         dpp_conn_close(&p->conn, DPP_ECLOSED);
     } else if (l->npeers > l->cfg.max_connections) {

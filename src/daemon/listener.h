@@ -23,6 +23,13 @@ typedef struct dpp_listener dpp_listener_t;
  * at most max_connections times this. */
 #define DPP_LISTENER_HANDSHAKE_BYTES 1024u
 
+/* A peer with this much of its answers not yet taken off the socket gets
+ * nothing more read or answered until it catches up (wire/conn.h
+ * max_queued): requests it pipelines without reading cost it, not the
+ * daemon. Zero in cfg.max_queued takes it; the worker's data connections
+ * are bounded by credits instead (cfg.max_queued (size_t)-1: unbounded). */
+#define DPP_LISTENER_MAX_QUEUED (8u << 20)
+
 /* One accepted connection. The owner's per-peer struct embeds it as its
  * first member (the listener allocates cfg.peer_size zeroed bytes). */
 typedef struct dpp_peer {
@@ -51,6 +58,7 @@ typedef struct dpp_listener_config {
     uint32_t max_msg;         /* frames' message bytes once authenticated; 0: the default.
                                  Peers never send payloads to a daemon: none is accepted */
     size_t peer_size;         /* >= sizeof(dpp_peer_t) */
+    size_t max_queued;        /* 0: DPP_LISTENER_MAX_QUEUED; (size_t)-1: no bound */
     dpp_peer_frame_cb on_frame;
     dpp_peer_close_cb on_close; /* NULL: nothing to do */
     dpp_peer_idle_cb idle;      /* NULL: the idle deadline applies to every peer */

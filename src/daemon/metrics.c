@@ -280,6 +280,26 @@ int dpp_metrics_histogram(dpp_metrics_t *m, const char *name, const dpp_metrics_
     return m->error;
 }
 
+void dpp_metrics_mark(const dpp_metrics_t *m, dpp_metrics_mark_t *mark)
+{
+    mark->len = m->len;
+    mark->error = m->error;
+    mark->has_family = m->has_family;
+    mark->type = m->type;
+    memcpy(mark->family, m->family, sizeof mark->family);
+}
+
+void dpp_metrics_rewind(dpp_metrics_t *m, const dpp_metrics_mark_t *mark)
+{
+    m->len = mark->len;
+    if (m->buf)
+        m->buf[m->len] = '\0';
+    m->error = mark->error;
+    m->has_family = mark->has_family;
+    m->type = mark->type;
+    memcpy(m->family, mark->family, sizeof m->family);
+}
+
 const char *dpp_metrics_text(const dpp_metrics_t *m, size_t *len)
 {
     if (m->error) {

@@ -98,6 +98,24 @@ int dpp_metrics_build_info(dpp_metrics_t *m, const char *role);
  * base/reject.h (label reason="NAME"). */
 int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const dpp_rejects_t *r);
 
+/* A point in a render to come back to: a renderer marks before an optional
+ * part of the page and, when that part failed (say with -ENOBUFS, past
+ * max_bytes), rewinds and goes on without it. */
+typedef struct dpp_metrics_mark {
+    size_t len;
+    int error, has_family;
+    dpp_metric_type_t type;
+    char family[DPP_METRICS_MAX_NAME + 1];
+} dpp_metrics_mark_t;
+
+/* Records in *mark where m stands now. */
+void dpp_metrics_mark(const dpp_metrics_t *m, dpp_metrics_mark_t *mark);
+
+/* Puts m back where mark was taken: drops the text written since (families
+ * declared since may be declared again) and an error recorded since. mark
+ * must come from this render: no reset or close in between. */
+void dpp_metrics_rewind(dpp_metrics_t *m, const dpp_metrics_mark_t *mark);
+
 /* The rendered text and its length (every line ends with '\n'), or NULL
  * after a failure (see dpp_metrics_error()). The text is NUL-terminated and
  * owned by m: valid until the next write, reset or close. */

@@ -22,6 +22,10 @@
  * ("ctl", "worker", "client"), plus one; ROLE_NONE before HELLO. */
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
+/* Sessions in one listing (dppctl list, workers): without ranks a session's
+ * status is a few hundred bytes, so this many stay far below a frame. */
+#define DPP_MASTER_MAX_LISTED 10000
+
 /* A connection the master accepted (daemon/listener.h owns it). */
 typedef struct peer {
     dpp_peer_t base; /* first: the listener allocates and frees the struct */

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The master's HTTP endpoints: GET /metrics (Prometheus text format 0.0.4),
 // /healthz and /readyz. Rendered on the loop thread from its own state.
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "daemon/http.h"
 #include "base/log.h"
 #include "daemon/metrics.h"
@@ -19,6 +22,268 @@ static void wait_bounds(double *b)
 {
     for (int i = 0; i < 15; i++)
         b[i] = 10e-6 * (double)(1u << i);
+}
+
+/* Room left for the family written after the parts of the page that may be
+ * dropped (the dropped-series gauge, ~1.3 KB). */
+#define TAIL_BYTES 2048u
+
+static int session_active(const dpp_session_t *s)
+{
+    return s->state == SESSION_RUNNING || s->state == SESSION_INDEXING;
+}
+
+/* What one rank reported, or the sum of several (a session's rest). */
+typedef struct rank_sum {
+    unsigned ranks;
+    uint64_t batches;
+    double wait_s;
+    uint64_t hist[16];
+} rank_sum_t;
+
+static void rank_add(rank_sum_t *sum, const dpp_rank_report_t *rep)
+{
+    sum->ranks++;
+    sum->batches += rep->batches;
+    sum->wait_s += (double)rep->wait_ns / 1e9;
+    for (int b = 0; b < 16; b++)
+        sum->hist[b] += rep->hist[b];
+}
+
+static void wait_histogram(dpp_metrics_t *m, const char *name, const dpp_metrics_label_t *l,
+                           size_t nl, const rank_sum_t *v)
+{
+    double bounds[15];
+    wait_bounds(bounds);
+    uint64_t hc[15], count = 0;
+    for (int b = 0; b < 15; b++)
+        hc[b] = count += v->hist[b];
+    count += v->hist[15];
+    dpp_metrics_histogram(m, name, l, nl, bounds, hc, 15, v->wait_s, count);
+}
+
+/* The families of the page that grow with the sessions, each dropped with
+ * its part when the part would pass the byte cap. */
+enum {
+    F_STARVATION,
+    F_EPOCH,
+    F_REST_RANKS,
+    F_REST_WAIT,
+    F_REST_BATCHES,
+    F_WAIT,
+    F_BATCHES,
+    NFAMILIES
+};
+
+static const char *const family_names[NFAMILIES] = {
+    "dpp_session_starvation_ratio",   "dpp_session_epoch",
+    "dpp_trainer_rest_ranks",         "dpp_trainer_rest_wait_seconds",
+    "dpp_trainer_rest_batches_total", "dpp_trainer_wait_seconds",
+    "dpp_trainer_batches_total",
+};
+
+/* Part 1: the per-session gauges. Adds to series[] what it writes. */
+static void session_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n,
+                         uint64_t *series)
+{
+    dpp_metrics_label_t l;
+    dpp_metrics_family(m, "dpp_session_starvation_ratio", DPP_METRIC_GAUGE,
+                       "Share of its trainers' time a running session spent waiting for data "
+                       "(0 to 1): the signal to scale workers on.");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        if (s->state != SESSION_RUNNING)
+            continue;
+        uint64_t wait = 0, open = 0;
+        for (unsigned r = 0; r < s->spec.consumers; r++) {
+            wait += s->reports[r].wait_ns;
+            open += s->reports[r].open_ns;
+        }
+        if (open == 0)
+            continue;
+        l = (dpp_metrics_label_t){"session", s->id};
+        dpp_metrics_sample(m, "dpp_session_starvation_ratio", &l, 1, (double)wait / (double)open);
+        series[F_STARVATION]++;
+    }
+    dpp_metrics_family(m, "dpp_session_epoch", DPP_METRIC_GAUGE,
+                       "Current epoch of each indexing or running session.");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        if (!session_active(s))
+            continue;
+        l = (dpp_metrics_label_t){"session", s->id};
+        dpp_metrics_sample_u64(m, "dpp_session_epoch", &l, 1, s->epoch);
+        series[F_EPOCH]++;
+    }
+}
+
+/* Part 2: per session, the ranks that reported past the first shown[i]
+ * (those not in the per-rank families), summed. */
+static void rest_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n,
+                      const size_t *shown, uint64_t *series)
+{
+    static const char *const help[3] = {
+        "Ranks of a session whose clients reported but that the per-rank trainer families "
+        "leave out (past the per-scrape limit); the dpp_trainer_rest_* families sum them.",
+        "Time the ranks of dpp_trainer_rest_ranks waited inside next() for a batch, summed.",
+        "Batches the ranks of dpp_trainer_rest_ranks took, summed."};
+    for (int f = F_REST_RANKS; f <= F_REST_BATCHES; f++) {
+        dpp_metrics_family(m, family_names[f],
+                           f == F_REST_RANKS  ? DPP_METRIC_GAUGE
+                           : f == F_REST_WAIT ? DPP_METRIC_HISTOGRAM
+                                              : DPP_METRIC_COUNTER,
+                           help[f - F_REST_RANKS]);
+        for (size_t i = 0; i < n; i++) {
+            const dpp_session_t *s = sessions[i];
+            if (!session_active(s))
+                continue;
+            rank_sum_t rest = {0};
+            size_t k = 0;
+            for (unsigned r = 0; r < s->spec.consumers; r++)
+                if (s->reports[r].open_ns != 0 && k++ >= shown[i])
+                    rank_add(&rest, &s->reports[r]);
+            if (rest.ranks == 0)
+                continue;
+            dpp_metrics_label_t l = {"session", s->id};
+            if (f == F_REST_RANKS)
+                dpp_metrics_sample_u64(m, family_names[f], &l, 1, rest.ranks);
+            else if (f == F_REST_WAIT)
+                wait_histogram(m, family_names[f], &l, 1, &rest);
+            else
+                dpp_metrics_sample_u64(m, family_names[f], &l, 1, rest.batches);
+            series[f]++;
+        }
+    }
+}
+
+/* Part 3: the first shown[i] ranks that reported of each session, one
+ * series each. */
+static void rank_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n,
+                      const size_t *shown, uint64_t *series)
+{
+    static const char *const help[2] = {
+        "Time trainers waited inside next() for a batch, per session and rank (up to the "
+        "per-scrape limit; the rest: dpp_trainer_rest_*).",
+        "Batches trainers took, per session and rank (up to the per-scrape limit; the rest: "
+        "dpp_trainer_rest_*)."};
+    char rank[16];
+    dpp_metrics_label_t l[2] = {{"session", NULL}, {"rank", rank}};
+    for (int f = F_WAIT; f <= F_BATCHES; f++) {
+        dpp_metrics_family(m, family_names[f],
+                           f == F_WAIT ? DPP_METRIC_HISTOGRAM : DPP_METRIC_COUNTER,
+                           help[f - F_WAIT]);
+        for (size_t i = 0; i < n; i++) {
+            const dpp_session_t *s = sessions[i];
+            size_t k = 0;
+            l[0].value = s->id;
+            for (unsigned r = 0; r < s->spec.consumers && k < shown[i]; r++) {
+                const dpp_rank_report_t *rep = &s->reports[r];
+                if (rep->open_ns == 0)
+                    continue;
+                k++;
+                snprintf(rank, sizeof rank, "%u", r);
+                if (f == F_WAIT) {
+                    rank_sum_t one = {0};
+                    rank_add(&one, rep);
+                    wait_histogram(m, family_names[f], l, 2, &one);
+                } else {
+                    dpp_metrics_sample_u64(m, family_names[f], l, 2, rep->batches);
+                }
+                series[f]++;
+            }
+        }
+    }
+}
+
+/* How many of each session's reporting ranks go one by one (shown[i]),
+ * rank_series in all: the running sessions share them first, the indexing
+ * ones what is left. Sharing is even (a session with fewer ranks than its
+ * share passes the remainder on), so that every running session keeps a
+ * sample of its ranks while there are fewer than rank_series of them.
+ * Returns the ranks left out. */
+static uint64_t plan_shown(dpp_session_t *const *sessions, size_t n, size_t rank_series,
+                           size_t *shown)
+{
+    size_t *want = dpp_xcalloc(n ? n : 1, sizeof *want);
+    uint64_t left_out = 0;
+    size_t left = rank_series;
+    for (int pass = 0; pass < 2; pass++) {
+        session_state_t st = pass == 0 ? SESSION_RUNNING : SESSION_INDEXING;
+        size_t hungry = 0;
+        for (size_t i = 0; i < n; i++) {
+            const dpp_session_t *s = sessions[i];
+            if (s->state != st)
+                continue;
+            for (unsigned r = 0; r < s->spec.consumers; r++)
+                want[i] += s->reports[r].open_ns != 0;
+            hungry += want[i] > 0;
+        }
+        /* each round gives every session that still wants some an equal
+         * share (at least 1): it ends with left or the wants used up */
+        while (left > 0 && hungry > 0) {
+            size_t share = left / hungry > 0 ? left / hungry : 1;
+            for (size_t i = 0; i < n && left > 0; i++) {
+                if (sessions[i]->state != st || want[i] == 0)
+                    continue;
+                size_t give = want[i] < share ? want[i] : share;
+                give = give < left ? give : left;
+                shown[i] += give;
+                want[i] -= give;
+                left -= give;
+                hungry -= want[i] == 0;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            if (sessions[i]->state == st)
+                left_out += want[i];
+    }
+    free(want);
+    return left_out;
+}
+
+int dpp_master_metrics_sessions(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n,
+                                size_t rank_series)
+{
+    size_t *shown = dpp_xcalloc(n ? n : 1, sizeof *shown);
+    uint64_t left_out = plan_shown(sessions, n, rank_series, shown);
+
+    /* Each part is dropped whole, rather than fail the page, when it would
+     * pass the byte cap; they are in order of worth (the starvation ratio
+     * drives scaling), and must leave room for the gauge that tells. */
+    size_t max_bytes = m->max_bytes;
+    m->max_bytes = max_bytes > TAIL_BYTES ? max_bytes - TAIL_BYTES : 0;
+    uint64_t capped[NFAMILIES] = {0};
+    for (int part = 0; part < 3; part++) {
+        uint64_t series[NFAMILIES] = {0};
+        dpp_metrics_mark_t mark;
+        dpp_metrics_mark(m, &mark);
+        if (part == 0)
+            session_part(m, sessions, n, series);
+        else if (part == 1)
+            rest_part(m, sessions, n, shown, series);
+        else
+            rank_part(m, sessions, n, shown, series);
+        if (dpp_metrics_error(m) == -ENOBUFS) {
+            dpp_metrics_rewind(m, &mark);
+            for (int f = 0; f < NFAMILIES; f++)
+                capped[f] += series[f];
+        }
+    }
+    m->max_bytes = max_bytes;
+    free(shown);
+
+    dpp_metrics_family(m, "dpp_metrics_series_dropped", DPP_METRIC_GAUGE,
+                       "Series this scrape left out, by family and reason: rank_limit, the "
+                       "ranks past the per-scrape limit (summed in dpp_trainer_rest_*); "
+                       "size_cap, a family dropped whole to keep the page under its byte cap.");
+    for (int f = 0; f < NFAMILIES; f++) {
+        dpp_metrics_label_t l[2] = {{"family", family_names[f]}, {"reason", "rank_limit"}};
+        if (f == F_WAIT || f == F_BATCHES)
+            dpp_metrics_sample_u64(m, "dpp_metrics_series_dropped", l, 2, left_out);
+        l[1].value = "size_cap";
+        dpp_metrics_sample_u64(m, "dpp_metrics_series_dropped", l, 2, capped[f]);
+    }
+    return dpp_metrics_error(m);
 }
 
 static void render(void *arg, dpp_metrics_t *m)
@@ -74,75 +339,14 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_histogram(m, "dpp_lease_latency_seconds", NULL, 0, dpp_lease_bounds, cum,
                           DPP_LEASE_BUCKETS, n->lease_sum, n->lease_count);
 
-    /* Per session and rank, from what the clients report with their attach
-     * refreshes: the trainers' side of the pipe. */
-    double bounds[15];
-    wait_bounds(bounds);
-    dpp_metrics_family(m, "dpp_trainer_wait_seconds", DPP_METRIC_HISTOGRAM,
-                       "Time trainers waited inside next() for a batch.");
-    for (size_t i = 0; i < ms->nsessions; i++) {
-        const dpp_session_t *s = ms->sessions[i];
-        for (unsigned r = 0; r < s->spec.consumers; r++) {
-            const dpp_rank_report_t *rep = &s->reports[r];
-            if (rep->open_ns == 0)
-                continue;
-            char rank[16];
-            snprintf(rank, sizeof rank, "%u", r);
-            l[0] = (dpp_metrics_label_t){"session", s->id};
-            l[1] = (dpp_metrics_label_t){"rank", rank};
-            uint64_t hc[15], count = 0;
-            for (int b = 0; b < 15; b++)
-                hc[b] = count += rep->hist[b];
-            count += rep->hist[15];
-            dpp_metrics_histogram(m, "dpp_trainer_wait_seconds", l, 2, bounds, hc, 15,
-                                  (double)rep->wait_ns / 1e9, count);
-        }
-    }
-    dpp_metrics_family(m, "dpp_trainer_batches_total", DPP_METRIC_COUNTER,
-                       "Batches trainers took, per session and rank.");
-    for (size_t i = 0; i < ms->nsessions; i++) {
-        const dpp_session_t *s = ms->sessions[i];
-        for (unsigned r = 0; r < s->spec.consumers; r++) {
-            if (s->reports[r].open_ns == 0)
-                continue;
-            char rank[16];
-            snprintf(rank, sizeof rank, "%u", r);
-            l[0] = (dpp_metrics_label_t){"session", s->id};
-            l[1] = (dpp_metrics_label_t){"rank", rank};
-            dpp_metrics_sample_u64(m, "dpp_trainer_batches_total", l, 2, s->reports[r].batches);
-        }
-    }
-    dpp_metrics_family(m, "dpp_session_starvation_ratio", DPP_METRIC_GAUGE,
-                       "Share of its trainers' time a running session spent waiting for data "
-                       "(0 to 1): the signal to scale workers on.");
-    for (size_t i = 0; i < ms->nsessions; i++) {
-        const dpp_session_t *s = ms->sessions[i];
-        uint64_t wait = 0, open = 0;
-        for (unsigned r = 0; r < s->spec.consumers; r++) {
-            wait += s->reports[r].wait_ns;
-            open += s->reports[r].open_ns;
-        }
-        if (s->state != SESSION_RUNNING || open == 0)
-            continue;
-        l[0] = (dpp_metrics_label_t){"session", s->id};
-        dpp_metrics_sample(m, "dpp_session_starvation_ratio", l, 1, (double)wait / (double)open);
-    }
-    dpp_metrics_family(m, "dpp_session_epoch", DPP_METRIC_GAUGE,
-                       "Current epoch of each indexing or running session.");
-    for (size_t i = 0; i < ms->nsessions; i++) {
-        const dpp_session_t *s = ms->sessions[i];
-        if (s->state != SESSION_RUNNING && s->state != SESSION_INDEXING)
-            continue;
-        l[0] = (dpp_metrics_label_t){"session", s->id};
-        dpp_metrics_sample_u64(m, "dpp_session_epoch", l, 1, s->epoch);
-    }
-
     dpp_journal_stats_t js;
     dpp_journal_get_stats(ms->journal, &js);
     dpp_metrics_gauge(m, "dpp_journal_bytes", "Size of the master's journal file.",
                       (double)js.file_size);
     dpp_metrics_gauge(m, "dpp_journal_records", "Records in the master's journal file.",
                       (double)js.records);
+    /* last: the part of the page that grows with the sessions */
+    dpp_master_metrics_sessions(m, ms->sessions, ms->nsessions, DPP_MASTER_METRICS_RANK_SERIES);
 }
 
 static void on_http(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)

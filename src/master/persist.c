@@ -44,6 +44,8 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
     js.session_id = (char *)s->id;
     js.spec_json = s->spec_json;
     js.table_path = s->table_path;
+    js.token_key.data = (uint8_t *)s->token_key;
+    js.token_key.len = sizeof s->token_key;
     js.n_files = s->nfiles;
     js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
     for (size_t i = 0; i < s->nfiles; i++)
@@ -104,17 +106,34 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         return DPP_EMSG; /* CRC-valid but not ours: stop rather than guess */
     if (type == DPP_J_SESSION) {
         const Dpp__JournalSession *js = (const Dpp__JournalSession *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, js->session_id);
+        int has_key = js->token_key.len == DPP_CKPT_KEY_LEN;
         dpp_spec_t spec;
         char err[DPP_SPEC_ERRLEN];
-        if (dpp_master_find_session(m, js->session_id) == NULL &&
+        if (s == NULL &&
             dpp_spec_parse(js->spec_json, strlen(js->spec_json), &spec, err, sizeof err) == 0) {
             char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
             for (size_t i = 0; i < js->n_files; i++)
                 files[i] = dpp_xstrdup(js->files[i]);
-            dpp_session_t *s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path),
-                                               files, js->n_files);
+            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files,
+                                js->n_files);
             m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
             m->sessions[m->nsessions++] = s;
+            if (has_key) {
+                /* the journaled key, never a new one: the session's tokens
+                 * were signed with it */
+                memcpy(s->token_key, js->token_key.data, DPP_CKPT_KEY_LEN);
+            } else {
+                s->token_key_unsaved = 1;
+                DPP_WARN("session_token_key_new session=%s reason=\"journaled by an older master "
+                         "without a checkpoint-token key\" effect=\"a new key, journaled at the "
+                         "next attach\"",
+                         s->id);
+            }
+        } else if (s && s->token_key_unsaved && has_key) {
+            /* the key a master made for a keyless record, journaled later */
+            memcpy(s->token_key, js->token_key.data, DPP_CKPT_KEY_LEN);
+            s->token_key_unsaved = 0;
         }
     } else if (type == DPP_J_INDEXED) {
         const Dpp__JournalIndexed *ji = (const Dpp__JournalIndexed *)msg;
@@ -210,6 +229,8 @@ static int compact(dpp_master_t *m, const dpp_journal_stats_t *st)
         dpp_master_stop(m);
         return rc;
     }
+    for (size_t i = 0; i < m->nsessions; i++)
+        m->sessions[i]->token_key_unsaved = 0; /* the snapshot carries every key */
     DPP_INFO("journal_compacted dir=%s bytes_before=%" PRIu64 " records=%zu", m->state_dir,
              st->file_size, n);
     return 0;

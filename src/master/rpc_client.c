@@ -2,6 +2,7 @@
 /* The master's client requests: attach (a trainer rank joins, refreshes,
  * resumes from a checkpoint token or detaches) and consumed splits. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -27,28 +28,61 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
                             req->rank, s->id, s->spec.consumers);
         return;
     }
+    if (s->token_key_unsaved) {
+        /* replayed from a journal without a key: the one made at this start
+         * is journaled before any client signs a token with it */
+        dpp_journal_rec_t rec = dpp_master_session_rec(s);
+        if (dpp_master_journal_put(m, &rec, 1) != 0) {
+            dpp_conn_send_error(&p->base.conn, DPP_EFAILED, "session %s: journal write failed",
+                                s->id);
+            return;
+        }
+        s->token_key_unsaved = 0;
+    }
+    dpp_token_plan_t plan = {0};
     if (req->resume) {
-        /* journaled first: a restarted master must not hand the rank what
-         * the token says it already has */
-        Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
-        jr.session_id = s->id;
-        jr.rank = req->rank;
-        jr.epoch = req->resume_epoch;
-        jr.seq = req->resume_seq;
-        dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
-        int rc = dpp_master_journal_put(m, &rec, 1);
-        if (rc == 0)
-            rc = dpp_session_resume(s, req->rank, req->resume_epoch, req->resume_seq);
+        dpp_ckpt_token_t tok;
+        char why[768];
+        int rc = DPP_ETOKEN;
+        if (req->resume_token.len == 0)
+            snprintf(why, sizeof why,
+                     "token: the attach resumes at epoch %u split %u without a signed checkpoint "
+                     "token (a client older than this master): resume with a token of this "
+                     "version of dpp",
+                     req->resume_epoch, req->resume_seq);
+        else
+            rc = dpp_session_check_token(s, req->resume_token.data, req->resume_token.len,
+                                         req->rank, req->resume_epoch, req->resume_seq, &tok, &plan,
+                                         why, sizeof why);
+        if (rc == 0) {
+            /* journaled first: a restarted master must not hand the rank
+             * what the token says it already has */
+            Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+            jr.session_id = s->id;
+            jr.rank = req->rank;
+            jr.epoch = tok.epoch;
+            jr.seq = tok.seq;
+            dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
+            rc = dpp_master_journal_put(m, &rec, 1);
+            if (rc == 0)
+                rc = dpp_session_resume(s, req->rank, tok.epoch, tok.seq);
+            if (rc)
+                snprintf(why, sizeof why, "%s",
+                         rc == DPP_ETOKEN ? "not a position of this session" : dpp_strerror(rc));
+        }
         if (rc) {
-            dpp_conn_send_error(&p->base.conn, rc,
-                                "rank %u of session %s cannot resume at epoch %u split %u%s",
-                                req->rank, s->id, req->resume_epoch, req->resume_seq,
-                                rc == DPP_ETOKEN ? ": not a position of this session" : "");
+            char q[1024];
+            DPP_WARN("resume_refused session=%s rank=%u peer=%s error=%s", s->id, req->rank,
+                     p->base.conn.peer, dpp_log_quote(why, q, sizeof q));
+            dpp_conn_send_error(
+                &p->base.conn, rc,
+                "rank %u of session %s cannot resume from this checkpoint token: %s", req->rank,
+                s->id, why);
             return;
         }
         m->n.resumes++;
-        DPP_INFO("rank_resumed session=%s rank=%u epoch=%u seq=%u now_epoch=%u", s->id, req->rank,
-                 req->resume_epoch, req->resume_seq, s->epoch);
+        DPP_INFO("rank_resumed session=%s rank=%u epoch=%u seq=%u index=%u row=%u now_epoch=%u",
+                 s->id, req->rank, tok.epoch, tok.seq, tok.index, tok.row, s->epoch);
     }
     if (req->prefetch_splits > 0)
         s->rank_prefetch[req->rank] = req->prefetch_splits;
@@ -97,6 +131,11 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     for (peer_t *w = first_peer(m); w; w = next_peer(w))
         if (peer_role(w) == ROLE_WORKER && w->worker_id != 0)
             r.workers[r.n_workers++] = w->data_addr;
+    r.token_key.data = s->token_key;
+    r.token_key.len = sizeof s->token_key;
+    r.epoch = s->epoch;
+    r.resume_rank_splits = plan.rank_splits;
+    r.resume_split_records = plan.split_records;
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
     dpp_conn_send(&p->base.conn, DPP_MSG_ATTACH_REPLY, &r.base);

@@ -120,7 +120,9 @@ static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)
 #undef TO_WIRE
 }
 
-/* st points into s and rej; both must outlive the send. */
+/* st points into s and rej; both must outlive the send. ranks and
+ * rank_ptrs ([consumers]) get one entry per rank, or are NULL for a
+ * listing, which leaves them out. */
 static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionStatus *st,
                         Dpp__Rejects *rej, Dpp__RankStatus *ranks, Dpp__RankStatus **rank_ptrs)
 {
@@ -147,6 +149,9 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->error = s->error ? s->error : (char *)"";
     int64_t now = dpp_now_ms();
     for (unsigned r = 0; r < s->spec.consumers; r++) {
+        st->records_per_epoch += dpp_session_rank_records(s, r);
+        if (ranks == NULL)
+            continue;
         Dpp__RankStatus *rs = &ranks[r];
         dpp__rank_status__init(rs);
         rs->rank = r;
@@ -157,23 +162,36 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
         rs->batches = s->reports[r].batches;
         rs->wait_ns = s->reports[r].wait_ns;
         rs->open_ns = s->reports[r].open_ns;
-        st->records_per_epoch += dpp_session_rank_records(s, r);
         rank_ptrs[r] = rs;
     }
-    st->n_ranks = s->spec.consumers;
+    st->n_ranks = ranks ? s->spec.consumers : 0;
     st->ranks = rank_ptrs;
 }
 
-/* Splits leased to worker_id now, over every session. */
-static uint32_t worker_leases(const dpp_master_t *m, uint64_t worker_id)
+static int cmp_worker_id(const void *a, const void *b)
 {
-    uint32_t n = 0;
+    uint64_t x = ((const Dpp__WorkerStatus *)a)->worker_id;
+    uint64_t y = ((const Dpp__WorkerStatus *)b)->worker_id;
+    return x < y ? -1 : x > y;
+}
+
+/* Fills ws[0..n).splits_leased with one pass over every session's splits
+ * (ws sorted by worker id): a status request costs the splits once, not
+ * once per worker. */
+static void count_worker_leases(const dpp_master_t *m, Dpp__WorkerStatus *ws, size_t n)
+{
+    qsort(ws, n, sizeof *ws, cmp_worker_id);
     for (size_t si = 0; si < m->nsessions; si++) {
         const dpp_session_t *s = m->sessions[si];
-        for (size_t i = 0; i < s->nsplits; i++)
-            n += s->splits[i].state == SPLIT_LEASED && s->splits[i].lease.worker_id == worker_id;
+        for (size_t i = 0; i < s->nsplits; i++) {
+            if (s->splits[i].state != SPLIT_LEASED)
+                continue;
+            Dpp__WorkerStatus key = {.worker_id = s->splits[i].lease.worker_id};
+            Dpp__WorkerStatus *w = bsearch(&key, ws, n, sizeof *ws, cmp_worker_id);
+            if (w)
+                w->splits_leased++;
+        }
     }
-    return n;
 }
 
 void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
@@ -185,12 +203,22 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
     Dpp__SessionStatus **ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *ptrs);
     Dpp__RankStatus **ranks = dpp_xcalloc(m->nsessions + 1, sizeof *ranks);
     Dpp__RankStatus ***rank_ptrs = dpp_xcalloc(m->nsessions + 1, sizeof *rank_ptrs);
-    for (size_t i = 0; i < m->nsessions; i++) {
-        const dpp_session_t *s = m->sessions[i];
-        if (req->session_id[0] && strcmp(req->session_id, s->id) != 0)
+    /* One session: every rank. A listing: the newest sessions first, no
+     * ranks, and at most what a reply frame holds (the rest counted). */
+    int one = req->session_id[0] != '\0';
+    size_t omitted = 0;
+    for (size_t k = m->nsessions; k-- > 0;) {
+        const dpp_session_t *s = m->sessions[k];
+        if (one && strcmp(req->session_id, s->id) != 0)
             continue;
-        ranks[n] = dpp_xcalloc(s->spec.consumers, sizeof **ranks);
-        rank_ptrs[n] = dpp_xcalloc(s->spec.consumers, sizeof **rank_ptrs);
+        if (!one && n == DPP_MASTER_MAX_LISTED) {
+            omitted++;
+            continue;
+        }
+        if (one) {
+            ranks[n] = dpp_xcalloc(s->spec.consumers, sizeof **ranks);
+            rank_ptrs[n] = dpp_xcalloc(s->spec.consumers, sizeof **rank_ptrs);
+        }
         fill_status(m, s, &sts[n], &rejs[n], ranks[n], rank_ptrs[n]);
         ptrs[n] = &sts[n];
         n++;
@@ -206,11 +234,12 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
         ws[k].worker_id = w->worker_id;
         ws[k].data_addr = w->data_addr;
         ws[k].threads = w->threads;
-        ws[k].splits_leased = worker_leases(m, w->worker_id);
         ws[k].silent_ms = (uint32_t)(now - w->base.last_seen_ms);
-        wptrs[k] = &ws[k];
         k++;
     }
+    count_worker_leases(m, ws, k);
+    for (size_t i = 0; i < k; i++)
+        wptrs[i] = &ws[i];
     if (req->session_id[0] && n == 0) {
         dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
     } else {
@@ -219,6 +248,7 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
         reply.sessions = ptrs;
         reply.n_workers = k;
         reply.workers = wptrs;
+        reply.sessions_omitted = (uint32_t)omitted;
         dpp_conn_send(&p->base.conn, DPP_MSG_STATUS_REPLY, &reply.base);
     }
     for (size_t i = 0; i < n; i++) {

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-session file indexes, split planning and split states (see session.h).
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
+#include "crypto/hmac.h"
 #include "spec/transform.h"
 #include "dpp/error.h"
 #include "planner.h"
@@ -46,6 +50,13 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
+    int rc = dpp_random_bytes(s->token_key, sizeof s->token_key);
+    if (rc) {
+        /* a guessable key would make every token forgeable: no session */
+        DPP_ERROR("token_key_failed session=%s error=\"%s\" action=aborting", s->id,
+                  dpp_strerror(rc));
+        abort();
+    }
     return s;
 }
 
@@ -71,6 +82,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_cursor);
     free(s->prev_leases);
     free(s->reports);
+    explicit_bzero(s->token_key, sizeof s->token_key);
     free(s);
 }
 
@@ -89,10 +101,12 @@ static uint64_t rank_quota(const dpp_session_t *s, uint64_t total, unsigned r)
 
 uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank)
 {
+    /* a rank's splits are consecutive ids: its own, not every split */
     uint64_t n = 0;
-    for (size_t i = 0; i < s->nsplits; i++)
-        if (s->splits[i].rank == rank)
-            n += s->splits[i].record_count;
+    size_t first = s->rank_first ? s->rank_first[rank] : 0;
+    size_t count = s->rank_count ? s->rank_count[rank] : 0;
+    for (size_t i = first; i < first + count && i < s->nsplits; i++)
+        n += s->splits[i].record_count;
     return n;
 }
 
@@ -384,6 +398,210 @@ int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned
             dpp_session_consumed(s, first + j);
     if (s->state == SESSION_RUNNING && s->counts[SPLIT_CONSUMED] == s->nsplits)
         epoch_complete(s); /* the rank has no splits and the others are done */
+    return 0;
+}
+
+static int refuse(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (whylen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return DPP_ETOKEN;
+}
+
+/* Checks t's position against the plan of its epoch (see
+ * dpp_session_check_token()); *plan gets what the plan says there. */
+static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp_token_plan_t *plan,
+                          char *why, size_t whylen)
+{
+    unsigned epochs = s->spec.epochs;
+    uint64_t bs = s->spec.batch_size;
+    if (t->epoch == epochs && epochs != DPP_EPOCHS_UNBOUNDED) {
+        /* taken after the last batch: a position of nothing */
+        const struct {
+            const char *name;
+            uint32_t v;
+        } zero[] = {{"seq", t->seq}, {"index", t->index}, {"row", t->row}, {"batches", t->batches}};
+        for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+            if (zero[i].v != 0)
+                return refuse(why, whylen,
+                              "%s: the token says %u, a token taken after the last epoch (%u) "
+                              "says 0",
+                              zero[i].name, zero[i].v, epochs);
+        if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN)
+            return refuse(why, whylen,
+                          "rank_splits: the token says %u, a token taken after the last epoch "
+                          "(%u) names no split count",
+                          t->rank_splits, epochs);
+        if (s->state != SESSION_DONE)
+            return refuse(why, whylen,
+                          "epoch: the token says %u (after the last epoch), the session is at "
+                          "epoch %u and not done",
+                          t->epoch, s->epoch);
+        return 0;
+    }
+    if (t->epoch > epochs)
+        return refuse(why, whylen, "epoch: the token says %u, the session has %u epochs", t->epoch,
+                      epochs);
+    if (s->state == SESSION_INDEXING) {
+        /* no plan yet, so nothing was consumed: only the start fits */
+        if (t->epoch != 0 || t->seq != 0 || t->index != 0 || t->row != 0 || t->batches != 0)
+            return refuse(why, whylen,
+                          "%s: the token says %u, the session is still indexing its files "
+                          "(nothing was read yet), so the plan says 0",
+                          t->epoch   ? "epoch"
+                          : t->seq   ? "seq"
+                          : t->index ? "index"
+                          : t->row   ? "row"
+                                     : "batches",
+                          t->epoch   ? t->epoch
+                          : t->seq   ? t->seq
+                          : t->index ? t->index
+                          : t->row   ? t->row
+                                     : t->batches);
+        if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN)
+            return refuse(why, whylen,
+                          "rank_splits: the token says %u, the session is still indexing its "
+                          "files: the plan has no split count yet",
+                          t->rank_splits);
+        return 0;
+    }
+    unsigned cur = s->state == SESSION_DONE ? epochs : s->epoch;
+    if (t->epoch > cur)
+        return refuse(why, whylen,
+                      "epoch: the token says %u, the session is at epoch %u (an epoch starts only "
+                      "after every split of the one before is consumed)",
+                      t->epoch, s->epoch);
+    /* the token's epoch's plan: the session's own, or made again (pure) */
+    const dpp_split_t *splits = s->splits;
+    size_t first = 0, n = 0;
+    dpp_split_t *owned = NULL;
+    size_t *firsts = NULL, *counts = NULL;
+    if (t->epoch == s->epoch) {
+        first = s->rank_first[t->rank];
+        n = s->rank_count[t->rank];
+    } else {
+        size_t nsplits;
+        firsts = dpp_xcalloc(s->spec.consumers, sizeof *firsts);
+        counts = dpp_xcalloc(s->spec.consumers, sizeof *counts);
+        splits = owned = plan_epoch(s, t->epoch, &nsplits, firsts, counts);
+        first = firsts[t->rank];
+        n = counts[t->rank];
+    }
+    int rc = 0;
+    plan->rank_splits = (uint32_t)n;
+    uint64_t before = 0; /* records of the rank's epoch before the position */
+    for (size_t j = 0; j < t->seq && j < n; j++)
+        before += splits[first + j].record_count;
+    if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN && t->rank_splits != n) {
+        rc = refuse(why, whylen,
+                    "rank_splits: the token says %u, the plan of epoch %u gives rank %u %zu splits",
+                    t->rank_splits, t->epoch, t->rank, n);
+    } else if (t->seq > n) {
+        rc = refuse(why, whylen,
+                    "seq: the token says split position %u, the plan of epoch %u gives rank %u "
+                    "%zu splits (positions 0..%zu, %zu: the epoch's end)",
+                    t->seq, t->epoch, t->rank, n, n ? n - 1 : 0, n);
+    } else if (t->seq == n && (t->index != 0 || t->row != 0)) {
+        rc = refuse(why, whylen,
+                    "%s: the token says %u at split position %u, the end of rank %u's %zu splits "
+                    "in epoch %u, where the plan has no blocks (0)",
+                    t->index ? "index" : "row", t->index ? t->index : t->row, t->seq, t->rank, n,
+                    t->epoch);
+    } else if (t->row >= bs) {
+        rc = refuse(why, whylen,
+                    "row: the token says %u, a block holds at most batch_size = %" PRIu64
+                    " rows (rows 0..%" PRIu64 ")",
+                    t->row, bs, bs - 1);
+    } else if (t->seq < n) {
+        uint64_t records = splits[first + t->seq].record_count;
+        plan->split_records = records;
+        /* blocks hold batch_size rows but a split's last, which comes
+         * before the end marker; a record gives at most one row */
+        uint64_t blocks = (records + bs - 1) / bs;
+        uint64_t at = (uint64_t)t->index * bs;
+        uint64_t can_hold = at < records ? records - at : 0;
+        if (can_hold > bs)
+            can_hold = bs;
+        if (t->index > blocks)
+            rc = refuse(why, whylen,
+                        "index: the token says block %u, split position %u of rank %u in epoch %u "
+                        "has %" PRIu64 " records: at most %" PRIu64 " blocks of %" PRIu64
+                        " rows and its end marker (indexes 0..%" PRIu64 ")",
+                        t->index, t->seq, t->rank, t->epoch, records, blocks, bs, blocks);
+        else if (t->row > 0 && t->row >= can_hold)
+            rc = refuse(why, whylen,
+                        "row: the token says %u, block %u of split position %u (rank %u, epoch "
+                        "%u, %" PRIu64 " records) holds at most %" PRIu64 " rows",
+                        t->row, t->index, t->seq, t->rank, t->epoch, records, can_hold);
+        else
+            before += (at < records ? at : records) + t->row;
+    }
+    if (rc == 0) {
+        /* Mid-epoch every batch handed out is batch_size rows; at the end a
+         * kept remainder is one short batch and padding fills up to the
+         * plan's batch count. */
+        uint64_t most = t->seq < n ? before / bs : (before + bs - 1) / bs;
+        if (t->seq == n && s->spec.remainder == DPP_REMAINDER_PAD &&
+            dpp_session_pad_batches(s) > most)
+            most = dpp_session_pad_batches(s);
+        if (t->batches > most)
+            rc = refuse(why, whylen,
+                        "batches: the token says %u before its position, the %" PRIu64
+                        " records of rank %u before split position %u block %u row %u of epoch "
+                        "%u fill at most %" PRIu64 " batches of %" PRIu64,
+                        t->batches, before, t->rank, t->seq, t->index, t->row, t->epoch, most, bs);
+    }
+    free(owned);
+    free(firsts);
+    free(counts);
+    return rc;
+}
+
+int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t len, unsigned rank,
+                            unsigned req_epoch, unsigned req_seq, dpp_ckpt_token_t *t,
+                            dpp_token_plan_t *plan, char *why, size_t whylen)
+{
+    memset(plan, 0, sizeof *plan);
+    int rc = dpp_ckpt_token_parse(token, len, t, why, whylen);
+    if (rc)
+        return rc;
+    /* The fields are checked even when the MAC fails, so that the refusal
+     * can name the field a forger changed. */
+    int mac_ok = dpp_ckpt_token_verify(token, s->token_key);
+    char field[512] = "";
+    if (strcmp(t->session, s->id) != 0)
+        rc = refuse(field, sizeof field, "session: the token says \"%s\", the attach is for %s",
+                    t->session, s->id);
+    else if (t->rank != rank)
+        rc = refuse(field, sizeof field, "rank: the token says %u, the attach is for rank %u",
+                    t->rank, rank);
+    else if (t->rank >= s->spec.consumers)
+        rc = refuse(field, sizeof field, "rank: the token says %u, the session has %u consumers",
+                    t->rank, s->spec.consumers);
+    else if (t->epoch != req_epoch || t->seq != req_seq)
+        rc = refuse(field, sizeof field,
+                    "epoch: the token says epoch %u split position %u, the attach asks for epoch "
+                    "%u split position %u",
+                    t->epoch, t->seq, req_epoch, req_seq);
+    else if (s->state != SESSION_FAILED)
+        rc = check_position(s, t, plan, field, sizeof field);
+    if (rc == 0 && t->reserved != 0)
+        rc = refuse(field, sizeof field, "reserved: the token says 0x%08x, version %d has 0",
+                    t->reserved, DPP_CKPT_TOKEN_VERSION);
+    if (rc)
+        return refuse(why, whylen, "%s%s", field,
+                      mac_ok ? ""
+                             : "; and its MAC does not verify: the token was changed after it "
+                               "was signed");
+    if (!mac_ok)
+        return refuse(why, whylen,
+                      "mac: the token's HMAC-SHA256 does not verify under session %s's token key: "
+                      "it was changed after it was signed, or signed for another session",
+                      s->id);
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/reject.h"
+#include "crypto/checkpoint_token.h"
 #include "spec/spec.h"
 
 typedef enum split_state {
@@ -100,6 +101,13 @@ typedef struct dpp_session {
     uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */
     size_t nprev;
+    /* HMAC-SHA256 key of the session's checkpoint tokens, random, made with
+     * the session and journaled with it (JournalSession.token_key); sent to
+     * its clients in every AttachReply */
+    uint8_t token_key[DPP_CKPT_KEY_LEN];
+    /* replayed from a journal record without a key: token_key was made anew
+     * at this start and must be journaled before a client is given it */
+    int token_key_unsaved;
 } dpp_session_t;
 
 /* Splits a rank's client may have in flight beyond its first unconsumed one
@@ -109,7 +117,9 @@ typedef struct dpp_session {
 /* Makes a session at epoch 0 from the listed files (absolute paths under
  * table_path, taken over with the table path and the spec's contents; the
  * caller's spec is zeroed). Files are stat'ed here; index state starts
- * unknown. Aborts on out-of-memory (master only). */
+ * unknown. The session gets a fresh random checkpoint-token key (a replay
+ * then puts the journaled one in its place). Aborts on out-of-memory, or
+ * when the kernel has no randomness to give (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
                                size_t nfiles);
 void dpp_session_free(dpp_session_t *s);
@@ -159,6 +169,31 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s);
  * resume with their own tokens). Returns 0, or DPP_ETOKEN when the
  * position is not one of this session's (see docs/protocol.md#resume). */
 int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned seq);
+
+/* Checks the checkpoint token token[0..len) that an attach for rank `rank`
+ * presents to resume, asking for split position req_seq of req_epoch (which
+ * must be the token's): its layout and version, its MAC under s's token
+ * key, and every field against the plan: session id, rank (< consumers),
+ * epoch (at most the session's current one: an earlier one is the rollback
+ * dpp_session_resume() allows; the session's epoch count only once it is
+ * done), split position (at most the rank's split count in that epoch's
+ * plan, which is a position's end), rank_splits (that count, or unknown),
+ * block index (at most the blocks the split's records can fill, its end
+ * marker included), row (below batch_size and the rows that block can hold)
+ * and batches (no more than the records before the position can fill).
+ * Pure: changes nothing in s. Returns 0 with *t the token's fields and
+ * *plan what the plan says at the token's position (zeros while indexing or
+ * for a token taken after the last epoch), or DPP_ETOKEN with
+ * why ("FIELD: the token says X, the plan says Y"; NUL-terminated when
+ * whylen > 0). A failed session's plan is not checked (nothing will act on
+ * the token: the reply tells the client that the session failed). */
+typedef struct dpp_token_plan {
+    uint32_t rank_splits;   /* splits of the rank in the token's epoch */
+    uint64_t split_records; /* records of the split at the token's position (0: the epoch's end) */
+} dpp_token_plan_t;
+int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t len, unsigned rank,
+                            unsigned req_epoch, unsigned req_seq, dpp_ckpt_token_t *t,
+                            dpp_token_plan_t *plan, char *why, size_t whylen);
 
 /* Marks split i consumed. When that completes the epoch, starts the next one
  * (every split pending again) or ends the session. Returns 1 when new splits

@@ -18,7 +18,7 @@
 
 #define MAX_BATCH_SIZE 1048576
 #define MAX_EPOCHS 1000000
-#define MAX_CONSUMERS 65536
+#define MAX_CONSUMERS 16384 /* trainer ranks; each costs the master ~200 bytes per session */
 #define MAX_SPLIT_ROWS INT32_MAX
 #define MAX_COMPRESSION_LEVEL 19
 #define MAX_TRUNCATE_LEN INT32_MAX /* sparse lengths travel as int32 */

@@ -112,7 +112,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void dispatch(dpp_conn_t *c)
 {
     size_t off = 0;
-    while (!c->closing && off < c->rlen) {
+    /* a peer that does not read what it asked for gets nothing more
+     * answered, also from requests already buffered */
+    while (!c->closing && !c->out_paused && off < c->rlen) {
         dpp_frame_t f;
         size_t flen;
         int rc = dpp_frame_parse(c->rbuf + off, c->rlen - off, &c->limits, &f, &flen);
@@ -222,12 +224,22 @@ static void on_written(uv_write_t *req, int status)
     write_req_t *w = dpp_container_of(req, write_req_t, req);
     dpp_conn_t *c = w->conn;
     c->queued -= w->bytes;
+    if (status < 0)
+        c->dropped += w->bytes;
     free(w->head);
     if (w->payload_free)
         w->payload_free(w->payload, w->payload_arg);
     free(w);
-    if (status < 0 && status != UV_ECANCELED)
+    if (status < 0 && status != UV_ECANCELED) {
         dpp_conn_close(c, status);
+        return;
+    }
+    if (c->out_paused && !c->closing && c->queued <= c->max_queued / 4) {
+        c->out_paused = 0;
+        dispatch(c); /* what arrived before the pause */
+        if (!c->out_paused && dpp_conn_read_start(c) != 0)
+            dpp_conn_close(c, DPP_ECLOSED);
+    }
 }
 
 int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m, void *payload,
@@ -256,6 +268,10 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
     if (rc != 0)
         goto fail;
     c->queued += w->bytes;
+    if (c->max_queued && c->queued > c->max_queued && !c->out_paused) {
+        c->out_paused = 1;
+        dpp_conn_read_stop(c);
+    }
     return 0;
 
 fail:

@@ -36,7 +36,12 @@ struct dpp_conn {
     size_t rlen, rcap;
     size_t read_chunk; /* free space each read gets at least; 0: 64 KiB */
     size_t queued;     /* bytes handed to uv_write and not yet written */
-    int error;     /* why the connection closed; 0 when its owner closed it */
+    size_t max_queued; /* past this, stop reading and answering the peer until what
+                          is queued drains to a quarter; 0: no bound (the owner
+                          bounds what it sends, as credits do) */
+    int out_paused;    /* reading stopped by max_queued */
+    uint64_t dropped;  /* bytes queued and never written (the connection closed first) */
+    int error;         /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;
     dpp_conn_frame_cb on_frame;

@@ -225,7 +225,14 @@ static void detach_client(client_t *c)
 
 static void on_client_closed(dpp_peer_t *p)
 {
-    detach_client((client_t *)p);
+    client_t *c = (client_t *)p;
+    /* Blocks queued for it died with the connection (and those in the
+     * kernel's buffers too): its client has the master lease them again. */
+    if (c->stream && p->conn.dropped > 0 && !c->peer.lst->closed)
+        DPP_WARN("client_lost peer=%s session=%s rank=%u bytes_dropped=%" PRIu64 " reason=\"%s\"",
+                 p->conn.peer, c->stream->session, c->stream->rank, p->conn.dropped,
+                 dpp_strerror(p->conn.error));
+    detach_client(c);
 }
 
 /* Whether the peer is this host's loopback (127.0.0.0/8, ::1 or a v4-mapped
@@ -703,6 +710,7 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         .max_connections = cfg->max_connections ? cfg->max_connections : 1024,
         .max_msg = cfg->max_msg_bytes,
         .peer_size = sizeof(client_t),
+        .max_queued = (size_t)-1, /* blocks: bounded by the clients' credits */
         .on_frame = on_client_frame,
         .on_close = on_client_closed,
         .data = w,

@@ -33,7 +33,7 @@ run() {
     for ((k = 1; k <= kills; k++)); do
         sleep 0.4
         victim=$(random_live_worker)
-        kill -KILL "$(pid_of "$victim")"
+        kill -KILL "$(dpp_pid_of "$victim")"
         dpp_log "$name: kill $k: $victim"
         dpp_start_worker --threads 1
     done

@@ -50,15 +50,6 @@ fault_check_wait() {
     ((epochs == 2)) || dpp_fail "expected 2 clean epochs, got $epochs"
 }
 
-# pid_of NAME: the pid of the latest daemon started by lib.sh under NAME.
-pid_of() {
-    local i pid=""
-    for i in "${!DPP_DAEMON_NAMES[@]}"; do
-        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || pid=${DPP_DAEMON_PIDS[i]}
-    done
-    echo "$pid"
-}
-
 # random_live_worker: the name of a random worker started by lib.sh that is
 # still running.
 random_live_worker() {

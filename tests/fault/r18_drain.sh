@@ -18,7 +18,7 @@ dpp_submit "$FAULT_SPEC"
 fault_check_bg 10
 
 sleep 0.6
-pid=$(pid_of worker-0)
+pid=$(dpp_pid_of worker-0)
 t0=$(date +%s%3N)
 kill -TERM "$pid"
 rc=0

@@ -19,7 +19,7 @@ latencies=()
 for kill in 1 2 3; do
     sleep 0.5
     victim=$(random_live_worker)
-    pid=$(pid_of "$victim")
+    pid=$(dpp_pid_of "$victim")
     t0=$(date +%s%3N)
     kill -KILL "$pid"
     dpp_log "kill $kill: $victim (pid $pid)"

@@ -19,7 +19,7 @@ dpp_submit "$FAULT_SPEC"
 fault_check_bg 10
 
 sleep 0.6
-pid=$(pid_of worker-0)
+pid=$(dpp_pid_of worker-0)
 kill -STOP "$pid"
 t0=$(date +%s%3N)
 dpp_log "SIGSTOP worker-0 (pid $pid) for 3 s, twice its lease timeout"

@@ -24,7 +24,7 @@ fault_check_bg 20
 restarts=()
 for kill in 1 2 3 4; do
     sleep "$([[ $kill == 4 ]] && echo 0.15 || echo 0.5)"
-    pid=$(pid_of master)
+    pid=$(dpp_pid_of master)
     kill -KILL "$pid"
     wait "$pid" 2>/dev/null || true
     t0=$(date +%s%3N)

@@ -19,13 +19,6 @@ sed -e 's/"batch_size": 4096,/"batch_size": 1000, "split_rows": 5000, "compressi
     -e 's/"epochs": 1,/"epochs": 4,/' "$DPP_SOURCE_DIR/examples/criteo.json" >"$spec"
 grep -q '"epochs": 4' "$spec" || dpp_fail "could not set epochs in $spec"
 
-pid_of() { # NAME: the pid of a daemon started by lib.sh
-    local i
-    for i in "${!DPP_DAEMON_NAMES[@]}"; do
-        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || { echo "${DPP_DAEMON_PIDS[i]}"; return; }
-    done
-}
-
 dpp_start_master --data-root "$root"
 dpp_start_worker --threads 1
 dpp_start_worker --threads 1
@@ -36,7 +29,7 @@ out=$DPP_TMP/read.jsonl
 dpp_read_bg "$DPP_SESSION" "$out"
 reader=$DPP_LAST_PID
 sleep 0.5
-victim=$(pid_of worker-0)
+victim=$(dpp_pid_of worker-0)
 kill -KILL "$victim"
 dpp_log "killed worker-0 (pid $victim)"
 dpp_read_wait "$reader" "$out"

@@ -192,6 +192,15 @@ dpp_stop() {
     done
 }
 
+# dpp_pid_of NAME: the pid of the latest daemon started by lib.sh under NAME.
+dpp_pid_of() {
+    local i pid=""
+    for i in "${!DPP_DAEMON_NAMES[@]}"; do
+        [[ ${DPP_DAEMON_NAMES[i]} != "$1" ]] || pid=${DPP_DAEMON_PIDS[i]}
+    done
+    echo "$pid"
+}
+
 # dpp_alive NAME: true while the daemon NAME runs.
 dpp_alive() {
     local i

@@ -12,7 +12,9 @@
 # was indexed: every record lost is counted as rejected. Case 6: a spec
 # whose batches cannot fit a block is refused before it runs. Case 7: the
 # journal deleted under a running master is written anew from memory, so a
-# restart still finds the sessions.
+# restart still finds the sessions. Case 8: a peer that pipelines
+# thousands of STATUS requests and reads none of the replies costs the
+# master a bounded queue, and honest dppctl list keeps answering.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -170,5 +172,28 @@ grep -q "$kept" "$DPP_TMP/list7.out" ||
 dpp_read "$kept" "$DPP_TMP/read7.jsonl"
 dpp_refsum_check "$spec2" "$grown/t" "$DPP_TMP/read7.jsonl"
 dpp_log "case 7: journal rewritten, session $kept replayed after kill -9 and read whole"
+
+dpp_step "case 8: 2000 STATUS requests from a peer that reads no reply"
+for i in $(seq 1 20); do
+    sed -E 's/"consumers"[[:space:]]*:[[:space:]]*[0-9]+/"consumers": 2000/' "$spec2" >"$DPP_TMP/many.json"
+    grep -q '"consumers": 2000' "$DPP_TMP/many.json" ||
+        sed -i -E '0,/\{/s//{"consumers": 2000,/' "$DPP_TMP/many.json"
+    dpp_submit "$DPP_TMP/many.json"
+done
+master_pid=$(dpp_pid_of master)
+rss0=$(awk '/VmRSS/ {print $2}' "/proc/$master_pid/status")
+python3 "$DPP_SOURCE_DIR/tests/integration/rawpeer.py" "$DPP_MASTER_ADDR" \
+    "hello:ctl status-flood:2000 idle:4" >"$DPP_TMP/flood.out" 2>&1 &
+dpp_track "$!"
+flood=$!
+sleep 1.5
+t0=$(date +%s%3N)
+DPP_CTL_TIMEOUT=10 dpp_ctl list >"$DPP_TMP/list8.out" || dpp_fail "case 8: dppctl list failed during the flood"
+t1=$(date +%s%3N)
+rss1=$(awk '/VmRSS/ {print $2}' "/proc/$master_pid/status")
+wait "$flood" || true
+(((rss1 - rss0) < 100000)) ||
+    dpp_fail "case 8: the master grew by $(((rss1 - rss0) / 1024)) MiB for a peer that reads nothing"
+dpp_log "case 8: dppctl list answered in $((t1 - t0)) ms during the flood; master RSS +$(((rss1 - rss0) / 1024)) MiB"
 
 dpp_log "PASS"

@@ -9,6 +9,7 @@ SCRIPT, one step per word:
   hello[:ROLE]      HELLO{version 1, role, 32-byte nonce}; reads HELLO_REPLY
   auth-garbage      AUTH with 32 random bytes as mac
   status            STATUS{} (a request before AUTH when the server wants one)
+  status-flood:N    N STATUS{} requests at once, none of the replies read
   idle:SECS         sends nothing for SECS seconds
   bigframe:N        a frame header announcing an N-byte HELLO message
   expect-error      reads one frame: must be ERROR; prints "error CODE MESSAGE"
@@ -111,6 +112,12 @@ def main():
         elif name == "status":
             s.sendall(frame(TYPES["STATUS"], b""))
             print("sent STATUS")
+        elif name == "status-flood":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            data = frame(TYPES["STATUS"], b"") * int(arg)
+            s.settimeout(30)
+            s.sendall(data)
+            print("sent %s STATUS requests" % arg)
         elif name == "bigframe":
             s.sendall(b"DPP1" + struct.pack("<HHII", TYPES["HELLO"], 0, int(arg), 0))
             print("sent a header for %s bytes" % arg)

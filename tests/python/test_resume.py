@@ -71,7 +71,7 @@ def case_resume(cl, path):
                 it = iter(ds)
         state = ds.state_dict()
         token = state["dpp_token"]
-        assert isinstance(token, bytes) and len(token) == 64
+        assert isinstance(token, bytes) and len(token) == dpp.CHECKPOINT_SIZE == 96
         for _ in range(2):  # read past the checkpoint, then "crash"
             next(it, None)
         ds.close()

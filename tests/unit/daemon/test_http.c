@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The HTTP server on a loop thread, driven through plain blocking sockets:
-// routing, HEAD, 405/404/431/400/505, timeouts, the connection limit, garbage,
-// and stopping with connections open (ASan checks that nothing leaks).
+// routing, HEAD, 405/404/431/400/505, timeouts, the connection limit and who
+// gives up a slot (slowloris), garbage, and stopping with connections open
+// (ASan checks that nothing leaks).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -567,27 +568,48 @@ static void test_write_timeout(void **state)
     server_stop(s);
 }
 
+/* Sends GET path on a fresh connection and reads the answer, in at most
+ * timeout_ms; *ms is how long it took. */
+static void timed_get(int port, const char *path, int timeout_ms, reply_t *r, int64_t *ms)
+{
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    uint64_t t0 = dpp_now_ns();
+    int fd = connect_to(port);
+    send_all(fd, req, (size_t)n);
+    r->len = read_until_close(fd, r->raw, sizeof r->raw, timeout_ms, &r->closed);
+    close(fd);
+    *ms = ms_since(t0);
+}
+
+/* When every slot is taken, a newcomer takes the slot of the connection
+ * that has been reading its head the longest, which is closed unanswered.
+ * Connections busy with their response keep their slot for a second; while
+ * all are, a newcomer gets 503. */
 static void test_max_connections(void **state)
 {
     (void)state;
     dpp_http_limits_t lim = {.max_connections = 4};
     server_t *s = server_start(&lim);
     int fds[4];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         fds[i] = connect_to(s->port);
-    /* the fifth is accepted and closed at once, at most with a 503 */
+        usleep(20 * 1000); /* accepted in this order */
+    }
+    /* a fifth is served at once; the first is closed without an answer */
+    reply_t r;
+    int64_t ms;
+    timed_get(s->port, "/healthz", 3000, &r, &ms);
+    parse_reply(&r);
+    assert_int_equal(r.status, 200);
+    assert_true(ms < 1000);
     char buf[1024];
     int closed;
-    int extra = connect_to(s->port);
-    uint64_t t0 = dpp_now_ns();
-    size_t n = read_until_close(extra, buf, sizeof buf, 3000, &closed);
-    close(extra);
+    assert_int_equal(read_until_close(fds[0], buf, sizeof buf, 3000, &closed), 0);
     assert_true(closed);
-    assert_true(ms_since(t0) < 2000);
-    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 503 ", 13) == 0);
-    /* the first four are still served */
-    for (int i = 0; i < 4; i++) {
-        reply_t r;
+    close(fds[0]);
+    /* the other three are still served */
+    for (int i = 1; i < 4; i++) {
         send_all(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
         r.len = read_until_close(fds[i], r.raw, sizeof r.raw, 3000, &r.closed);
         close(fds[i]);
@@ -596,19 +618,110 @@ static void test_max_connections(void **state)
         assert_int_equal(r.status, 200);
     }
     assert_int_equal(atomic_load(&s->handled), 4);
-    /* and their slots come back once they are closed */
-    int served = 0;
-    for (int tries = 0; tries < 100 && !served; tries++) {
-        int fd = connect_to(s->port);
-        send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
-        reply_t r;
-        r.len = read_until_close(fd, r.raw, sizeof r.raw, 3000, &r.closed);
-        close(fd);
-        served = r.len > 0 && strncmp(r.raw, "HTTP/1.1 200 ", 13) == 0;
-        if (!served)
-            usleep(20 * 1000);
+    server_stop(s);
+
+    /* two clients that do not read their large responses */
+    lim.max_connections = 2;
+    s = server_start(&lim);
+    int big[2];
+    for (int i = 0; i < 2; i++) {
+        big[i] = connect_to(s->port);
+        int rcvbuf = 256 * 1024;
+        setsockopt(big[i], SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        send_all(big[i], "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", 30);
+        for (int k = 0; k < 200 && atomic_load(&s->handled) < i + 1; k++)
+            usleep(5 * 1000);
+        usleep(20 * 1000);
     }
-    assert_true(served);
+    assert_int_equal(atomic_load(&s->handled), 2);
+    /* within their first second: 503 (or a bare close) */
+    int extra = connect_to(s->port);
+    uint64_t t0 = dpp_now_ns();
+    size_t n = read_until_close(extra, buf, sizeof buf, 3000, &closed);
+    close(extra);
+    assert_true(closed);
+    assert_true(ms_since(t0) < 900);
+    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 503 ", 13) == 0);
+    /* after it the older one gives its slot up */
+    usleep(1100 * 1000);
+    timed_get(s->port, "/healthz", 3000, &r, &ms);
+    parse_reply(&r);
+    assert_int_equal(r.status, 200);
+    size_t total = 0;
+    for (;;) {
+        char chunk[65536];
+        struct pollfd p = {.fd = big[0], .events = POLLIN};
+        if (poll(&p, 1, 3000) <= 0)
+            break;
+        ssize_t got = recv(big[0], chunk, sizeof chunk, 0);
+        if (got <= 0)
+            break;
+        total += (size_t)got;
+    }
+    assert_true(total > 0 && total < BIG_BODY);
+    close(big[0]);
+    close(big[1]);
+    server_stop(s);
+}
+
+#define SLOW_HEAD "GET /healthz HTTP/1.1\r\nX-a: "
+
+static int slow_open(int port)
+{
+    int fd = connect_to(port);
+    send_all(fd, SLOW_HEAD, strlen(SLOW_HEAD));
+    return fd;
+}
+
+/* One more byte on each slow connection; those the server closed are
+ * opened again, as an attacker does. */
+static void slow_trickle(int port, int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        if (poll(&p, 1, 0) > 0) {
+            close(fds[i]);
+            fds[i] = slow_open(port);
+        }
+        send_all(fds[i], "a", 1);
+    }
+}
+
+/* Slowloris: 80, then 200, connections trickle heads that never end (more
+ * than max_connections, the default 64) and reconnect when closed. Probes
+ * and scrapes made meanwhile are answered 200 within a second. */
+static void test_slowloris(void **state)
+{
+    (void)state;
+    server_t *s = server_start(NULL);
+    const int counts[] = {80, 200};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        int nslow = counts[k];
+        int *fds = malloc((size_t)nslow * sizeof *fds);
+        assert_non_null(fds);
+        for (int i = 0; i < nslow; i++)
+            fds[i] = slow_open(s->port);
+        for (int round = 0; round < 4; round++) {
+            slow_trickle(s->port, fds, nslow);
+            const char *paths[] = {"/healthz", "/metrics"};
+            for (int p = 0; p < 2; p++) {
+                reply_t r;
+                int64_t ms;
+                timed_get(s->port, paths[p], 1000, &r, &ms);
+                if (r.len == 0)
+                    fail_msg("%d slow clients: %s unanswered after %lld ms", nslow, paths[p],
+                             (long long)ms);
+                parse_reply(&r);
+                if (r.status != 200 || ms >= 1000)
+                    fail_msg("%d slow clients: %s answered %d after %lld ms", nslow, paths[p],
+                             r.status, (long long)ms);
+            }
+            usleep(200 * 1000);
+        }
+        for (int i = 0; i < nslow; i++)
+            close(fds[i]);
+        free(fds);
+    }
     server_stop(s);
 }
 
@@ -682,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_write_timeout),
         cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_stop_with_open_connections),
         cmocka_unit_test(test_start_errors),
     };

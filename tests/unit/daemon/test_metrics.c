@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Prometheus text format writer, checked by a small independent parser of the
-// 0.0.4 format and by exact text for a small case.
+// 0.0.4 format and by exact text for a small case; taking back part of a
+// render (mark/rewind).
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -657,12 +658,57 @@ static void test_size_limit(void **state)
     dpp_metrics_close(&m);
 }
 
+/* A part of the page that fails is taken back whole with mark/rewind, and
+ * the render goes on as if it had never been tried. */
+static void test_rewind(void **state)
+{
+    (void)state;
+    dpp_metrics_t m;
+    dpp_metrics_init(&m);
+    dpp_metrics_gauge(&m, "dpp_a", NULL, 1);
+    size_t len;
+    const char *before = "# TYPE dpp_a gauge\ndpp_a 1\n";
+    m.max_bytes = 200;
+    dpp_metrics_mark_t mark;
+    dpp_metrics_mark(&m, &mark);
+    dpp_metrics_family(&m, "dpp_b", DPP_METRIC_GAUGE, "Too many to fit.");
+    for (int i = 0; i < 100; i++)
+        dpp_metrics_sample(&m, "dpp_b", NULL, 0, i);
+    assert_int_equal(dpp_metrics_error(&m), -ENOBUFS);
+    dpp_metrics_rewind(&m, &mark);
+    assert_int_equal(dpp_metrics_error(&m), 0);
+    assert_string_equal(dpp_metrics_text(&m, &len), before);
+    assert_int_equal(len, strlen(before));
+    /* the current family is dpp_a again, and dpp_b may be declared anew */
+    assert_int_equal(dpp_metrics_sample(&m, "dpp_a", NULL, 0, 2), 0);
+    assert_int_equal(dpp_metrics_gauge(&m, "dpp_b", NULL, 3), 0);
+    assert_string_equal(dpp_metrics_text(&m, &len),
+                        "# TYPE dpp_a gauge\ndpp_a 1\ndpp_a 2\n# TYPE dpp_b gauge\ndpp_b 3\n");
+    /* a mark taken after a failure keeps it */
+    m.max_bytes = m.len;
+    assert_int_equal(dpp_metrics_gauge(&m, "dpp_c", NULL, 1), -ENOBUFS);
+    dpp_metrics_mark(&m, &mark);
+    dpp_metrics_rewind(&m, &mark);
+    assert_int_equal(dpp_metrics_error(&m), -ENOBUFS);
+    assert_null(dpp_metrics_text(&m, &len));
+    dpp_metrics_close(&m);
+
+    /* at the very start, before any allocation */
+    dpp_metrics_init(&m);
+    dpp_metrics_mark(&m, &mark);
+    dpp_metrics_gauge(&m, "dpp_d", NULL, 1);
+    dpp_metrics_rewind(&m, &mark);
+    assert_string_equal(dpp_metrics_text(&m, &len), "");
+    assert_int_equal(len, 0);
+    dpp_metrics_close(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_small),       cmocka_unit_test(test_registry_parses),
         cmocka_unit_test(test_values_round_trip), cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_size_limit),        cmocka_unit_test(test_rewind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

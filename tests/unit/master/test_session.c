@@ -12,7 +12,13 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
+#include "base/crc32c.h"
+#include "crypto/checkpoint_token.h"
+#include "crypto/hmac.h"
+#include "dpp.pb-c.h"
 #include "dpp/error.h"
+#include "master/master_internal.h"
+#include "master/persist.h"
 #include "master/session.h"
 
 /* extra: more top-level keys, each followed by a comma */
@@ -417,6 +423,263 @@ static void test_resume(void **state)
     dpp_session_free(s);
 }
 
+/* Every session gets its own random checkpoint-token key. */
+static void test_token_key(void **state)
+{
+    (void)state;
+    dpp_session_t *a = make(1, 1, 1, 10), *b = make(1, 1, 1, 10);
+    static const uint8_t zero[DPP_CKPT_KEY_LEN];
+    assert_memory_not_equal(a->token_key, zero, DPP_CKPT_KEY_LEN);
+    assert_memory_not_equal(a->token_key, b->token_key, DPP_CKPT_KEY_LEN);
+    assert_int_equal(a->token_key_unsaved, 0);
+    dpp_session_free(a);
+    dpp_session_free(b);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static dpp_ckpt_token_t tok_at(unsigned rank, unsigned epoch, unsigned seq, unsigned index,
+                               unsigned row, unsigned batches, unsigned rank_splits)
+{
+    dpp_ckpt_token_t t = {.rank = rank,
+                          .epoch = epoch,
+                          .seq = seq,
+                          .index = index,
+                          .row = row,
+                          .batches = batches,
+                          .rank_splits = rank_splits};
+    snprintf(t.session, sizeof t.session, "s1");
+    return t;
+}
+
+/* Checks the token raw as an attach of `rank` asking for the token's own
+ * position; the refusal must say `words`, and nothing in s changes. */
+static int check_raw(dpp_session_t *s, const uint8_t *raw, size_t len, unsigned rank,
+                     const char *words, dpp_token_plan_t *plan)
+{
+    size_t counts[4];
+    memcpy(counts, s->counts, sizeof counts);
+    unsigned epoch = s->epoch;
+    session_state_t st = s->state;
+    dpp_ckpt_token_t t;
+    dpp_token_plan_t p;
+    char why[768] = "";
+    unsigned e = len >= 40 ? (unsigned)(raw[36] | raw[37] << 8) : 0;
+    unsigned q = len >= 44 ? (unsigned)(raw[40] | raw[41] << 8) : 0;
+    int rc =
+        dpp_session_check_token(s, raw, len, rank, e, q, &t, plan ? plan : &p, why, sizeof why);
+    if (words && strstr(why, words) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", why, words);
+    if (rc == 0 && why[0] && words == NULL)
+        fail_msg("accepted, yet said \"%s\"", why);
+    assert_memory_equal(counts, s->counts, sizeof counts);
+    assert_int_equal(epoch, s->epoch);
+    assert_int_equal(st, s->state);
+    return rc;
+}
+
+/* Signs t with s's key and checks it. */
+static int check_tok(dpp_session_t *s, dpp_ckpt_token_t t, const char *words)
+{
+    uint8_t raw[DPP_CKPT_TOKEN_SIZE];
+    dpp_ckpt_token_pack(&t, s->token_key, raw);
+    return check_raw(s, raw, sizeof raw, t.rank, words, NULL);
+}
+
+#define U DPP_CKPT_SPLITS_UNKNOWN
+
+/* The master verifies a token's MAC and every field against the plan, names
+ * the field that does not fit and changes nothing. 8 files of 10 records,
+ * 2 ranks, batch_size 4: each rank has 4 splits of 10 records per epoch
+ * (blocks 0..2 of 4, 4 and 2 rows, then the end marker 3). */
+static void test_check_token(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_x(8, 3, 2, 10, "keep", "\"shuffle\":{\"seed\":3},");
+    /* indexing: only the start fits */
+    assert_int_equal(check_tok(s, tok_at(0, 0, 0, 0, 0, 0, U), NULL), 0);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 0, 0, 0, U), "seq: the token says 1"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 0, 0, 0, 0, 4), "rank_splits: the token says 4"),
+                     DPP_ETOKEN);
+    index_all(s, 10);
+
+    dpp_ckpt_token_t good = tok_at(0, 0, 1, 1, 2, 3, 4); /* 10 + 4 + 2 records before: 4 batches */
+    uint8_t raw[DPP_CKPT_TOKEN_SIZE];
+    dpp_ckpt_token_pack(&good, s->token_key, raw);
+    dpp_token_plan_t plan;
+    assert_int_equal(check_raw(s, raw, sizeof raw, 0, NULL, &plan), 0);
+    assert_int_equal(plan.rank_splits, 4);
+    assert_int_equal(plan.split_records, 10);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 1, 2, 4, U), NULL), 0);
+    assert_int_equal(check_tok(s, tok_at(1, 0, 0, 0, 0, 0, 4), NULL), 0);
+
+    /* each field */
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 1, 2, 3, 5),
+                               "rank_splits: the token says 5, the plan of epoch 0 gives rank 0 4 "
+                               "splits"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 1, 2, 3, 0), "rank_splits: the token says 0"),
+                     DPP_ETOKEN);
+    assert_int_equal(
+        check_tok(s, tok_at(0, 0, 5, 0, 0, 0, 4), "seq: the token says split position 5"),
+        DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 4, 1, 0, 0, 4), "index: the token says 1"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 4, 0, 0, 10, 4), NULL), 0); /* the epoch's end */
+    assert_int_equal(check_tok(s, tok_at(0, 0, 4, 0, 0, 11, 4), "batches: the token says 11"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 4, 0, 0, 4), "index: the token says block 4"),
+                     DPP_ETOKEN);
+    assert_int_equal(
+        check_tok(s, tok_at(0, 0, 1, 9999, 0, 0, 4), "index: the token says block 9999"),
+        DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 3, 0, 3, 4), NULL), 0); /* the end marker */
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 3, 1, 3, 4), "row: the token says 1"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 2, 2, 3, 4), "row: the token says 2, block 2"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 0, 4, 0, 4),
+                               "row: the token says 4, a block holds at most batch_size = 4"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 0, 1, 0, 0, 3, 4), "batches: the token says 3"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 1, 0, 0, 0, 0, 4),
+                               "epoch: the token says 1, the session is at epoch 0"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 3, 0, 0, 0, 0, U), "(after the last epoch)"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 4, 0, 0, 0, 0, U), "the session has 3 epochs"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(2, 0, 0, 0, 0, 0, U), "the session has 2 consumers"),
+                     DPP_ETOKEN);
+    dpp_ckpt_token_t t = good;
+    snprintf(t.session, sizeof t.session, "s2");
+    assert_int_equal(check_tok(s, t, "session: the token says \"s2\""), DPP_ETOKEN);
+    uint8_t f[DPP_CKPT_TOKEN_SIZE];
+    memcpy(f, raw, sizeof f);
+    put32(f + 60, 1); /* reserved, signed (the MAC fits): a token no dpp wrote */
+    dpp_hmac_sha256(s->token_key, DPP_CKPT_KEY_LEN, f, 64, f + 64);
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "reserved: the token says 0x00000001", NULL),
+                     DPP_ETOKEN);
+    /* another rank's token, or a position the attach does not ask for */
+    dpp_ckpt_token_t tt;
+    char why[768] = "";
+    assert_int_equal(
+        dpp_session_check_token(s, raw, sizeof raw, 1, 0, 1, &tt, &plan, why, sizeof why),
+        DPP_ETOKEN);
+    assert_non_null(strstr(why, "rank: the token says 0, the attach is for rank 1"));
+    assert_int_equal(
+        dpp_session_check_token(s, raw, sizeof raw, 0, 0, 2, &tt, &plan, why, sizeof why),
+        DPP_ETOKEN);
+    assert_non_null(strstr(why, "the attach asks for epoch 0 split position 2"));
+
+    /* forgeries: no key, so the MAC fails; the refusal names the field */
+    memcpy(f, raw, sizeof f);
+    put32(f + 44, 9999); /* index */
+    put32(f + 60, dpp_crc32c(0, f, 60));
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "index: the token says block 9999", NULL),
+                     DPP_ETOKEN);
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "MAC does not verify", NULL), DPP_ETOKEN);
+    memcpy(f, raw, sizeof f);
+    put32(f + 56, 7); /* rank_splits */
+    put32(f + 60, dpp_crc32c(0, f, 60));
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "rank_splits: the token says 7", NULL),
+                     DPP_ETOKEN);
+    memcpy(f, raw, sizeof f);
+    f[95] ^= 1; /* fields that fit, a MAC that does not */
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "mac: ", NULL), DPP_ETOKEN);
+    uint8_t other[DPP_CKPT_KEY_LEN] = {1};
+    dpp_ckpt_token_pack(&good, other, f); /* another session's key */
+    assert_int_equal(check_raw(s, f, sizeof f, 0, "mac: ", NULL), DPP_ETOKEN);
+    /* a version-1 token: 64 bytes and a CRC32C */
+    uint8_t v1[64] = {'D', 'P', 'T', '1', 1};
+    memcpy(v1 + 8, "s1", 2);
+    put32(v1 + 60, dpp_crc32c(0, v1, 60));
+    assert_int_equal(check_raw(s, v1, sizeof v1, 0, "version 1, from an older version", NULL),
+                     DPP_ETOKEN);
+
+    /* an earlier epoch is planned again to check against, and may be
+     * resumed (the rollback) */
+    consume_all(s);
+    assert_int_equal(s->epoch, 1);
+    assert_int_equal(check_tok(s, tok_at(1, 0, 2, 1, 0, 5, 4), NULL), 0);
+    assert_int_equal(check_tok(s, tok_at(1, 0, 2, 1, 0, 5, 3), "the plan of epoch 0"), DPP_ETOKEN);
+    consume_all(s);
+    consume_all(s);
+    assert_int_equal(s->state, SESSION_DONE);
+    assert_int_equal(check_tok(s, tok_at(0, 3, 0, 0, 0, 0, U), NULL), 0);
+    assert_int_equal(check_tok(s, tok_at(0, 3, 0, 0, 0, 1, U), "batches: the token says 1"),
+                     DPP_ETOKEN);
+    assert_int_equal(check_tok(s, tok_at(0, 3, 0, 0, 0, 0, 4), "rank_splits"), DPP_ETOKEN);
+    dpp_session_free(s);
+
+    /* remainder pad: at the epoch's end a rank may have had the plan's
+     * padded batch count: 13 records to 3 ranks (5, 4, 4), batch_size 4 */
+    s = make_x(1, 1, 3, 100, "pad", "");
+    index_all(s, 13);
+    assert_int_equal(check_tok(s, tok_at(2, 0, 1, 0, 0, 2, 1), NULL), 0);
+    assert_int_equal(check_tok(s, tok_at(2, 0, 1, 0, 0, 3, 1), "batches: the token says 3"),
+                     DPP_ETOKEN);
+    dpp_session_free(s);
+}
+
+/* The key is journaled with the session and replay keeps it; a record
+ * without one (an older master's) gets a new key, which a later record
+ * for the same session puts in place. */
+static void test_token_key_journal(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make(2, 1, 1, 10);
+    dpp_journal_rec_t rec = dpp_master_session_rec(s);
+    dpp_master_t *m = dpp_xcalloc(1, sizeof *m);
+    assert_int_equal(dpp_master_replay_record(m, rec.type, rec.payload, rec.len), 0);
+    assert_int_equal(m->nsessions, 1);
+    assert_memory_equal(m->sessions[0]->token_key, s->token_key, DPP_CKPT_KEY_LEN);
+    assert_int_equal(m->sessions[0]->token_key_unsaved, 0);
+    free((void *)rec.payload);
+
+    /* the same record without its key */
+    rec = dpp_master_session_rec(s);
+    Dpp__JournalSession *js = dpp__journal_session__unpack(NULL, rec.len, rec.payload);
+    assert_non_null(js);
+    free((void *)rec.payload);
+    js->token_key.len = 0;
+    dpp_journal_rec_t old = dpp_master_pack_rec(DPP_J_SESSION, &js->base);
+    dpp__journal_session__free_unpacked(js, NULL);
+    dpp_master_t *m2 = dpp_xcalloc(1, sizeof *m2);
+    assert_int_equal(dpp_master_replay_record(m2, old.type, old.payload, old.len), 0);
+    dpp_session_t *r = m2->sessions[0];
+    assert_int_equal(r->token_key_unsaved, 1);
+    assert_memory_not_equal(r->token_key, s->token_key, DPP_CKPT_KEY_LEN);
+    rec = dpp_master_session_rec(s); /* journaled later, with a key */
+    assert_int_equal(dpp_master_replay_record(m2, rec.type, rec.payload, rec.len), 0);
+    assert_int_equal(m2->nsessions, 1);
+    assert_int_equal(r->token_key_unsaved, 0);
+    assert_memory_equal(r->token_key, s->token_key, DPP_CKPT_KEY_LEN);
+    /* once saved, another record does not replace it */
+    uint8_t kept[DPP_CKPT_KEY_LEN];
+    memcpy(kept, r->token_key, sizeof kept);
+    free((void *)rec.payload);
+    s->token_key[0] ^= 0xff;
+    rec = dpp_master_session_rec(s);
+    assert_int_equal(dpp_master_replay_record(m2, rec.type, rec.payload, rec.len), 0);
+    assert_memory_equal(r->token_key, kept, DPP_CKPT_KEY_LEN);
+    free((void *)rec.payload);
+    free((void *)old.payload);
+    for (dpp_master_t *x = m; x; x = x == m ? m2 : NULL) {
+        for (size_t i = 0; i < x->nsessions; i++)
+            dpp_session_free(x->sessions[i]);
+        free(x->sessions);
+        free(x);
+    }
+    dpp_session_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,7 +687,8 @@ int main(void)
         cmocka_unit_test(test_ranks),          cmocka_unit_test(test_epoch_turnover),
         cmocka_unit_test(test_release_worker), cmocka_unit_test(test_shuffle_plans),
         cmocka_unit_test(test_held_back),      cmocka_unit_test(test_pad_batches),
-        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_resume),         cmocka_unit_test(test_token_key),
+        cmocka_unit_test(test_check_token),    cmocka_unit_test(test_token_key_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

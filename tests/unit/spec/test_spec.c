@@ -257,12 +257,12 @@ static void test_sparse_only_and_limits(void **state)
     (void)state;
     check_round_trip(
         "{\"table\":\"t\",\"batch_size\":1048576,\"epochs\":1000000,"
-        "\"consumers\":65536,\"features\":{\"sparse\":[{\"name\":\"s\","
+        "\"consumers\":16384,\"features\":{\"sparse\":[{\"name\":\"s\","
         "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
         "{\"op\":\"truncate\",\"max_len\":2147483647},{\"op\":\"modulo\",\"n\":1}]}]},"
         "\"label\":{\"name\":\"y\"}}",
         "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":1048576,\"epochs\":1000000,"
-        "\"consumers\":65536," IO_DEFAULTS "\"features\":{\"sparse\":[{\"name\":\"s\","
+        "\"consumers\":16384," IO_DEFAULTS "\"features\":{\"sparse\":[{\"name\":\"s\","
         "\"transforms\":[{\"op\":\"modulo\",\"n\":9223372036854775807},"
         "{\"op\":\"truncate\",\"max_len\":2147483647,\"keep\":\"first\"},"
         "{\"op\":\"modulo\",\"n\":1}]}]},"
@@ -596,7 +596,7 @@ static const bad_case_t bad_cases[] = {
     {"{" BASE_OK ",\"epochs\":1000001," FEATURES_OK "," LABEL_OK "}", "epochs: must be <= 1000000"},
     {"{" BASE_OK ",\"consumers\":0," FEATURES_OK "," LABEL_OK "}", "consumers: must be > 0"},
     {"{" BASE_OK ",\"consumers\":65537," FEATURES_OK "," LABEL_OK "}",
-     "consumers: must be <= 65536"},
+     "consumers: must be <= 16384"},
     {WITH_SPARSE_OPS("[{\"op\":\"modulo\",\"n\":0}]"),
      "features.sparse[0].transforms[0].n: must be > 0"},
     {WITH_SPARSE_OPS("[{\"op\":\"modulo\",\"n\":-7}]"),
