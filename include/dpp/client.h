@@ -67,8 +67,10 @@ void dpp_client_options_init(dpp_client_options_t *o);
  * dpp_client_close(). Returns 0 or a negative error: DPP_EINVAL (missing
  * master or session, bad option), DPP_ENOSESSION, DPP_ERANK (rank or
  * world_size does not fit the session), DPP_ETOKEN (resume_token refused:
- * dpp_client_open_error() names the field), DPP_ETIMEDOUT,
- * -ECONNREFUSED... */
+ * dpp_client_open_error() names the field), DPP_EHELD (another client reads
+ * the rank: one reader per rank; dpp_client_open_error() names it; a client
+ * opened after the reader is gone continues where it stopped),
+ * DPP_ETIMEDOUT, -ECONNREFUSED... */
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o);
 
 /* Why the last dpp_client_open() or dpp_client_open_opts() of the calling

@@ -36,7 +36,8 @@ extern "C" {
     X(DPP_EINVAL, -1021, "invalid argument")                                                       \
     X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")                              \
     X(DPP_EAUTH, -1023, "authentication failed")                                                   \
-    X(DPP_EINDEX, -1024, "a file's records disagree with its index")
+    X(DPP_EINDEX, -1024, "a file's records disagree with its index")                              \
+    X(DPP_EHELD, -1025, "the rank is read by another client")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

@@ -58,6 +58,7 @@ ERRORS = {
     "DPP_ETOKEN": -1022,
     "DPP_EAUTH": -1023,
     "DPP_EINDEX": -1024,
+    "DPP_EHELD": -1025,
 }
 
 

@@ -16,6 +16,10 @@
 
 /* Buffers kept for reuse after a batch is released or a block is spent. */
 #define DPP_CLIENT_POOL_SLOTS 16
+/* At close, how long unconfirmed acknowledgements are waited for. */
+#define DPP_CLIENT_CLOSE_MS 3000
+/* Lost worker links remembered for the master at once. */
+#define DPP_CLIENT_MAX_LOST 16
 
 typedef struct pool_buf {
     void *p;
@@ -107,6 +111,7 @@ typedef struct dpp_core {
     uint32_t cur_epoch; /* the consumer's epoch; older blocks are duplicates */
     /* the consumer's counters as of its last next(), reported to the master */
     uint64_t rep_batches, rep_wait_ns, rep_hist[16];
+    uint64_t client_id;     /* drawn at open, in every attach: the rank's reader */
     uint64_t open_ns;       /* when the client opened (monotonic) */
     epoch_track_t track[2]; /* by epoch parity: current and next */
     /* the session's checkpoint-token key from the master's latest attach

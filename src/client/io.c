@@ -68,6 +68,18 @@ struct dpp_client_io {
     uint64_t next_link_id;
     worker_seen_t *seen; /* workers connected at least once: a new link is a reconnect */
     size_t nseen;
+    /* workers whose subscribed link died: told to the master with the next
+     * attach, which leases again what they may have had in flight; kept
+     * until an attach reply shows it arrived */
+    char lost[DPP_CLIENT_MAX_LOST][64];
+    size_t nlost, lost_sent;
+    /* Acknowledgements sent and not yet confirmed. The master answers an
+     * attach only after what came before it on the connection is journaled,
+     * so an attach reply confirms them; those a dead connection took along
+     * are queued again for the next one. */
+    uint32_t (*unconf)[2];
+    size_t nunconf, unconf_cap, unconf_upto;
+    int64_t close_deadline_ms; /* closing: unconfirmed acks are waited for until then */
     int master_connected_once;
     atomic_int stop;
     int stopping;
@@ -128,6 +140,8 @@ static void grant_credits(dpp_client_io_t *io)
 }
 
 static void fail_client(dpp_client_io_t *io, int err, const char *text);
+static void finish_close(dpp_client_io_t *io);
+static int acks_outstanding(dpp_client_io_t *io);
 
 /* Checks the peer's HelloReply and authenticates to it (wire/handshake.h).
  * A peer without the cluster token, with another one, or speaking another
@@ -291,6 +305,14 @@ static void on_link_closed(dpp_conn_t *conn)
         w->backoff_ms = w->backoff_ms ? (w->backoff_ms >= 2500 ? 5000 : w->backoff_ms * 2) : 100;
         w->next_try_ms = dpp_now_ms() + w->backoff_ms;
     }
+    if (l->ready && !io->stopping && io->nlost < DPP_CLIENT_MAX_LOST) {
+        int known = 0;
+        for (size_t i = 0; i < io->nlost; i++)
+            known |= strcmp(io->lost[i], l->addr) == 0;
+        if (!known)
+            snprintf(io->lost[io->nlost++], sizeof io->lost[0], "%s", l->addr);
+        io->next_attach_ms = 0; /* tell the master soon */
+    }
     DPP_DLIST_UNLINK(io->links, l);
     free(l);
 }
@@ -387,6 +409,14 @@ static void send_attach_req(dpp_client_io_t *io, int detach)
     req.open_ns = dpp_now_ns() - io->core->open_ns;
     req.n_wait_hist = 16;
     req.wait_hist = hist;
+    req.client_id = io->core->client_id;
+    char *lost[DPP_CLIENT_MAX_LOST];
+    for (size_t i = 0; i < io->nlost; i++)
+        lost[i] = io->lost[i];
+    req.lost_workers = lost;
+    req.n_lost_workers = io->nlost;
+    io->lost_sent = io->nlost;
+    io->unconf_upto = io->nunconf;
     if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
         io->attach_inflight = 1;
 }
@@ -409,6 +439,18 @@ static void drain_queues(dpp_client_io_t *io)
     core->ncredit = 0;
     grant_credits(io);
     if (io->ml && io->ml->ready) {
+        if (io->nunconf + core->nack > io->unconf_cap) {
+            size_t cap = io->unconf_cap ? io->unconf_cap : 64;
+            while (cap < io->nunconf + core->nack)
+                cap *= 2;
+            void *q = realloc(io->unconf, cap * sizeof *io->unconf);
+            if (q == NULL) { /* not sent: they stay queued */
+                pthread_mutex_unlock(&core->mu);
+                return;
+            }
+            io->unconf = q;
+            io->unconf_cap = cap;
+        }
         for (size_t i = 0; i < core->nack; i++) {
             Dpp__SplitConsumed a = DPP__SPLIT_CONSUMED__INIT;
             a.session_id = io->session;
@@ -416,6 +458,7 @@ static void drain_queues(dpp_client_io_t *io)
             a.epoch = core->ack_q[i][0];
             a.split_id = core->ack_q[i][1];
             dpp_conn_send(&io->ml->conn, DPP_MSG_SPLIT_CONSUMED, &a.base);
+            memcpy(io->unconf[io->nunconf++], core->ack_q[i], sizeof core->ack_q[i]);
         }
         core->nack = 0;
     }
@@ -439,12 +482,32 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
             break;
         ml->ready = 1;
         io->backoff_ms = 100;
+        if (io->stopping) { /* closing: what is unconfirmed, then goodbye */
+            drain_queues(io);
+            send_attach_req(io, 1);
+            break;
+        }
         send_attach(io);
         drain_queues(io);
         break;
     case DPP_MSG_ATTACH_REPLY: {
         Dpp__AttachReply *r = (Dpp__AttachReply *)m;
         io->attach_inflight = 0;
+        /* the master took the lost workers of the last attach */
+        memmove(io->lost, io->lost[io->lost_sent],
+                (io->nlost - io->lost_sent) * sizeof io->lost[0]);
+        io->nlost -= io->lost_sent;
+        io->lost_sent = 0;
+        /* and journaled every acknowledgement sent before it */
+        memmove(io->unconf, io->unconf + io->unconf_upto,
+                (io->nunconf - io->unconf_upto) * sizeof *io->unconf);
+        io->nunconf -= io->unconf_upto;
+        io->unconf_upto = 0;
+        if (io->stopping) {
+            if (!acks_outstanding(io))
+                finish_close(io);
+            break;
+        }
         io->next_attach_ms =
             dpp_now_ms() + (r->n_workers ? ATTACH_EVERY_MS : ATTACH_EVERY_NO_WORKERS_MS);
         if (strcmp(r->state, "failed") == 0) {
@@ -461,7 +524,8 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
     case DPP_MSG_ERROR: {
         Dpp__Error *e = (Dpp__Error *)m;
         io->attach_inflight = 0;
-        if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK || e->code == DPP_EAUTH)
+        if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK || e->code == DPP_EAUTH ||
+            e->code == DPP_EHELD)
             fail_client(io, e->code, e->message);
         break;
     }
@@ -476,6 +540,12 @@ static void on_master_closed(dpp_conn_t *conn)
     dpp_client_io_t *io = ml->io;
     io->ml = NULL;
     io->attach_inflight = 0;
+    /* what it may not have journaled goes again on the next connection */
+    pthread_mutex_lock(&io->core->mu);
+    for (size_t i = 0; i < io->nunconf; i++)
+        dpp__core_ack(io->core, io->unconf[i][0], io->unconf[i][1]);
+    pthread_mutex_unlock(&io->core->mu);
+    io->nunconf = io->unconf_upto = 0;
     io->next_connect_ms = dpp_now_ms() + io->backoff_ms;
     io->backoff_ms = io->backoff_ms >= 2500 ? 5000 : io->backoff_ms * 2;
     free(ml);
@@ -504,6 +574,29 @@ static void connect_master(dpp_client_io_t *io)
 
 /* ---- thread ------------------------------------------------------------- */
 
+/* Ends the loop: closes the timer and the master link (after what is
+ * queued on it is written). */
+static void finish_close(dpp_client_io_t *io)
+{
+    if (!uv_is_closing((uv_handle_t *)&io->timer))
+        uv_close((uv_handle_t *)&io->timer, NULL);
+    if (io->ml)
+        dpp_conn_finish(&io->ml->conn);
+}
+
+static int acks_outstanding(dpp_client_io_t *io)
+{
+    pthread_mutex_lock(&io->core->mu);
+    size_t n = io->core->nack;
+    pthread_mutex_unlock(&io->core->mu);
+    return n + io->nunconf > 0;
+}
+
+/* Closing: the worker links go at once; the master gets the last
+ * acknowledgements and the trainer's final counters (a detaching attach),
+ * and while acknowledgements are unconfirmed (the master may be restarting)
+ * the client waits for their confirmation, at most DPP_CLIENT_CLOSE_MS, so
+ * that a session whose last split was consumed ends done. */
 static void close_all(dpp_client_io_t *io)
 {
     io->stopping = 1;
@@ -512,14 +605,14 @@ static void close_all(dpp_client_io_t *io)
     io->core->wake = NULL;
     pthread_mutex_unlock(&io->core->mu);
     uv_close((uv_handle_t *)&io->wake, NULL);
-    uv_close((uv_handle_t *)&io->timer, NULL);
-    drain_queues(io); /* the last acknowledgements still reach the master */
-    if (io->ml && io->ml->ready)
-        send_attach_req(io, 1); /* the trainer's final counters; the rank is gone */
-    if (io->ml)
-        dpp_conn_finish(&io->ml->conn);
     for (wlink_t *l = io->links; l; l = l->next)
         dpp_conn_close(&l->conn, DPP_ECLOSED);
+    io->close_deadline_ms = dpp_now_ms() + DPP_CLIENT_CLOSE_MS;
+    drain_queues(io);
+    if (io->ml && io->ml->ready)
+        send_attach_req(io, 1); /* the trainer's final counters; the rank is gone */
+    if (!acks_outstanding(io))
+        finish_close(io);
 }
 
 static void on_wake(uv_async_t *a)
@@ -537,6 +630,13 @@ static void on_timer(uv_timer_t *t)
 {
     dpp_client_io_t *io = dpp_container_of(t, dpp_client_io_t, timer);
     int64_t now = dpp_now_ms();
+    if (io->stopping) {
+        if (now >= io->close_deadline_ms || !acks_outstanding(io))
+            finish_close(io);
+        else if (io->ml == NULL && now >= io->next_connect_ms)
+            connect_master(io);
+        return;
+    }
     if (now >= io->next_keepalive_ms) {
         /* workers close connections silent for their --idle-timeout-ms;
          * a trainer holding batches has no credit to send for a while */
@@ -613,5 +713,6 @@ void dpp__io_stop(dpp_client_io_t *io)
     uv_thread_join(&io->thread);
     uv_loop_close(&io->loop);
     free(io->seen);
+    free(io->unconf);
     free(io);
 }

@@ -15,6 +15,7 @@
 #include "client_internal.h"
 #include "core.h"
 #include "io.h"
+#include "crypto/hmac.h"
 #include "crypto/token.h"
 #include "format/block.h"
 #include "wire/net.h"
@@ -80,6 +81,7 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uin
     req.session_id = c->session;
     req.rank = c->rank;
     req.prefetch_splits = c->core->prefetch_splits;
+    req.client_id = c->core->client_id;
     if (resume) {
         req.resume = 1;
         req.resume_epoch = resume->epoch;
@@ -210,6 +212,11 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         wlog++;
     ZSTD_DCtx_setParameter(c->zctx, ZSTD_d_windowLogMax, (int)wlog);
     core->budget = o->memory_budget;
+    /* this client's id for the rank's ownership at the master */
+    do {
+        if ((rc = dpp_random_bytes(&core->client_id, sizeof core->client_id)) != 0)
+            goto fail;
+    } while (core->client_id == 0);
     struct sockaddr_storage master_ss;
     int timeout = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DPP_CLIENT_DEFAULT_TIMEOUT_MS;
     /* A master that is not up yet (or restarting) is waited for until the
@@ -257,6 +264,17 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     dpp__core_plan(core, r);
     if (resume && (rc = dpp__client_start_at(c, resume)) != 0)
         goto fail;
+    if (!resume && r->taken_over && (r->start_seq > 0 || r->epoch > 0)) {
+        /* the rank was read before (a client gone without a token): go on
+         * from its first split not consumed */
+        dpp_ckpt_token_t at = {.rank = c->rank,
+                               .epoch = r->epoch,
+                               .seq = r->start_seq,
+                               .batches = (uint32_t)(r->start_records / r->batch_size),
+                               .rank_splits = r->rank_splits_per_epoch};
+        if ((rc = dpp__client_start_at(c, &at)) != 0)
+            goto fail;
+    }
     rc = dpp__io_start(core, c->session, c->rank, &c->auth, &master_ss, r->workers, r->n_workers,
                        &c->io);
     if (rc)

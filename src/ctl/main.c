@@ -250,8 +250,10 @@ static int cmd_read(const ctl_t *ctl, const char *session)
     o.connect_timeout_ms = ctl->timeout_ms;
     o.token = (const char *)ctl->auth.token; /* NUL-terminated by dpp_auth_load() */
     int rc = dpp_client_open_opts(&c, &o);
-    if (rc)
-        return ctl_fail("read %s: %s", session, dpp_strerror(rc));
+    if (rc) {
+        const char *why = dpp_client_open_error();
+        return ctl_fail("read %s: %s", session, why[0] ? why : dpp_strerror(rc));
+    }
     int weighted = 0; /* print sparse_weights_sum only for sessions with weights */
     for (unsigned k = 0; k < dpp_client_num_sparse(c); k++)
         weighted |= dpp_client_sparse_weighted(c, k);

@@ -35,6 +35,8 @@ typedef struct peer {
     unsigned threads;
     unsigned lease_want;     /* a LeaseRequest waits for splits */
     uint64_t lease_since_ns; /* when that request arrived */
+    char held_session[24];   /* a client: the session whose rank it holds ("": none) */
+    unsigned held_rank;
 } peer_t;
 
 static inline peer_role_t peer_role(const peer_t *p)
@@ -68,7 +70,7 @@ typedef struct index_entry {
 /* Counters since the master started, for /metrics. */
 typedef struct dpp_master_counters {
     uint64_t sessions_submitted, splits_leased, splits_consumed, splits_released;
-    uint64_t index_leased, index_done, resumes, cancels;
+    uint64_t index_leased, index_done, resumes, cancels, takeovers;
     uint64_t rows_produced, rows_filtered, bytes_read;
     dpp_rejects_t rejects;
     uint64_t lease_hist[DPP_LEASE_BUCKETS + 1]; /* the last: +Inf */

@@ -33,6 +33,11 @@ static void on_peer_closed(dpp_peer_t *base)
     dpp_master_t *m = base->lst->cfg.data;
     if (peer_role(p) == ROLE_WORKER && p->worker_id != 0 && !m->stopping)
         dpp_master_release_worker(m, p->worker_id);
+    if (p->held_session[0]) { /* its rank may be taken over from now on */
+        dpp_session_t *s = dpp_master_find_session(m, p->held_session);
+        if (s && p->held_rank < s->spec.consumers && s->holders[p->held_rank].peer == p)
+            s->holders[p->held_rank].peer = NULL;
+    }
 }
 
 /* Clients refresh every second and dppctl asks once: silence is a peer gone

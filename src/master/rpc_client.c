@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -13,6 +14,109 @@
 #include "persist.h"
 #include "rpc_client.h"
 #include "wire/conn.h"
+
+/* p (client client_id) reads rank r of s from now on. */
+static void hold(peer_t *p, dpp_session_t *s, unsigned r, uint64_t client_id)
+{
+    dpp_rank_holder_t *h = &s->holders[r];
+    if (h->client_id != client_id)
+        h->since_ms = dpp_now_ms();
+    h->client_id = client_id;
+    h->peer = p;
+    snprintf(p->held_session, sizeof p->held_session, "%s", s->id);
+    p->held_rank = r;
+}
+
+/* Whether rank r has splits at or after position seq that were leased,
+ * produced or (order fastest) consumed: what a reader that is gone may have
+ * taken part of. */
+static int rank_in_flight(const dpp_session_t *s, unsigned r, uint32_t seq)
+{
+    for (size_t j = seq; j < s->rank_count[r]; j++)
+        if (s->splits[s->rank_first[r] + j].state != SPLIT_PENDING)
+            return 1;
+    return 0;
+}
+
+/* A rank has one reader. The client that holds it refreshes; another one
+ * is refused while the holder's connection is open, and otherwise takes the
+ * rank over where it stands: at its first split not consumed, the splits
+ * from there on leased anew (the rows of a split the gone client had partly
+ * taken come again). Returns 0, or an error already sent. */
+static int hold_rank(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req,
+                     uint32_t *start_seq, uint64_t *start_records, int *taken_over)
+{
+    dpp_master_t *m = p->m;
+    unsigned r = req->rank;
+    dpp_rank_holder_t *h = &s->holders[r];
+    if (h->client_id == req->client_id) {
+        hold(p, s, r, req->client_id); /* the same client, maybe on a new connection */
+        return 0;
+    }
+    if (h->client_id != 0 && h->peer != NULL && h->peer != p) {
+        const peer_t *holder = h->peer;
+        dpp_conn_send_error(&p->base.conn, DPP_EHELD,
+                            "rank %u of session %s is read by another client (%s, for %.0f s): "
+                            "a rank has one reader; stop that one first (a new one then "
+                            "continues where it stopped), or read another rank",
+                            r, s->id, holder->base.conn.peer,
+                            (double)(dpp_now_ms() - h->since_ms) / 1000.0);
+        return DPP_EHELD;
+    }
+    if (s->state == SESSION_RUNNING) {
+        uint32_t seq = (uint32_t)dpp_session_rank_cursor(s, r);
+        if (!rank_in_flight(s, r, seq))
+            goto place; /* nothing of the rank is out: nothing to lease again */
+        Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+        jr.session_id = s->id;
+        jr.rank = r;
+        jr.epoch = s->epoch;
+        jr.seq = seq;
+        dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
+        int rc = dpp_master_journal_put(m, &rec, 1);
+        if (rc == 0)
+            rc = dpp_session_resume(s, r, s->epoch, seq);
+        if (rc) {
+            dpp_conn_send_error(&p->base.conn, rc, "rank %u of session %s: cannot take it over: %s",
+                                r, s->id, dpp_strerror(rc));
+            return rc;
+        }
+        m->n.takeovers++;
+        DPP_WARN("rank_taken_over session=%s rank=%u peer=%s epoch=%u from_split=%u reason=\"%s\"",
+                 s->id, r, p->base.conn.peer, s->epoch, seq,
+                 h->client_id ? "its reader is gone"
+                              : "a new reader, the last one unknown (a master restart)");
+    place:
+        for (uint32_t j = 0; j < seq; j++)
+            *start_records += s->splits[s->rank_first[r] + j].record_count;
+        *start_seq = seq;
+        *taken_over = 1;
+    }
+    hold(p, s, r, req->client_id);
+    return 0;
+}
+
+/* The client lost its connections to these workers: what they had sent
+ * may be lost with them. Returns the splits that go back to pending. */
+static size_t lost_workers(dpp_master_t *m, dpp_session_t *s, const Dpp__AttachRequest *req)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->n_lost_workers; i++) {
+        for (peer_t *w = first_peer(m); w; w = next_peer(w)) {
+            if (peer_role(w) != ROLE_WORKER || w->worker_id == 0 ||
+                strcmp(w->data_addr, req->lost_workers[i]) != 0)
+                continue;
+            size_t k = dpp_session_release_rank_worker(s, req->rank, w->worker_id);
+            if (k)
+                DPP_WARN("client_lost_worker session=%s rank=%u worker=%" PRIu64
+                         " splits_again=%zu",
+                         s->id, req->rank, w->worker_id, k);
+            m->n.splits_released += k;
+            n += k;
+        }
+    }
+    return n;
+}
 
 void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
 {
@@ -28,6 +132,17 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
                             req->rank, s->id, s->spec.consumers);
         return;
     }
+    uint32_t start_seq = 0;
+    uint64_t start_records = 0;
+    int taken_over = 0;
+    if (!req->detach && !req->resume &&
+        hold_rank(p, s, req, &start_seq, &start_records, &taken_over) != 0)
+        return;
+    if (req->resume && !req->detach)
+        hold(p, s, req->rank, req->client_id);
+    if (req->detach && s->holders[req->rank].client_id == req->client_id)
+        memset(&s->holders[req->rank], 0, sizeof s->holders[req->rank]);
+    newly_present |= lost_workers(m, s, req) > 0;
     if (s->token_key_unsaved) {
         /* replayed from a journal without a key: the one made at this start
          * is journaled before any client signs a token with it */
@@ -136,6 +251,9 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.epoch = s->epoch;
     r.resume_rank_splits = plan.rank_splits;
     r.resume_split_records = plan.split_records;
+    r.start_seq = start_seq;
+    r.start_records = start_records;
+    r.taken_over = taken_over;
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
     dpp_conn_send(&p->base.conn, DPP_MSG_ATTACH_REPLY, &r.base);

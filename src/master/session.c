@@ -48,6 +48,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
+    s->holders = dpp_xcalloc(s->spec.consumers, sizeof *s->holders);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
     int rc = dpp_random_bytes(s->token_key, sizeof s->token_key);
@@ -82,6 +83,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_cursor);
     free(s->prev_leases);
     free(s->reports);
+    free(s->holders);
     explicit_bzero(s->token_key, sizeof s->token_key);
     free(s);
 }
@@ -312,6 +314,24 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
             if (sp->state == SPLIT_PRODUCED)
                 s->rows_produced -= sp->rows; /* counted again when re-produced */
             dpp_session_set(s, i, SPLIT_PENDING);
+            n++;
+        }
+    }
+    return n;
+}
+
+size_t dpp_session_release_rank_worker(dpp_session_t *s, unsigned r, uint64_t worker_id)
+{
+    if (s->state != SESSION_RUNNING || r >= s->spec.consumers || s->rank_count == NULL)
+        return 0;
+    size_t n = 0, first = s->rank_first[r];
+    for (size_t j = 0; j < s->rank_count[r]; j++) {
+        dpp_split_t *sp = &s->splits[first + j];
+        if (sp->lease.worker_id == worker_id &&
+            (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
+            if (sp->state == SPLIT_PRODUCED)
+                s->rows_produced -= sp->rows;
+            dpp_session_set(s, first + j, SPLIT_PENDING);
             n++;
         }
     }

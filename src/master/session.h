@@ -70,6 +70,15 @@ typedef struct dpp_split {
     uint64_t byte_start, byte_end;
 } dpp_split_t;
 
+/* The client reading a rank: its id (AttachRequest.client_id; 0: none yet,
+ * or forgotten by a restart) and, while its connection is open, the peer
+ * (the master's peer_t, opaque here). */
+typedef struct dpp_rank_holder {
+    uint64_t client_id;
+    void *peer;
+    int64_t since_ms; /* its first attach */
+} dpp_rank_holder_t;
+
 /* What a rank's client last reported about its trainer (with its attach
  * refreshes): batches handed out, time waiting inside next(), time since it
  * opened, and the wait histogram (bucket i: waits < 2^i * 10 us). */
@@ -100,6 +109,7 @@ typedef struct dpp_session {
     size_t *rank_cursor;        /* [consumers]: no split before this position is unconsumed */
     uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */
+    dpp_rank_holder_t *holders; /* [consumers]: which client reads each rank */
     size_t nprev;
     /* HMAC-SHA256 key of the session's checkpoint tokens, random, made with
      * the session and journaled with it (JournalSession.token_key); sent to
@@ -203,6 +213,12 @@ int dpp_session_consumed(dpp_session_t *s, size_t i);
 /* Returns every task leased to worker_id (index tasks, and splits leased or
  * produced but not yet consumed) to pending. Returns how many went back. */
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id);
+
+/* The same for rank r's splits only: its client lost its connection to the
+ * worker, and the blocks in flight on it (queued, or in the kernel's
+ * buffers) may be lost. Duplicates of what did arrive are dropped by the
+ * client. Returns how many went back. */
+size_t dpp_session_release_rank_worker(dpp_session_t *s, unsigned r, uint64_t worker_id);
 
 /* Puts a running session at `epoch`, planned, with every split pending
  * (replaying a journal snapshot). */

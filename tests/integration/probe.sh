@@ -14,7 +14,11 @@
 # journal deleted under a running master is written anew from memory, so a
 # restart still finds the sessions. Case 8: a peer that pipelines
 # thousands of STATUS requests and reads none of the replies costs the
-# master a bounded queue, and honest dppctl list keeps answering.
+# master a bounded queue, and honest dppctl list keeps answering. Case 9:
+# a rank has one reader: a second one is refused while the first lives,
+# and a new one takes over where a dead one (no token) stopped. Case 10: a
+# client's data connection reset mid-stream (a proxy between client and
+# worker): what was in flight is leased again and the read is whole.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -195,5 +199,56 @@ wait "$flood" || true
 (((rss1 - rss0) < 100000)) ||
     dpp_fail "case 8: the master grew by $(((rss1 - rss0) / 1024)) MiB for a peer that reads nothing"
 dpp_log "case 8: dppctl list answered in $((t1 - t0)) ms during the flood; master RSS +$(((rss1 - rss0) / 1024)) MiB"
+
+dpp_step "case 9: one reader per rank, and a takeover after a reader died"
+sed -E -e 's/"split_rows"[[:space:]]*:[[:space:]]*[0-9]+/"split_rows": 1000/' \
+    -e 's/"batch_size"[[:space:]]*:[[:space:]]*[0-9]+/"batch_size": 500/' "$spec2" >"$DPP_TMP/spec9.json"
+grep -q '"split_rows": 1000' "$DPP_TMP/spec9.json" ||
+    sed -i -E '0,/\{/s//{"split_rows": 1000,/' "$DPP_TMP/spec9.json"
+dpp_submit "$DPP_TMP/spec9.json"
+s9=$DPP_SESSION
+"$DPP_BIN_DIR/tests/integration/dpp-stall-client" "$DPP_MASTER_ADDR" "$s9" 60 \
+    >"$DPP_TMP/holder.out" 2>&1 &
+holder=$!
+dpp_track "$holder"
+for _ in $(seq 1 200); do
+    grep -q 'got a batch' "$DPP_TMP/holder.out" && break
+    sleep 0.05
+done
+grep -q 'got a batch' "$DPP_TMP/holder.out" || dpp_fail "case 9: the first reader got nothing: $(cat "$DPP_TMP/holder.out")"
+rc=0
+dpp_ctl read "$s9" --timeout-s 20 >"$DPP_TMP/second.out" 2>&1 || rc=$?
+((rc != 0)) && grep -q "is read by another client" "$DPP_TMP/second.out" ||
+    dpp_fail "case 9: a second reader of the rank was not refused (exit $rc): $(cat "$DPP_TMP/second.out")"
+kill -KILL "$holder"
+wait "$holder" 2>/dev/null || true
+DPP_CTL_TIMEOUT=60 dpp_read "$s9" "$DPP_TMP/read9.jsonl"
+dpp_refsum_check "$DPP_TMP/spec9.json" "$grown/t" "$DPP_TMP/read9.jsonl"
+grep -q "rank_taken_over session=$s9" "$DPP_TMP/master.log" ||
+    dpp_fail "case 9: the master did not log the takeover"
+dpp_log "case 9: a second reader refused ($(head -1 "$DPP_TMP/second.out" | cut -c1-80)...); after the first was killed a new one read the whole epoch"
+
+dpp_step "case 10: a client's data connection reset mid-stream"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wport=$(free_port)
+pport=$(free_port)
+for n in "${DPP_DAEMON_NAMES[@]}"; do [[ $n == worker-* ]] && dpp_stop "$n"; done
+dpp_start_daemon worker-rst "$DPP_WORKER_BIN" --master "$DPP_MASTER_ADDR" \
+    --listen "127.0.0.1:$wport" --advertise "127.0.0.1:$pport" --threads 2
+python3 "$DPP_SOURCE_DIR/tests/integration/rstproxy.py" "$pport" "127.0.0.1:$wport" 300000 \
+    >"$DPP_TMP/proxy.out" 2>&1 &
+dpp_track "$!"
+for _ in $(seq 1 100); do
+    grep -q listening "$DPP_TMP/proxy.out" && break
+    sleep 0.05
+done
+sed -E 's/"compression"[[:space:]]*:[[:space:]]*"[a-z]*"/"compression": "off"/' "$spec2" >"$DPP_TMP/spec10.json"
+dpp_submit "$DPP_TMP/spec10.json"
+DPP_CTL_TIMEOUT=60 dpp_read "$DPP_SESSION" "$DPP_TMP/read10.jsonl"
+dpp_refsum_check "$DPP_TMP/spec10.json" "$grown/t" "$DPP_TMP/read10.jsonl"
+grep -q 'reset after' "$DPP_TMP/proxy.out" || dpp_fail "case 10: the proxy never reset the connection"
+grep -q 'client_lost_worker' "$DPP_TMP/master.log" ||
+    dpp_fail "case 10: the master was not told of the lost connection"
+dpp_log "case 10: $(cat "$DPP_TMP/proxy.out" | tail -1); every row read once"
 
 dpp_log "PASS"
