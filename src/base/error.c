@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text and names for dpp error numbers (include/dpp/error.h) and -errno.
+// Text and names for dpp error numbers (include/dpp/error.h) and -errno,
+// and error sentences in a caller's buffer (errtext.h).
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/errtext.h"
 #include "dpp/error.h"
 
 const char *dpp_strerror(int err)
@@ -38,4 +42,15 @@ const char *dpp_err_name(int err)
             return name;
     }
     return "EUNKNOWN";
+}
+
+int dpp_errf(int code, char *buf, size_t len, const char *fmt, ...)
+{
+    if (len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

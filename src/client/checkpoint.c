@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errtext.h"
 #include "checkpoint.h"
 #include "client_internal.h"
 #include "core.h"
@@ -53,98 +54,90 @@ int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len)
     return DPP_CHECKPOINT_SIZE;
 }
 
-static int refuse(int err, char *why, size_t whylen, const char *fmt, ...)
-{
-    if (whylen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return err;
-}
-
 int dpp__token_check_reply(const dpp_ckpt_token_t *t, const uint8_t *raw, const Dpp__AttachReply *r,
                            char *why, size_t whylen)
 {
     if (r->token_key.len != DPP_CKPT_KEY_LEN)
-        return refuse(DPP_EVERSION, why, whylen,
-                      "the master sent no checkpoint-token key: it is older than this client and "
-                      "cannot verify tokens");
+        return dpp_errf(DPP_EVERSION, why, whylen,
+                        "the master sent no checkpoint-token key: it is older than this client and "
+                        "cannot verify tokens");
     if (!dpp_ckpt_token_verify(raw, r->token_key.data))
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "mac: the token's HMAC-SHA256 does not verify under session %s's token key "
-                      "(from the master): it was changed after it was signed",
-                      r->session_id);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "mac: the token's HMAC-SHA256 does not verify under session %s's token key "
+                        "(from the master): it was changed after it was signed",
+                        r->session_id);
     if (strcmp(t->session, r->session_id) != 0)
-        return refuse(DPP_ETOKEN, why, whylen, "session: the token says \"%s\", the master %s",
-                      t->session, r->session_id);
+        return dpp_errf(DPP_ETOKEN, why, whylen, "session: the token says \"%s\", the master %s",
+                        t->session, r->session_id);
     if (t->rank != r->rank || t->rank >= r->consumers)
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "rank: the token says %u, the master answered for rank %u of %u", t->rank,
-                      r->rank, r->consumers);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "rank: the token says %u, the master answered for rank %u of %u", t->rank,
+                        r->rank, r->consumers);
     if (t->reserved != 0)
-        return refuse(DPP_ETOKEN, why, whylen, "reserved: the token says 0x%08x, version %d has 0",
-                      t->reserved, DPP_CKPT_TOKEN_VERSION);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "reserved: the token says 0x%08x, version %d has 0", t->reserved,
+                        DPP_CKPT_TOKEN_VERSION);
     if (r->epochs != DPP_EPOCHS_UNBOUNDED && t->epoch > r->epochs)
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "epoch: the token says %u, the session has %u epochs", t->epoch, r->epochs);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "epoch: the token says %u, the session has %u epochs", t->epoch, r->epochs);
     if (r->epochs != DPP_EPOCHS_UNBOUNDED && t->epoch == r->epochs) {
         if (t->seq || t->index || t->row || t->batches)
-            return refuse(DPP_ETOKEN, why, whylen,
-                          "position: the token says split %u block %u row %u after %u batches, a "
-                          "token taken after the last epoch says 0",
-                          t->seq, t->index, t->row, t->batches);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "position: the token says split %u block %u row %u after %u batches, a "
+                            "token taken after the last epoch says 0",
+                            t->seq, t->index, t->row, t->batches);
         return 0;
     }
     if (strcmp(r->state, "failed") == 0)
         return 0; /* next() reports the failure */
     if (strcmp(r->state, "indexing") == 0) {
         if (t->epoch || t->seq || t->index || t->row || t->batches)
-            return refuse(DPP_ETOKEN, why, whylen,
-                          "position: the token says epoch %u split %u block %u row %u after %u "
-                          "batches, the session is still indexing (nothing was read yet)",
-                          t->epoch, t->seq, t->index, t->row, t->batches);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "position: the token says epoch %u split %u block %u row %u after %u "
+                            "batches, the session is still indexing (nothing was read yet)",
+                            t->epoch, t->seq, t->index, t->row, t->batches);
         return 0;
     }
     if (t->epoch > r->epoch && strcmp(r->state, "done") != 0)
-        return refuse(DPP_ETOKEN, why, whylen, "epoch: the token says %u, the session is at %u",
-                      t->epoch, r->epoch);
+        return dpp_errf(DPP_ETOKEN, why, whylen, "epoch: the token says %u, the session is at %u",
+                        t->epoch, r->epoch);
     if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN && t->rank_splits != r->resume_rank_splits)
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "rank_splits: the token says %u, the master's plan of epoch %u gives rank %u "
-                      "%u splits",
-                      t->rank_splits, t->epoch, t->rank, r->resume_rank_splits);
+        return dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "rank_splits: the token says %u, the master's plan of epoch %u gives rank %u "
+            "%u splits",
+            t->rank_splits, t->epoch, t->rank, r->resume_rank_splits);
     if (t->seq > r->resume_rank_splits)
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "seq: the token says split position %u, the master's plan of epoch %u gives "
-                      "rank %u %u splits",
-                      t->seq, t->epoch, t->rank, r->resume_rank_splits);
+        return dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "seq: the token says split position %u, the master's plan of epoch %u gives "
+            "rank %u %u splits",
+            t->seq, t->epoch, t->rank, r->resume_rank_splits);
     if (t->row >= r->batch_size)
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "row: the token says %u, a block holds at most batch_size = %u rows", t->row,
-                      r->batch_size);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "row: the token says %u, a block holds at most batch_size = %u rows",
+                        t->row, r->batch_size);
     if (t->seq == r->resume_rank_splits && (t->index || t->row))
-        return refuse(DPP_ETOKEN, why, whylen,
-                      "index: the token says block %u row %u at the end of rank %u's %u splits, "
-                      "where there are no blocks",
-                      t->index, t->row, t->rank, r->resume_rank_splits);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "index: the token says block %u row %u at the end of rank %u's %u splits, "
+                        "where there are no blocks",
+                        t->index, t->row, t->rank, r->resume_rank_splits);
     if (t->seq < r->resume_rank_splits) {
         /* a split's blocks hold batch_size rows but its last, then comes
          * its end marker; a record gives at most one row */
         uint64_t bs = r->batch_size, records = r->resume_split_records;
         uint64_t blocks = (records + bs - 1) / bs, at = (uint64_t)t->index * bs;
         if (t->index > blocks)
-            return refuse(DPP_ETOKEN, why, whylen,
-                          "index: the token says block %u, split position %u has %llu records "
-                          "in the master's plan: blocks 0..%llu (the last its end marker)",
-                          t->index, t->seq, (unsigned long long)records,
-                          (unsigned long long)blocks);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "index: the token says block %u, split position %u has %llu records "
+                            "in the master's plan: blocks 0..%llu (the last its end marker)",
+                            t->index, t->seq, (unsigned long long)records,
+                            (unsigned long long)blocks);
         if (t->row > 0 && (at >= records || t->row >= records - at))
-            return refuse(DPP_ETOKEN, why, whylen,
-                          "row: the token says %u, block %u of split position %u (%llu records) "
-                          "has fewer rows",
-                          t->row, t->index, t->seq, (unsigned long long)records);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "row: the token says %u, block %u of split position %u (%llu records) "
+                            "has fewer rows",
+                            t->row, t->index, t->seq, (unsigned long long)records);
     }
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errtext.h"
 #include "base/util.h"
 #include "crypto/checkpoint_token.h"
 #include "crypto/hmac.h"
@@ -31,43 +32,37 @@ void dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_K
     dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, out, DPP_CKPT_MAC_OFFSET, out + DPP_CKPT_MAC_OFFSET);
 }
 
-static int refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (whylen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return DPP_ETOKEN;
-}
-
 int dpp_ckpt_token_parse(const void *buf, size_t len, dpp_ckpt_token_t *t, char *why, size_t whylen)
 {
     const uint8_t *p = buf;
     memset(t, 0, sizeof *t);
     if (buf == NULL || len < 8 || memcmp(p, TOKEN_MAGIC, 4) != 0)
-        return refuse(why, whylen, "magic: not a dpp checkpoint token (%zu bytes, no \"%s\")",
-                      buf ? len : 0, TOKEN_MAGIC);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "magic: not a dpp checkpoint token (%zu bytes, no \"%s\")", buf ? len : 0,
+                        TOKEN_MAGIC);
     unsigned version = (unsigned)p[4] | (unsigned)p[5] << 8;
     if (version == 1)
-        return refuse(why, whylen,
-                      "version: the token is version 1, from an older version of dpp (checksummed, "
-                      "not signed); this version takes only signed version-%d tokens: take a new "
-                      "checkpoint",
-                      DPP_CKPT_TOKEN_VERSION);
+        return dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "version: the token is version 1, from an older version of dpp (checksummed, "
+            "not signed); this version takes only signed version-%d tokens: take a new "
+            "checkpoint",
+            DPP_CKPT_TOKEN_VERSION);
     if (version != DPP_CKPT_TOKEN_VERSION)
-        return refuse(why, whylen, "version: the token is version %u, this client reads version %d",
-                      version, DPP_CKPT_TOKEN_VERSION);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "version: the token is version %u, this client reads version %d", version,
+                        DPP_CKPT_TOKEN_VERSION);
     if (len != DPP_CKPT_TOKEN_SIZE)
-        return refuse(why, whylen, "length: the token is %zu bytes, a version-%d token is %d", len,
-                      DPP_CKPT_TOKEN_VERSION, DPP_CKPT_TOKEN_SIZE);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "length: the token is %zu bytes, a version-%d token is %d", len,
+                        DPP_CKPT_TOKEN_VERSION, DPP_CKPT_TOKEN_SIZE);
     if (p[6] || p[7])
-        return refuse(why, whylen, "flags: the token says 0x%02x%02x, version %d has none", p[7],
-                      p[6], DPP_CKPT_TOKEN_VERSION);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "flags: the token says 0x%02x%02x, version %d has none", p[7], p[6],
+                        DPP_CKPT_TOKEN_VERSION);
     if (p[8] == 0 || memchr(p + 8, 0, 24) == NULL)
-        return refuse(why, whylen, "session: the token's session id is %s",
-                      p[8] == 0 ? "empty" : "not terminated within 24 bytes");
+        return dpp_errf(DPP_ETOKEN, why, whylen, "session: the token's session id is %s",
+                        p[8] == 0 ? "empty" : "not terminated within 24 bytes");
     memcpy(t->session, p + 8, 24);
     uint32_t *v[] = {&t->rank, &t->epoch,   &t->seq,         &t->index,
                      &t->row,  &t->batches, &t->rank_splits, &t->reserved};

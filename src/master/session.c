@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/errtext.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "crypto/hmac.h"
@@ -421,17 +422,6 @@ int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned
     return 0;
 }
 
-static int refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (whylen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return DPP_ETOKEN;
-}
-
 /* Checks t's position against the plan of its epoch (see
  * dpp_session_check_token()); *plan gets what the plan says there. */
 static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp_token_plan_t *plan,
@@ -447,54 +437,55 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
         } zero[] = {{"seq", t->seq}, {"index", t->index}, {"row", t->row}, {"batches", t->batches}};
         for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
             if (zero[i].v != 0)
-                return refuse(why, whylen,
-                              "%s: the token says %u, a token taken after the last epoch (%u) "
-                              "says 0",
-                              zero[i].name, zero[i].v, epochs);
+                return dpp_errf(DPP_ETOKEN, why, whylen,
+                                "%s: the token says %u, a token taken after the last epoch (%u) "
+                                "says 0",
+                                zero[i].name, zero[i].v, epochs);
         if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN)
-            return refuse(why, whylen,
-                          "rank_splits: the token says %u, a token taken after the last epoch "
-                          "(%u) names no split count",
-                          t->rank_splits, epochs);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "rank_splits: the token says %u, a token taken after the last epoch "
+                            "(%u) names no split count",
+                            t->rank_splits, epochs);
         if (s->state != SESSION_DONE)
-            return refuse(why, whylen,
-                          "epoch: the token says %u (after the last epoch), the session is at "
-                          "epoch %u and not done",
-                          t->epoch, s->epoch);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "epoch: the token says %u (after the last epoch), the session is at "
+                            "epoch %u and not done",
+                            t->epoch, s->epoch);
         return 0;
     }
     if (t->epoch > epochs)
-        return refuse(why, whylen, "epoch: the token says %u, the session has %u epochs", t->epoch,
-                      epochs);
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "epoch: the token says %u, the session has %u epochs", t->epoch, epochs);
     if (s->state == SESSION_INDEXING) {
         /* no plan yet, so nothing was consumed: only the start fits */
         if (t->epoch != 0 || t->seq != 0 || t->index != 0 || t->row != 0 || t->batches != 0)
-            return refuse(why, whylen,
-                          "%s: the token says %u, the session is still indexing its files "
-                          "(nothing was read yet), so the plan says 0",
-                          t->epoch   ? "epoch"
-                          : t->seq   ? "seq"
-                          : t->index ? "index"
-                          : t->row   ? "row"
-                                     : "batches",
-                          t->epoch   ? t->epoch
-                          : t->seq   ? t->seq
-                          : t->index ? t->index
-                          : t->row   ? t->row
-                                     : t->batches);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "%s: the token says %u, the session is still indexing its files "
+                            "(nothing was read yet), so the plan says 0",
+                            t->epoch   ? "epoch"
+                            : t->seq   ? "seq"
+                            : t->index ? "index"
+                            : t->row   ? "row"
+                                       : "batches",
+                            t->epoch   ? t->epoch
+                            : t->seq   ? t->seq
+                            : t->index ? t->index
+                            : t->row   ? t->row
+                                       : t->batches);
         if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN)
-            return refuse(why, whylen,
-                          "rank_splits: the token says %u, the session is still indexing its "
-                          "files: the plan has no split count yet",
-                          t->rank_splits);
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "rank_splits: the token says %u, the session is still indexing its "
+                            "files: the plan has no split count yet",
+                            t->rank_splits);
         return 0;
     }
     unsigned cur = s->state == SESSION_DONE ? epochs : s->epoch;
     if (t->epoch > cur)
-        return refuse(why, whylen,
-                      "epoch: the token says %u, the session is at epoch %u (an epoch starts only "
-                      "after every split of the one before is consumed)",
-                      t->epoch, s->epoch);
+        return dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "epoch: the token says %u, the session is at epoch %u (an epoch starts only "
+            "after every split of the one before is consumed)",
+            t->epoch, s->epoch);
     /* the token's epoch's plan: the session's own, or made again (pure) */
     const dpp_split_t *splits = s->splits;
     size_t first = 0, n = 0;
@@ -517,25 +508,26 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
     for (size_t j = 0; j < t->seq && j < n; j++)
         before += splits[first + j].record_count;
     if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN && t->rank_splits != n) {
-        rc = refuse(why, whylen,
-                    "rank_splits: the token says %u, the plan of epoch %u gives rank %u %zu splits",
-                    t->rank_splits, t->epoch, t->rank, n);
+        rc = dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "rank_splits: the token says %u, the plan of epoch %u gives rank %u %zu splits",
+            t->rank_splits, t->epoch, t->rank, n);
     } else if (t->seq > n) {
-        rc = refuse(why, whylen,
-                    "seq: the token says split position %u, the plan of epoch %u gives rank %u "
-                    "%zu splits (positions 0..%zu, %zu: the epoch's end)",
-                    t->seq, t->epoch, t->rank, n, n ? n - 1 : 0, n);
+        rc = dpp_errf(DPP_ETOKEN, why, whylen,
+                      "seq: the token says split position %u, the plan of epoch %u gives rank %u "
+                      "%zu splits (positions 0..%zu, %zu: the epoch's end)",
+                      t->seq, t->epoch, t->rank, n, n ? n - 1 : 0, n);
     } else if (t->seq == n && (t->index != 0 || t->row != 0)) {
-        rc = refuse(why, whylen,
-                    "%s: the token says %u at split position %u, the end of rank %u's %zu splits "
-                    "in epoch %u, where the plan has no blocks (0)",
-                    t->index ? "index" : "row", t->index ? t->index : t->row, t->seq, t->rank, n,
-                    t->epoch);
+        rc = dpp_errf(DPP_ETOKEN, why, whylen,
+                      "%s: the token says %u at split position %u, the end of rank %u's %zu splits "
+                      "in epoch %u, where the plan has no blocks (0)",
+                      t->index ? "index" : "row", t->index ? t->index : t->row, t->seq, t->rank, n,
+                      t->epoch);
     } else if (t->row >= bs) {
-        rc = refuse(why, whylen,
-                    "row: the token says %u, a block holds at most batch_size = %" PRIu64
-                    " rows (rows 0..%" PRIu64 ")",
-                    t->row, bs, bs - 1);
+        rc = dpp_errf(DPP_ETOKEN, why, whylen,
+                      "row: the token says %u, a block holds at most batch_size = %" PRIu64
+                      " rows (rows 0..%" PRIu64 ")",
+                      t->row, bs, bs - 1);
     } else if (t->seq < n) {
         uint64_t records = splits[first + t->seq].record_count;
         plan->split_records = records;
@@ -547,16 +539,17 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
         if (can_hold > bs)
             can_hold = bs;
         if (t->index > blocks)
-            rc = refuse(why, whylen,
-                        "index: the token says block %u, split position %u of rank %u in epoch %u "
-                        "has %" PRIu64 " records: at most %" PRIu64 " blocks of %" PRIu64
-                        " rows and its end marker (indexes 0..%" PRIu64 ")",
-                        t->index, t->seq, t->rank, t->epoch, records, blocks, bs, blocks);
+            rc =
+                dpp_errf(DPP_ETOKEN, why, whylen,
+                         "index: the token says block %u, split position %u of rank %u in epoch %u "
+                         "has %" PRIu64 " records: at most %" PRIu64 " blocks of %" PRIu64
+                         " rows and its end marker (indexes 0..%" PRIu64 ")",
+                         t->index, t->seq, t->rank, t->epoch, records, blocks, bs, blocks);
         else if (t->row > 0 && t->row >= can_hold)
-            rc = refuse(why, whylen,
-                        "row: the token says %u, block %u of split position %u (rank %u, epoch "
-                        "%u, %" PRIu64 " records) holds at most %" PRIu64 " rows",
-                        t->row, t->index, t->seq, t->rank, t->epoch, records, can_hold);
+            rc = dpp_errf(DPP_ETOKEN, why, whylen,
+                          "row: the token says %u, block %u of split position %u (rank %u, epoch "
+                          "%u, %" PRIu64 " records) holds at most %" PRIu64 " rows",
+                          t->row, t->index, t->seq, t->rank, t->epoch, records, can_hold);
         else
             before += (at < records ? at : records) + t->row;
     }
@@ -569,11 +562,12 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
             dpp_session_pad_batches(s) > most)
             most = dpp_session_pad_batches(s);
         if (t->batches > most)
-            rc = refuse(why, whylen,
-                        "batches: the token says %u before its position, the %" PRIu64
-                        " records of rank %u before split position %u block %u row %u of epoch "
-                        "%u fill at most %" PRIu64 " batches of %" PRIu64,
-                        t->batches, before, t->rank, t->seq, t->index, t->row, t->epoch, most, bs);
+            rc =
+                dpp_errf(DPP_ETOKEN, why, whylen,
+                         "batches: the token says %u before its position, the %" PRIu64
+                         " records of rank %u before split position %u block %u row %u of epoch "
+                         "%u fill at most %" PRIu64 " batches of %" PRIu64,
+                         t->batches, before, t->rank, t->seq, t->index, t->row, t->epoch, most, bs);
     }
     free(owned);
     free(firsts);
@@ -594,34 +588,37 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
     int mac_ok = dpp_ckpt_token_verify(token, s->token_key);
     char field[512] = "";
     if (strcmp(t->session, s->id) != 0)
-        rc = refuse(field, sizeof field, "session: the token says \"%s\", the attach is for %s",
-                    t->session, s->id);
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "session: the token says \"%s\", the attach is for %s", t->session, s->id);
     else if (t->rank != rank)
-        rc = refuse(field, sizeof field, "rank: the token says %u, the attach is for rank %u",
-                    t->rank, rank);
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "rank: the token says %u, the attach is for rank %u", t->rank, rank);
     else if (t->rank >= s->spec.consumers)
-        rc = refuse(field, sizeof field, "rank: the token says %u, the session has %u consumers",
-                    t->rank, s->spec.consumers);
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "rank: the token says %u, the session has %u consumers", t->rank,
+                      s->spec.consumers);
     else if (t->epoch != req_epoch || t->seq != req_seq)
-        rc = refuse(field, sizeof field,
-                    "epoch: the token says epoch %u split position %u, the attach asks for epoch "
-                    "%u split position %u",
-                    t->epoch, t->seq, req_epoch, req_seq);
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "epoch: the token says epoch %u split position %u, the attach asks for epoch "
+                      "%u split position %u",
+                      t->epoch, t->seq, req_epoch, req_seq);
     else if (s->state != SESSION_FAILED)
         rc = check_position(s, t, plan, field, sizeof field);
     if (rc == 0 && t->reserved != 0)
-        rc = refuse(field, sizeof field, "reserved: the token says 0x%08x, version %d has 0",
-                    t->reserved, DPP_CKPT_TOKEN_VERSION);
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "reserved: the token says 0x%08x, version %d has 0", t->reserved,
+                      DPP_CKPT_TOKEN_VERSION);
     if (rc)
-        return refuse(why, whylen, "%s%s", field,
-                      mac_ok ? ""
-                             : "; and its MAC does not verify: the token was changed after it "
-                               "was signed");
+        return dpp_errf(DPP_ETOKEN, why, whylen, "%s%s", field,
+                        mac_ok ? ""
+                               : "; and its MAC does not verify: the token was changed after it "
+                                 "was signed");
     if (!mac_ok)
-        return refuse(why, whylen,
-                      "mac: the token's HMAC-SHA256 does not verify under session %s's token key: "
-                      "it was changed after it was signed, or signed for another session",
-                      s->id);
+        return dpp_errf(
+            DPP_ETOKEN, why, whylen,
+            "mac: the token's HMAC-SHA256 does not verify under session %s's token key: "
+            "it was changed after it was signed, or signed for another session",
+            s->id);
     return 0;
 }
 
