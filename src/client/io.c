@@ -499,10 +499,12 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
         io->nlost -= io->lost_sent;
         io->lost_sent = 0;
         /* and journaled every acknowledgement sent before it */
-        memmove(io->unconf, io->unconf + io->unconf_upto,
-                (io->nunconf - io->unconf_upto) * sizeof *io->unconf);
-        io->nunconf -= io->unconf_upto;
-        io->unconf_upto = 0;
+        if (io->unconf_upto > 0) {
+            memmove(io->unconf, io->unconf + io->unconf_upto,
+                    (io->nunconf - io->unconf_upto) * sizeof *io->unconf);
+            io->nunconf -= io->unconf_upto;
+            io->unconf_upto = 0;
+        }
         if (io->stopping) {
             if (!acks_outstanding(io))
                 finish_close(io);
