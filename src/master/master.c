@@ -48,6 +48,10 @@ unsigned dpp_master_live_workers(dpp_master_t *m)
 static void on_timer(uv_timer_t *t)
 {
     dpp_master_t *m = dpp_container_of(t, dpp_master_t, timer);
+    if (m->failed) {
+        dpp_master_stop(m);
+        return;
+    }
     int64_t now = dpp_now_ms();
     dpp_listener_sweep(&m->lst, now);
     dpp_master_worker_timeouts(m, now);
@@ -142,6 +146,16 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
 fail_early:
     dpp_master_free(m);
     return rc;
+}
+
+void dpp_master_fail_stop(dpp_master_t *m)
+{
+    if (m->failed || m->stopping)
+        return;
+    m->failed = 1;
+    /* on the next turn of the loop: the request being handled still gets
+     * its answer (why it failed) before every connection closes */
+    uv_timer_start(&m->timer, on_timer, 0, m->heartbeat_ms);
 }
 
 void dpp_master_stop(dpp_master_t *m)

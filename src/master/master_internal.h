@@ -22,6 +22,10 @@
  * ("ctl", "worker", "client"), plus one; ROLE_NONE before HELLO. */
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
+/* The journal failed: marks the master failed (it exits non-zero) and
+ * stops it on the next turn of the loop. */
+void dpp_master_fail_stop(dpp_master_t *m);
+
 /* Sessions in one listing (dppctl list, workers): without ranks a session's
  * status is a few hundred bytes, so this many stay far below a frame. */
 #define DPP_MASTER_MAX_LISTED 10000

@@ -29,8 +29,7 @@ int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
     if (rc) {
         DPP_ERROR("journal_write_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
                   dpp_strerror(rc));
-        m->failed = 1;
-        dpp_master_stop(m);
+        dpp_master_fail_stop(m);
         return rc;
     }
     /* Compaction comes after the change is applied (dpp_master_maybe_compact() at the
@@ -225,8 +224,7 @@ static int compact(dpp_master_t *m, const dpp_journal_stats_t *st)
     if (rc) {
         DPP_ERROR("journal_compaction_failed dir=%s error=\"%s\" action=stopping", m->state_dir,
                   dpp_strerror(rc));
-        m->failed = 1;
-        dpp_master_stop(m);
+        dpp_master_fail_stop(m);
         return rc;
     }
     for (size_t i = 0; i < m->nsessions; i++)
