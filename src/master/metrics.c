@@ -322,6 +322,10 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
     dpp_metrics_counter(m, "dpp_resumes_total", "Ranks resumed from checkpoint tokens.",
                         n->resumes);
+    dpp_metrics_counter(m, "dpp_rank_takeovers_total",
+                        "Ranks a new client took over from one that was gone (their "
+                        "splits from the first unconsumed one leased again).",
+                        n->takeovers);
     dpp_metrics_counter(m, "dpp_cancels_total", "Sessions cancelled.", n->cancels);
     dpp_metrics_counter(m, "dpp_rows_produced_total", "Rows workers produced (as they reported).",
                         n->rows_produced);
