@@ -2,29 +2,16 @@
 /* Cluster token files (see token.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errtext.h"
 #include "base/log.h"
 #include "crypto/token.h"
 #include "dpp/error.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int not_regular(const char *path, mode_t mode, char *err, size_t errlen)
 {
@@ -34,8 +21,7 @@ static int not_regular(const char *path, mode_t mode, char *err, size_t errlen)
                        : S_ISBLK(mode)  ? "a block device"
                        : S_ISSOCK(mode) ? "a socket"
                                         : "unknown type";
-    set_err(err, errlen, "%s: not a regular file (%s)", path, kind);
-    return DPP_EINVAL;
+    return dpp_errf(DPP_EINVAL, err, errlen, "%s: not a regular file (%s)", path, kind);
 }
 
 static int is_trailing_space(uint8_t c)
@@ -45,9 +31,8 @@ static int is_trailing_space(uint8_t c)
 
 static int sys_err(const char *path, const char *what, char *err, size_t errlen)
 {
-    int rc = -errno;
-    set_err(err, errlen, "%s: %s%s", path, what, strerror(errno));
-    return rc;
+    int e = errno;
+    return dpp_errf(-e, err, errlen, "%s: %s%s", path, what, strerror(e));
 }
 
 int dpp_token_file_read(const char *path, uint8_t **token, size_t *len, char *err, size_t errlen,
@@ -62,7 +47,7 @@ int dpp_token_file_read(const char *path, uint8_t **token, size_t *len, char *er
     *len = 0;
     if (loose_mode != NULL)
         *loose_mode = 0;
-    set_err(err, errlen, "%s", "");
+    dpp_errf(0, err, errlen, "%s", "");
 
     /* Look before opening: open() on a FIFO blocks until a writer comes, and
      * opening some devices has side effects. */
@@ -99,22 +84,21 @@ int dpp_token_file_read(const char *path, uint8_t **token, size_t *len, char *er
         got += (size_t)n;
     }
     if (got > DPP_TOKEN_FILE_MAX) {
-        rc = DPP_EINVAL;
-        set_err(err, errlen, "%s: token file larger than %d bytes", path, DPP_TOKEN_FILE_MAX);
+        rc = dpp_errf(DPP_EINVAL, err, errlen, "%s: token file larger than %d bytes", path,
+                      DPP_TOKEN_FILE_MAX);
         goto out;
     }
     /* Editors and `echo >` add a newline that is not part of the secret. */
     while (got > 0 && is_trailing_space(raw[got - 1]))
         got--;
     if (got < DPP_TOKEN_MIN_LEN) {
-        rc = DPP_EINVAL;
-        set_err(err, errlen, "%s: token too short: at least %d bytes", path, DPP_TOKEN_MIN_LEN);
+        rc = dpp_errf(DPP_EINVAL, err, errlen, "%s: token too short: at least %d bytes", path,
+                      DPP_TOKEN_MIN_LEN);
         goto out;
     }
     *token = malloc(got + 1);
     if (*token == NULL) {
-        rc = -ENOMEM;
-        set_err(err, errlen, "%s: out of memory", path);
+        rc = dpp_errf(-ENOMEM, err, errlen, "%s: out of memory", path);
         goto out;
     }
     memcpy(*token, raw, got);

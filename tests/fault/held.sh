@@ -134,26 +134,8 @@ dpp_step "tables"
 # (row_id as a sparse feature, 2 epochs, split_rows 2000: 10 splits and 40
 # batches an epoch) read by dpp-fault-check, which counts every row.
 rows=20000
-dpp_gen --rows $rows --shards 4 --partitions 2 --seed 5150 --index --out "$ROOT/criteo" >/dev/null
-FAULT_SPEC=$DPP_TMP/spec.json
-cat >"$FAULT_SPEC" <<'JSON'
-{
-  "table": "criteo",
-  "batch_size": 500,
-  "remainder": "keep",
-  "epochs": 2,
-  "split_rows": 2000,
-  "compression": "zstd",
-  "features": {
-    "dense": [{"name": "i1", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]}],
-    "sparse": [{"name": "row_id"},
-               {"name": "c1", "transforms": [{"op": "modulo", "n": 1000}]}]
-  },
-  "label": {"name": "label"}
-}
-JSON
-FAULT_IDS=$DPP_TMP/ids.txt
-seq 0 $((rows - 1)) >"$FAULT_IDS"
+FAULT_ROOT=$ROOT
+fault_setup $rows --index >/dev/null
 # small: one file, for the many-sessions case
 dpp_gen --rows 200 --shards 1 --partitions 1 --seed 1 --index --out "$ROOT/small" >/dev/null
 SMALL_SPEC=$DPP_TMP/small.json

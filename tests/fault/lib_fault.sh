@@ -3,11 +3,14 @@
 # a spec that delivers row_id as a sparse feature, and dpp-fault-check, which
 # counts missing and duplicate rows per epoch. Sourced after lib.sh.
 
-# fault_setup ROWS: table, spec ($FAULT_SPEC) and expected ids ($FAULT_IDS).
+# fault_setup ROWS [DPP_GEN_ARGS...]: table ($FAULT_ROOT/criteo), spec
+# ($FAULT_SPEC) and expected ids ($FAULT_IDS); extra arguments go to dpp-gen
+# (--index for sidecars).
 fault_setup() {
     local rows=$1
-    FAULT_ROOT=$DPP_TMP/root
-    dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 5150 --out "$FAULT_ROOT/criteo"
+    shift
+    FAULT_ROOT=${FAULT_ROOT:-$DPP_TMP/root}
+    dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 5150 "$@" --out "$FAULT_ROOT/criteo"
     FAULT_SPEC=$DPP_TMP/spec.json
     cat >"$FAULT_SPEC" <<JSON
 {

@@ -19,6 +19,7 @@
 #include "master/lease.h"
 #include "master/master_internal.h"
 #include "master/session.h"
+#include "session_fixture.h"
 
 /* The grants' clock; clients attach at it. */
 #define NOW 1000000
@@ -45,29 +46,6 @@ static void fixture_close(fixture_t *fx)
 {
     for (size_t i = 0; i < fx->m.nsessions; i++)
         dpp_session_free(fx->sessions[i]);
-}
-
-/* A session over nfiles files (indexed later); extra: more top-level keys,
- * each followed by a comma. */
-static dpp_session_t *make(const char *id, size_t nfiles, unsigned epochs, unsigned consumers,
-                           unsigned split_rows, const char *remainder, const char *extra)
-{
-    dpp_spec_t spec;
-    char err[DPP_SPEC_ERRLEN];
-    char json[512];
-    snprintf(json, sizeof json,
-             "{\"table\":\"t\",\"batch_size\":4,\"epochs\":%u,\"consumers\":%u,"
-             "\"split_rows\":%u,\"remainder\":\"%s\",%s"
-             "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"label\":{\"name\":\"label\"}}",
-             epochs, consumers, split_rows, remainder, extra);
-    assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
-    char **files = dpp_xcalloc(nfiles, sizeof *files);
-    for (size_t i = 0; i < nfiles; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "/t/part-%05zu", i);
-        files[i] = dpp_xstrdup(name);
-    }
-    return dpp_session_new(id, &spec, dpp_xstrdup("/t"), files, nfiles);
 }
 
 /* Indexes file i with records[i] records, split_rows to a range. */
@@ -160,7 +138,7 @@ static void test_release_and_relet(void **state)
     (void)state;
     fixture_t fx;
     fixture_init(&fx);
-    dpp_session_t *s = make("s1", 6, 1, 1, 100, "keep", "\"order\":\"fastest\",");
+    dpp_session_t *s = fixture_session("s1", 6, 1, 1, 100, "keep", "\"order\":\"fastest\",");
     fixture_add(&fx, s);
     index_uniform(s, 10);
     attach_all(s);
@@ -219,7 +197,7 @@ static void test_release_and_relet(void **state)
     assert_false(consume(&fx, s, 1));
 
     /* index tasks: leased once, back to pending with their worker */
-    dpp_session_t *t = make("s2", 3, 1, 1, 100, "keep", "");
+    dpp_session_t *t = fixture_session("s2", 3, 1, 1, 100, "keep", "");
     fixture_add(&fx, t);
     assert_int_equal(grant(&fx, 4, 8, picks), 3);
     for (size_t k = 0; k < 3; k++) {
@@ -245,7 +223,7 @@ static void test_fencing(void **state)
     (void)state;
     fixture_t fx;
     fixture_init(&fx);
-    dpp_session_t *s = make("s1", 2, 2, 1, 100, "keep", "");
+    dpp_session_t *s = fixture_session("s1", 2, 2, 1, 100, "keep", "");
     fixture_add(&fx, s);
     index_uniform(s, 10);
     attach_all(s);
@@ -316,7 +294,7 @@ static void test_fencing(void **state)
     assert_int_equal(grant_any(&fx, 2, 8), 0);
 
     /* index tasks: only the current lease, from its holder */
-    dpp_session_t *t = make("s2", 1, 1, 1, 100, "keep", "");
+    dpp_session_t *t = fixture_session("s2", 1, 1, 1, 100, "keep", "");
     fixture_add(&fx, t);
     assert_int_equal(grant_any(&fx, 1, 1), 1);
     uint64_t i1 = t->files[0].index_lease.lease_id;
@@ -341,7 +319,7 @@ static void test_window(void **state)
     (void)state;
     fixture_t fx;
     fixture_init(&fx);
-    dpp_session_t *s = make("s1", 10, 1, 2, 100, "keep", "");
+    dpp_session_t *s = fixture_session("s1", 10, 1, 2, 100, "keep", "");
     fixture_add(&fx, s);
     index_uniform(s, 10);
     attach_all(s);
@@ -381,7 +359,7 @@ static void test_window(void **state)
     assert_int_equal(picks[0].i, f1 + 3);
 
     /* index tasks of a session still indexing come first; max is kept */
-    dpp_session_t *t = make("s2", 3, 1, 1, 100, "keep", "");
+    dpp_session_t *t = fixture_session("s2", 3, 1, 1, 100, "keep", "");
     fixture_add(&fx, t);
     assert_true(consume(&fx, s, f1 + 1)); /* f1 + 4 comes into reach */
     n = grant(&fx, 1, 2, picks);
@@ -396,7 +374,7 @@ static void test_window(void **state)
 
     /* order fastest: no window */
     fixture_init(&fx);
-    s = make("s1", 10, 1, 2, 100, "keep", "\"order\":\"fastest\",");
+    s = fixture_session("s1", 10, 1, 2, 100, "keep", "\"order\":\"fastest\",");
     fixture_add(&fx, s);
     index_uniform(s, 10);
     attach_all(s);
@@ -444,7 +422,7 @@ static void test_equal_batches(void **state)
         fixture_t fx;
         fixture_init(&fx);
         dpp_session_t *s =
-            make("s1", 9, 3, 3, 5, "drop", shuffle ? "\"shuffle\":{\"seed\":11}," : "");
+            fixture_session("s1", 9, 3, 3, 5, "drop", shuffle ? "\"shuffle\":{\"seed\":11}," : "");
         fixture_add(&fx, s);
         index_files(s, records);
         attach_all(s);
@@ -468,7 +446,7 @@ static void test_equal_batches(void **state)
     fixture_t fx;
     fixture_init(&fx);
     const uint64_t fewer[] = {7, 13, 10, 3, 9, 1, 12};
-    dpp_session_t *s = make("s1", 7, 1, 3, 5, "drop", "");
+    dpp_session_t *s = fixture_session("s1", 7, 1, 3, 5, "drop", "");
     fixture_add(&fx, s);
     index_files(s, fewer);
     attach_all(s);
@@ -496,7 +474,7 @@ static void test_resume(void **state)
     (void)state;
     fixture_t fx;
     fixture_init(&fx);
-    dpp_session_t *s = make("s1", 8, 2, 2, 100, "keep", "\"order\":\"fastest\",");
+    dpp_session_t *s = fixture_session("s1", 8, 2, 2, 100, "keep", "\"order\":\"fastest\",");
     fixture_add(&fx, s);
     index_uniform(s, 10);
     attach_all(s);
@@ -568,9 +546,9 @@ static void simulate(uint64_t seed, int fastest)
 {
     fixture_t fx;
     fixture_init(&fx);
-    dpp_session_t *s = make("s1", 12, 3, 3, 4, "keep",
-                            fastest ? "\"order\":\"fastest\",\"shuffle\":{\"seed\":5},"
-                                    : "\"shuffle\":{\"seed\":5},");
+    dpp_session_t *s = fixture_session("s1", 12, 3, 3, 4, "keep",
+                                       fastest ? "\"order\":\"fastest\",\"shuffle\":{\"seed\":5},"
+                                               : "\"shuffle\":{\"seed\":5},");
     fixture_add(&fx, s);
     uint64_t x = seed;
     const uint64_t records[] = {9, 4, 0, 13, 7, 8, 1, 10, 6, 4, 12, 3};

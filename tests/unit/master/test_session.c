@@ -20,27 +20,14 @@
 #include "master/master_internal.h"
 #include "master/persist.h"
 #include "master/session.h"
+#include "session_fixture.h"
 
 /* extra: more top-level keys, each followed by a comma */
 static dpp_session_t *make_x(size_t nfiles, unsigned epochs, unsigned consumers,
                              unsigned split_rows, const char *remainder, const char *extra)
 {
-    dpp_spec_t spec;
-    char err[DPP_SPEC_ERRLEN];
-    char json[512];
-    snprintf(json, sizeof json,
-             "{\"table\":\"t\",\"batch_size\":4,\"epochs\":%u,\"consumers\":%u,"
-             "\"split_rows\":%u,\"remainder\":\"%s\",%s"
-             "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"label\":{\"name\":\"label\"}}",
-             epochs, consumers, split_rows, remainder, extra);
-    assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
-    char **files = dpp_xcalloc(nfiles, sizeof *files);
-    for (size_t i = 0; i < nfiles; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "/t/ds=1/part-%05zu", i);
-        files[i] = dpp_xstrdup(name);
-    }
-    dpp_session_t *s = dpp_session_new("s1", &spec, dpp_xstrdup("/t"), files, nfiles);
+    dpp_session_t *s =
+        fixture_session("s1", nfiles, epochs, consumers, split_rows, remainder, extra);
     assert_non_null(s->spec_json);
     assert_int_equal(s->state, SESSION_INDEXING);
     assert_string_equal(s->files[0].rel_path, "ds=1/part-00000");
