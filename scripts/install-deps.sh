@@ -7,6 +7,8 @@ packages=(
     build-essential cmake pkg-config
     libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev liburing-dev
     libjansson-dev libcmocka-dev
+    # Parquet codecs and the string hash
+    libsnappy-dev zlib1g-dev liblz4-dev libbrotli-dev libxxhash-dev
     clang libclang-rt-14-dev  # make fuzz: clang 14 (clang-14), libFuzzer and sanitizer runtimes
     python3-torch python3-numpy
     # tests only: an independent Prometheus text parser (metrics test), YAML

@@ -370,7 +370,7 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
         return 0;
 
     /* No value, or a value with no kind set, is a present, empty feature. */
-    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0};
+    dpp_feat_ref_t ref = {DPP_FEAT_BYTES, start, 0, 0};
     int has_list = 0;
     if (nval == 1) {
         if (decode_feature(val, val + val_len, &ref, &has_list) != 0)
@@ -484,6 +484,32 @@ static inline float load_float_le(const uint8_t *p)
     return f;
 }
 
+/* A native list (dpp_feat_ref_t): fixed-width values, or length-prefixed
+ * strings. */
+static int native_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
+{
+    if (kind == DPP_FEAT_FLOAT || kind == DPP_FEAT_INT64) {
+        size_t w = kind == DPP_FEAT_FLOAT ? 4 : 8;
+        if (f->list_len % w != 0)
+            return DPP_EEXAMPLE;
+        *n = f->list_len / w;
+        return 0;
+    }
+    size_t count = 0, pos = 0;
+    while (pos < f->list_len) {
+        uint32_t len;
+        if (f->list_len - pos < 4)
+            return DPP_EEXAMPLE;
+        memcpy(&len, f->list + pos, 4);
+        if (len > f->list_len - pos - 4)
+            return DPP_EEXAMPLE;
+        pos += 4 + (size_t)len;
+        count++;
+    }
+    *n = count;
+    return 0;
+}
+
 int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
 {
     const uint8_t *p, *end;
@@ -495,6 +521,8 @@ int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
         return err;
     if (f->list_len == 0)
         return 0;
+    if (f->native)
+        return native_count(f, kind, n);
     p = f->list;
     end = p + f->list_len;
     while (p < end) {
@@ -544,6 +572,13 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
         return err;
     if (f->list_len == 0)
         return 0;
+    if (f->native) {
+        if ((err = native_count(f, DPP_FEAT_FLOAT, &total)) != 0)
+            return err;
+        memcpy(out, f->list, (total < cap ? total : cap) * 4);
+        *n = total;
+        return 0;
+    }
     p = f->list;
     end = p + f->list_len;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -626,6 +661,13 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
         return err;
     if (f->list_len == 0)
         return 0;
+    if (f->native) {
+        if ((err = native_count(f, DPP_FEAT_INT64, &total)) != 0)
+            return err;
+        memcpy(out, f->list, (total < cap ? total : cap) * 8);
+        *n = total;
+        return 0;
+    }
     p = f->list;
     end = p + f->list_len;
     /* Fast path: one packed run filling the list, as writers emit it. */
@@ -658,5 +700,46 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
         }
     }
     *n = total;
+    return 0;
+}
+
+int dpp_feat_bytes_next(const dpp_feat_ref_t *f, size_t *pos, const uint8_t **s, size_t *len)
+{
+    int err;
+    if ((err = check_kind(f, DPP_FEAT_BYTES)) != 0)
+        return err;
+    if (f->native) {
+        uint32_t n;
+        if (*pos >= f->list_len)
+            return 0;
+        if (f->list_len - *pos < 4)
+            return DPP_EEXAMPLE;
+        memcpy(&n, f->list + *pos, 4);
+        if (n > f->list_len - *pos - 4)
+            return DPP_EEXAMPLE;
+        *s = f->list + *pos + 4;
+        *len = n;
+        *pos += 4 + (size_t)n;
+        return 1;
+    }
+    const uint8_t *p = f->list + *pos, *end = f->list + f->list_len;
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *data;
+        size_t n;
+        if (read_tag(&p, end, &tag) != 0)
+            return DPP_EEXAMPLE;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &data, &n) != 0)
+                return DPP_EEXAMPLE;
+            *s = data;
+            *len = n;
+            *pos = (size_t)(p - f->list);
+            return 1;
+        }
+        if (skip_field(&p, end, (unsigned)(tag & 7)) != 0)
+            return DPP_EEXAMPLE;
+    }
+    *pos = f->list_len;
     return 0;
 }

@@ -18,11 +18,17 @@ typedef enum dpp_feat_kind {
 
 /* One projected feature of one record. `list` points into the record: the
  * bytes of the FloatList / Int64List / BytesList message. A Feature with no
- * kind set decodes as present with an empty list of kind DPP_FEAT_BYTES. */
+ * kind set decodes as present with an empty list of kind DPP_FEAT_BYTES.
+ *
+ * Sources that are not tf.Example (Parquet) hand over their values as they
+ * are instead (native = 1): packed host-order float32 for FLOAT, int64 for
+ * INT64, and for BYTES one entry per string of a host-order uint32 length
+ * then the bytes. The accessors below read both forms. */
 typedef struct dpp_feat_ref {
     dpp_feat_kind_t kind;
     const uint8_t *list;
     size_t list_len;
+    int native;
 } dpp_feat_ref_t;
 
 /* The feature names a decoder looks for. Built once per split, read-only
@@ -65,5 +71,11 @@ int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n);
  * past cap. Same returns as dpp_feat_count(). */
 int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n);
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n);
+
+/* Walks the byte strings of a DPP_FEAT_BYTES feature: *pos starts at 0; each
+ * call returns 1 with the next string in *s, *len (pointing into the list),
+ * 0 after the last, DPP_EEXAMPLE for malformed list bytes, DPP_ETYPE for
+ * another kind. */
+int dpp_feat_bytes_next(const dpp_feat_ref_t *f, size_t *pos, const uint8_t **s, size_t *len);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* dpp-gen: writes a synthetic Criteo-like table of TFRecord files of
- * tf.train.Example records, in Hive-style day partitions. Every value is a
- * pure function of (seed, row id, feature), so equal arguments give
- * byte-identical files. */
+/* dpp-gen: writes a synthetic Criteo-like table, as TFRecord files of
+ * tf.train.Example records or as Parquet files, in Hive-style day partitions.
+ * Every value is a pure function of (seed, row id, feature), so equal
+ * arguments give byte-identical files and both formats hold the same rows. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -15,13 +15,18 @@
 #include <unistd.h>
 
 #include "format/tfrecord.h"
+#include "gen/parquet_writer.h"
 #include "example.pb-c.h"
 
-#define NDENSE 13
-#define NSPARSE 26
+#define NDENSE DPP_GEN_NDENSE
+#define NSPARSE DPP_GEN_NSPARSE
 #define NFEAT (2 + NDENSE + NSPARSE) /* row_id, label, i1..i13, c1..c26 */
-#define MAX_IDS 8
-#define MAX_SHARDS 100000 /* part-NNNNN */
+#define F_S1 NFEAT                   /* feature index of s1, after c26 */
+#define MAX_IDS DPP_GEN_MAX_IDS
+#define S1_VOCAB 1000
+#define NULL_ONE_IN 32                /* --nulls: P(an i-value is null) = 1/32 */
+#define MAX_ROW_GROUP_ROWS (1u << 22) /* bounds a chunk's dictionary to 256 MiB */
+#define MAX_SHARDS 100000             /* part-NNNNN */
 #define MAX_PARTITIONS 100000
 #define WRITE_BUF (1u << 20)
 
@@ -36,6 +41,8 @@ static const unsigned sparse_vocab_bits[NSPARSE] = {
 static const unsigned sparse_len_scale[NSPARSE] = {0, 1, 2, 0, 1, 0, 3, 1, 0, 2, 1, 0, 1,
                                                    4, 0, 1, 2, 0, 1, 0, 2, 1, 0, 3, 1, 0};
 
+typedef enum gen_format { GEN_TFRECORD, GEN_PARQUET } gen_format_t;
+
 typedef struct gen_args {
     uint64_t rows;
     uint64_t shards;
@@ -44,38 +51,73 @@ typedef struct gen_args {
     const char *out;
     struct tm start; /* UTC midnight of the first partition */
     int index;       /* also write part-NNNNN.tfrecord.idx sidecars */
+    gen_format_t format;
+    dpp_gen_codec_t codec;   /* Parquet only */
+    uint64_t row_group_rows; /* Parquet only */
+    int nulls;               /* null about 1 in NULL_ONE_IN i-values */
+    int strings;             /* TFRecord: also write s1 (Parquet always has it) */
 } gen_args_t;
 
 /* The reusable protobuf-c message tree of one row: filled in place per row,
- * so writing allocates nothing per record. */
+ * so writing allocates nothing per record. The lists point into row. */
 typedef struct row_msg {
     Tfex__Example ex;
     Tfex__Features features;
-    Tfex__FeatureEntry entry[NFEAT];
-    Tfex__FeatureEntry *entry_ptr[NFEAT];
-    Tfex__Feature feature[NFEAT];
+    Tfex__FeatureEntry entry[NFEAT + 1];
+    Tfex__FeatureEntry *entry_ptr[NFEAT + 1];
+    Tfex__Feature feature[NFEAT + 1];
     Tfex__FloatList floats[NDENSE];
     Tfex__Int64List ints[2 + NSPARSE];
-    float dense[NDENSE];
-    int64_t ids[2 + NSPARSE][MAX_IDS];
-    char name[NFEAT][8];
+    Tfex__BytesList s1_list;
+    ProtobufCBinaryData s1_value;
+    dpp_gen_row_t row;
+    char name[NFEAT + 1][8];
 } row_msg_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
-               "               [--start-date YYYY-MM-DD] [--index] [--help]\n"
+               "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet]\n"
+               "               [--index] [--nulls] [--strings]\n"
+               "               [--compression zstd|snappy|none] [--row-group-rows N] [--help]\n"
                "\n"
-               "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord,\n"
-               "P partitions on consecutive days from --start-date (default 2026-01-01), S\n"
-               "shards in each, N rows spread evenly. Records are tf.train.Example with\n"
-               "row_id (int64), label (int64 0/1), i1..i13 (one float each) and c1..c26\n"
-               "(1-8 int64 ids). The same arguments always give byte-identical files.\n"
+               "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord\n"
+               "(or .parquet), P partitions on consecutive days from --start-date (default\n"
+               "2026-01-01), S shards in each, N rows spread evenly, numbered 0..N-1 in file\n"
+               "order. A row has row_id (int64), label (int64 0/1), i1..i13 (one float each),\n"
+               "c1..c26 (1-8 int64 ids each) and s1 (\"v\" and the decimal of a uniform\n"
+               "draw in 0..999).\n"
+               "Every value is a function of (seed, row_id, feature) alone, so the same\n"
+               "arguments always give byte-identical files, and the two formats hold the\n"
+               "same values row for row.\n"
                "\n"
+               "--format tfrecord (default): records are tf.train.Example, s1 left out\n"
+               "unless --strings adds it (a one-string BytesList).\n"
                "--index also writes DIR/ds=.../part-NNNNN.tfrecord.idx beside each file: a\n"
                "DALI-style record index, one \"offset size\" line per record (size = the\n"
                "whole framed record, 16 + payload bytes), so readers can split files\n"
-               "without scanning them.\n");
+               "without scanning them.\n"
+               "\n"
+               "--format parquet: schema\n"
+               "  required int64 row_id; required int64 label;\n"
+               "  optional float i1..i13;\n"
+               "  optional group c1..c26 (LIST) { repeated group list {\n"
+               "      required int64 element; } }\n"
+               "  optional binary s1 (STRING);\n"
+               "Data pages v1 of at most 8192 rows and 16384 values, cut at row boundaries\n"
+               "(so list columns' pages end earlier than the others'); c1..c26 and s1\n"
+               "dictionary-encoded (a PLAIN dictionary page and RLE_DICTIONARY data pages),\n"
+               "the rest PLAIN; levels in the RLE/bit-packed hybrid. Each column chunk has\n"
+               "an OffsetIndex (page offsets, sizes, first rows), written after the row\n"
+               "groups. --compression zstd (default, level 3), snappy or none compresses\n"
+               "every page. --row-group-rows N (default 65536, at most 4194304) rows per\n"
+               "row group. --index is refused: a Parquet file's footer and offset index\n"
+               "are its index. --strings changes nothing (s1 is always written).\n"
+               "\n"
+               "--nulls (both formats): each of i1..i13 is null with probability 1/32, by a\n"
+               "draw of its own per (seed, row_id, feature), so the values that stay are\n"
+               "those written without --nulls; a null is an absent feature in TFRecord and\n"
+               "a null in Parquet. Without --nulls every value is present.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -135,12 +177,20 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         {"out", required_argument, NULL, 'o'},
         {"start-date", required_argument, NULL, 'd'},
         {"index", no_argument, NULL, 'i'},
+        {"format", required_argument, NULL, 'f'},
+        {"compression", required_argument, NULL, 'c'},
+        {"row-group-rows", required_argument, NULL, 'g'},
+        {"nulls", no_argument, NULL, 'n'},
+        {"strings", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int have_rows = 0, have_shards = 0, have_parts = 0, have_seed = 0, c;
+    const char *parquet_only = NULL;
 
     memset(a, 0, sizeof(*a));
+    a->codec = DPP_GEN_CODEC_ZSTD;
+    a->row_group_rows = 65536;
     if (parse_date("2026-01-01", &a->start) != 0)
         return -1;
     opterr = 0;
@@ -176,6 +226,47 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         case 'i':
             a->index = 1;
             break;
+        case 'f':
+            if (strcmp(optarg, "tfrecord") == 0) {
+                a->format = GEN_TFRECORD;
+            } else if (strcmp(optarg, "parquet") == 0) {
+                a->format = GEN_PARQUET;
+            } else {
+                fprintf(stderr, "dpp-gen: --format: expected tfrecord or parquet, got \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case 'c':
+            if (strcmp(optarg, "zstd") == 0) {
+                a->codec = DPP_GEN_CODEC_ZSTD;
+            } else if (strcmp(optarg, "snappy") == 0) {
+                a->codec = DPP_GEN_CODEC_SNAPPY;
+            } else if (strcmp(optarg, "none") == 0) {
+                a->codec = DPP_GEN_CODEC_NONE;
+            } else {
+                fprintf(stderr,
+                        "dpp-gen: --compression: expected zstd, snappy or none, got \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            parquet_only = "--compression";
+            break;
+        case 'g':
+            if (parse_u64("--row-group-rows", optarg, MAX_ROW_GROUP_ROWS, &a->row_group_rows) != 0)
+                return -1;
+            if (a->row_group_rows == 0) {
+                fprintf(stderr, "dpp-gen: --row-group-rows must be at least 1\n");
+                return -1;
+            }
+            parquet_only = "--row-group-rows";
+            break;
+        case 'n':
+            a->nulls = 1;
+            break;
+        case 'S':
+            a->strings = 1;
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -203,6 +294,15 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
     if (a->shards == 0 || a->partitions == 0) {
         fprintf(stderr, "dpp-gen: --%s must be at least 1\n",
                 a->shards == 0 ? "shards" : "partitions");
+        return -1;
+    }
+    if (a->format == GEN_TFRECORD && parquet_only) {
+        fprintf(stderr, "dpp-gen: %s applies to --format parquet only\n", parquet_only);
+        return -1;
+    }
+    if (a->format == GEN_PARQUET && a->index) {
+        fprintf(stderr, "dpp-gen: --index is for --format tfrecord; a Parquet file's footer and "
+                        "offset index are its index\n");
         return -1;
     }
     return 0;
@@ -275,6 +375,27 @@ static size_t sparse_ids(uint64_t key, unsigned j, int64_t *ids)
     return len;
 }
 
+/* The row keyed by (seed, row_id): everything both formats write. */
+static void row_fill(dpp_gen_row_t *r, const gen_args_t *a, uint64_t row_id)
+{
+    uint64_t key = row_key(a->seed, row_id);
+
+    r->row_id = (int64_t)row_id;
+    r->label = draw(key, 1, 0) < (UINT64_MAX / 4) + 1 ? 1 : 0;
+    r->dense_null = 0;
+    for (unsigned j = 0; j < NDENSE; j++) {
+        r->dense[j] = dense_value(key, j);
+        /* Draw 3 is one dense_value does not use, so --nulls leaves the
+         * present values as they are without it. */
+        if (a->nulls && draw(key, 2 + j, 3) % NULL_ONE_IN == 0)
+            r->dense_null |= 1u << j;
+    }
+    for (unsigned j = 0; j < NSPARSE; j++)
+        r->n_ids[j] = (uint8_t)sparse_ids(key, j, r->ids[j]);
+    r->s1_len =
+        (uint8_t)snprintf(r->s1, sizeof(r->s1), "v%u", (unsigned)(draw(key, F_S1, 0) % S1_VOCAB));
+}
+
 static void row_msg_init(row_msg_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -283,11 +404,13 @@ static void row_msg_init(row_msg_t *m)
     m->ex.features = &m->features;
     m->features.n_feature = NFEAT;
     m->features.feature = m->entry_ptr;
-    for (unsigned i = 0; i < NFEAT; i++) {
+    for (unsigned i = 0; i <= NFEAT; i++) {
         Tfex__FeatureEntry *e = &m->entry[i];
         Tfex__Feature *f = &m->feature[i];
 
-        if (i == 0)
+        if (i == F_S1)
+            snprintf(m->name[i], sizeof(m->name[i]), "s1");
+        else if (i == 0)
             snprintf(m->name[i], sizeof(m->name[i]), "row_id");
         else if (i == 1)
             snprintf(m->name[i], sizeof(m->name[i]), "label");
@@ -300,11 +423,19 @@ static void row_msg_init(row_msg_t *m)
         e->key = m->name[i];
         e->value = f;
         m->entry_ptr[i] = e;
-        if (i >= 2 && i < 2 + NDENSE) {
+        if (i == F_S1) {
+            Tfex__BytesList *bl = &m->s1_list;
+            *bl = (Tfex__BytesList)TFEX__BYTES_LIST__INIT;
+            bl->n_value = 1;
+            bl->value = &m->s1_value;
+            m->s1_value.data = (uint8_t *)m->row.s1;
+            f->kind_case = TFEX__FEATURE__KIND_BYTES_LIST;
+            f->bytes_list = bl;
+        } else if (i >= 2 && i < 2 + NDENSE) {
             Tfex__FloatList *fl = &m->floats[i - 2];
             *fl = (Tfex__FloatList)TFEX__FLOAT_LIST__INIT;
             fl->n_value = 1;
-            fl->value = &m->dense[i - 2];
+            fl->value = &m->row.dense[i - 2];
             f->kind_case = TFEX__FEATURE__KIND_FLOAT_LIST;
             f->float_list = fl;
         } else {
@@ -312,23 +443,28 @@ static void row_msg_init(row_msg_t *m)
             Tfex__Int64List *il = &m->ints[k];
             *il = (Tfex__Int64List)TFEX__INT64_LIST__INIT;
             il->n_value = 1;
-            il->value = m->ids[k];
+            il->value = i == 0 ? &m->row.row_id : i == 1 ? &m->row.label : m->row.ids[k - 2];
             f->kind_case = TFEX__FEATURE__KIND_INT64_LIST;
             f->int64_list = il;
         }
     }
 }
 
-static void row_msg_fill(row_msg_t *m, uint64_t seed, uint64_t row_id)
+/* Points the message at m->row, filled by row_fill. A null i-value is an
+ * absent feature; s1 is the last feature, with --strings only. */
+static void row_msg_fill(row_msg_t *m, const gen_args_t *a)
 {
-    uint64_t key = row_key(seed, row_id);
+    size_t n = 0;
 
-    m->ids[0][0] = (int64_t)row_id;
-    m->ids[1][0] = draw(key, 1, 0) < (UINT64_MAX / 4) + 1 ? 1 : 0;
-    for (unsigned j = 0; j < NDENSE; j++)
-        m->dense[j] = dense_value(key, j);
     for (unsigned j = 0; j < NSPARSE; j++)
-        m->ints[2 + j].n_value = sparse_ids(key, j, m->ids[2 + j]);
+        m->ints[2 + j].n_value = m->row.n_ids[j];
+    m->s1_value.len = m->row.s1_len;
+    for (unsigned i = 0; i < NFEAT; i++)
+        if (!(i >= 2 && i < 2 + NDENSE && (m->row.dense_null >> (i - 2) & 1)))
+            m->entry_ptr[n++] = &m->entry[i];
+    if (a->strings)
+        m->entry_ptr[n++] = &m->entry[F_S1];
+    m->features.n_feature = n;
 }
 
 static int mkdir_p(const char *path)
@@ -363,12 +499,35 @@ static int mkdir_p(const char *path)
 /* Output state shared by every file of the run. */
 typedef struct writer {
     row_msg_t msg;
-    uint8_t *rec; /* framed record buffer */
+    dpp_gen_pq_t *pq; /* --format parquet */
+    uint8_t *rec;     /* framed record buffer */
     size_t rec_cap;
     char *file_buf; /* stdio buffer */
     char *idx_buf;  /* stdio buffer of the --index sidecar */
     uint64_t bytes;
 } writer_t;
+
+/* The rows [first, first + n) as one Parquet file on f, which the caller
+ * flushes and closes. Returns 0, or -1 after saying what failed. */
+static int write_parquet_rows(writer_t *w, const gen_args_t *a, FILE *f, const char *tmp,
+                              uint64_t first, uint64_t n)
+{
+    uint64_t bytes = 0;
+    int rc = dpp_gen_pq_begin(w->pq, f);
+
+    for (uint64_t row = first; rc == 0 && row < first + n; row++) {
+        row_fill(&w->msg.row, a, row);
+        rc = dpp_gen_pq_add(w->pq, &w->msg.row);
+    }
+    if (rc == 0)
+        rc = dpp_gen_pq_end(w->pq, &bytes);
+    if (rc != 0) {
+        fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(-rc));
+        return -1;
+    }
+    w->bytes += bytes;
+    return 0;
+}
 
 /* Writes rows [first, first + n) to path, through a hidden temporary file
  * renamed into place at the end, so that a reader never sees half a file.
@@ -404,32 +563,38 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
         }
         setvbuf(fi, w->idx_buf, _IOFBF, WRITE_BUF);
     }
-    for (uint64_t row = first; row < first + n; row++) {
-        row_msg_fill(&w->msg, a->seed, row);
-        size_t len = tfex__example__get_packed_size(&w->msg.ex);
-        if (len + DPP_TFRECORD_OVERHEAD > w->rec_cap) {
-            size_t cap = 2 * (len + DPP_TFRECORD_OVERHEAD);
-            uint8_t *p = realloc(w->rec, cap);
-            if (!p) {
-                fprintf(stderr, "dpp-gen: out of memory\n");
+    if (a->format == GEN_PARQUET) {
+        if (write_parquet_rows(w, a, f, tmp, first, n) != 0)
+            goto fail;
+    } else {
+        for (uint64_t row = first; row < first + n; row++) {
+            row_fill(&w->msg.row, a, row);
+            row_msg_fill(&w->msg, a);
+            size_t len = tfex__example__get_packed_size(&w->msg.ex);
+            if (len + DPP_TFRECORD_OVERHEAD > w->rec_cap) {
+                size_t cap = 2 * (len + DPP_TFRECORD_OVERHEAD);
+                uint8_t *p = realloc(w->rec, cap);
+                if (!p) {
+                    fprintf(stderr, "dpp-gen: out of memory\n");
+                    goto fail;
+                }
+                w->rec = p;
+                w->rec_cap = cap;
+            }
+            /* Serialised in place after the 12-byte header, then framed. */
+            tfex__example__pack(&w->msg.ex, w->rec + 12);
+            size_t framed = dpp_tfrecord_frame(w->rec, w->rec + 12, len);
+            if (fwrite(w->rec, 1, framed, f) != framed) {
+                fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
                 goto fail;
             }
-            w->rec = p;
-            w->rec_cap = cap;
+            if (fi && fprintf(fi, "%" PRIu64 " %zu\n", off, framed) < 0) {
+                fprintf(stderr, "dpp-gen: write %s: %s\n", idx_tmp, strerror(errno));
+                goto fail;
+            }
+            off += framed;
+            w->bytes += framed;
         }
-        /* Serialised in place after the 12-byte header, then framed. */
-        tfex__example__pack(&w->msg.ex, w->rec + 12);
-        size_t framed = dpp_tfrecord_frame(w->rec, w->rec + 12, len);
-        if (fwrite(w->rec, 1, framed, f) != framed) {
-            fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
-            goto fail;
-        }
-        if (fi && fprintf(fi, "%" PRIu64 " %zu\n", off, framed) < 0) {
-            fprintf(stderr, "dpp-gen: write %s: %s\n", idx_tmp, strerror(errno));
-            goto fail;
-        }
-        off += framed;
-        w->bytes += framed;
     }
     if (fflush(f) != 0 || ferror(f)) {
         fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
@@ -489,6 +654,14 @@ static int generate(const gen_args_t *a)
         goto out;
     }
     row_msg_init(&w->msg);
+    if (a->format == GEN_PARQUET) {
+        dpp_gen_pq_opts_t o = {
+            .codec = a->codec,
+            .row_group_rows = a->row_group_rows,
+            .created_by = "dpp-gen " DPP_VERSION,
+        };
+        w->pq = dpp_gen_pq_new(&o);
+    }
     if (mkdir_p(a->out) != 0)
         goto out;
     for (uint64_t p = 0; p < a->partitions; p++) {
@@ -513,7 +686,8 @@ static int generate(const gen_args_t *a)
             goto out;
         for (uint64_t s = 0; s < a->shards; s++) {
             uint64_t shard_rows = part_rows / a->shards + (s < part_rows % a->shards);
-            snprintf(name, sizeof(name), "part-%05" PRIu64 ".tfrecord", s);
+            snprintf(name, sizeof(name), "part-%05" PRIu64 ".%s", s,
+                     a->format == GEN_PARQUET ? "parquet" : "tfrecord");
             if (write_shard(w, a, dir, name, row, shard_rows) != 0)
                 goto out;
             row += shard_rows;
@@ -528,6 +702,7 @@ out:
         free(w->rec);
         free(w->file_buf);
         free(w->idx_buf);
+        dpp_gen_pq_free(w->pq);
         free(w);
     }
     return rc;

@@ -38,4 +38,8 @@ typedef struct dpp_planner {
 /* The planner of a format; never NULL for a dpp_format_t value. */
 const dpp_planner_t *dpp_planner_for(dpp_format_t format);
 
+/* One for each format, in its own file. */
+extern const dpp_planner_t dpp_planner_tfrecord;
+extern const dpp_planner_t dpp_planner_parquet;
+
 #endif

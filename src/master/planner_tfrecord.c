@@ -53,12 +53,3 @@ const dpp_planner_t dpp_planner_tfrecord = {
     .nranges = tf_nranges,
     .range = tf_range,
 };
-
-const dpp_planner_t *dpp_planner_for(dpp_format_t format)
-{
-    switch (format) {
-    case DPP_FORMAT_TFRECORD:
-        break;
-    }
-    return &dpp_planner_tfrecord;
-}

@@ -55,6 +55,7 @@ static const op_info_t op_table[] = {
     {"cast", DPP_OP_CAST, 1, {"to", NULL}},
     {"modulo", DPP_OP_MODULO, 0, {"n", NULL}},
     {"hash", DPP_OP_HASH, 0, {"n", "salt", NULL}},
+    {"vocab", DPP_OP_VOCAB, 0, {"file", "oov_buckets", NULL}},
     {"truncate", DPP_OP_TRUNCATE, 0, {"max_len", "keep", NULL}},
     {"first_x", DPP_OP_TRUNCATE, 0, {"x", NULL}},
 };
@@ -331,6 +332,8 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
                     info->dense ? "dense" : "sparse", dense ? "dense" : "sparse");
     if (info->op == DPP_OP_FILL_MISSING && index > 0)
         return fail(p, &op_path, "fill_missing must be the first op");
+    if (info->op == DPP_OP_VOCAB && index > 0)
+        return fail(p, &op_path, "vocab turns strings into ids, so it must be the first op");
     rc = check_keys(p, path, obj, info->keys, "op");
     if (rc)
         return rc;
@@ -370,6 +373,20 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
         t->salt = x;
         dpp_transform_prepare(t);
         return rc;
+    case DPP_OP_VOCAB: {
+        jpath_t fp = at_key(path, "file");
+        const char *file = get_string(p, path, obj, "file", &rc);
+        if (!file)
+            return rc;
+        if (!dpp_path_is_relative_inside(file))
+            return fail(p, &fp, "\"%s\" must be a path relative to a data root, without \"..\"",
+                        file);
+        if ((t->file = strdup(file)) == NULL)
+            return -ENOMEM;
+        rc = get_int(p, path, obj, "oov_buckets", 0, 0, INT32_MAX, &x, &found);
+        t->oov_buckets = x;
+        return rc;
+    }
     case DPP_OP_TRUNCATE:
         /* first_x {x} is truncate {max_len: x, keep: "first"} */
         if (strcmp(info->name, "first_x") == 0) {
@@ -895,8 +912,10 @@ static void features_free(dpp_feature_spec_t *f, unsigned n)
         free(f[i].name);
         free(f[i].weights);
         if (f[i].ops)
-            for (unsigned j = 0; j < f[i].nops; j++)
+            for (unsigned j = 0; j < f[i].nops; j++) {
                 free(f[i].ops[j].boundaries);
+                free(f[i].ops[j].file);
+            }
         free(f[i].ops);
     }
     free(f);
@@ -970,6 +989,11 @@ static json_t *transform_to_json(const dpp_transform_t *t)
         rc = set(obj, "n", json_integer(t->n));
         if (rc == 0)
             rc = set(obj, "salt", json_integer(t->salt));
+        break;
+    case DPP_OP_VOCAB:
+        rc = set(obj, "file", json_string(t->file));
+        if (rc == 0)
+            rc = set(obj, "oov_buckets", json_integer(t->oov_buckets));
         break;
     case DPP_OP_TRUNCATE:
         rc = set(obj, "max_len", json_integer(t->max_len));

@@ -28,7 +28,8 @@ typedef enum dpp_op_kind {
     DPP_OP_STANDARDIZE,  /* dense: (x - mean) / std, computed in double */
     DPP_OP_BUCKETIZE,    /* dense: number of boundaries <= x */
     DPP_OP_CAST,         /* dense: rounded to the precision of cast_to */
-    DPP_OP_HASH,         /* sparse: SplitMix64 finalizer of (id, salt), mod n */
+    DPP_OP_HASH,         /* sparse: SplitMix64 finalizer of (id, salt), mod n; strings: XXH3 */
+    DPP_OP_VOCAB,        /* sparse strings: line number in a vocabulary file, or an OOV id */
 } dpp_op_kind_t;
 
 typedef enum dpp_cast_type {
@@ -54,6 +55,9 @@ typedef struct dpp_transform {
     int64_t salt;            /* hash */
     uint32_t max_len;        /* truncate */
     int keep_last;           /* truncate: 1 keeps the last max_len ids, 0 the first */
+    char *file;              /* vocab: the vocabulary, relative to a data root; owned */
+    int64_t oov_buckets;     /* vocab: 0: one id for every unknown string, else that many */
+    const struct dpp_vocab *vocab; /* vocab: the loaded file (the worker's), NULL before */
 } dpp_transform_t;
 
 typedef struct dpp_feature_spec {

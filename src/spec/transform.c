@@ -7,6 +7,7 @@
 
 #include "dpp/error.h"
 #include "spec/transform.h"
+#include "spec/vocab.h"
 
 #define GOLDEN_GAMMA 0x9E3779B97F4A7C15u
 #define FNV_OFFSET 0xcbf29ce484222325u
@@ -82,6 +83,18 @@ void dpp_permute(uint32_t *idx, size_t n, uint64_t seed)
 uint64_t dpp_hash_id(int64_t id, int64_t salt)
 {
     return mix64((uint64_t)id ^ ((uint64_t)salt * GOLDEN_GAMMA));
+}
+
+int64_t dpp_transform_string(const dpp_transform_t *t, const uint8_t *s, size_t len)
+{
+    if (t->op == DPP_OP_HASH)
+        return (int64_t)mod_reduce(dpp_string_hash(s, len, t->salt), (uint64_t)t->n, t->n_recip);
+    int64_t id = dpp_vocab_find(t->vocab, s, len);
+    if (id >= 0)
+        return id;
+    int64_t n = (int64_t)dpp_vocab_size(t->vocab);
+    return t->oov_buckets ? n + (int64_t)(dpp_string_hash(s, len, 0) % (uint64_t)t->oov_buckets)
+                          : n;
 }
 
 void dpp_transform_prepare(dpp_transform_t *t)

@@ -36,6 +36,18 @@ int dpp_transform_dense(const dpp_transform_t *ops, unsigned nops, unsigned dim,
 size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *ids, float *weights,
                             size_t len);
 
+/* A string feature's id by the first op of its chain (hash: XXH3 of the
+ * bytes with the salt as seed, mod n; vocab: the line number in t->vocab,
+ * which must be loaded, else the out-of-vocabulary id: size, or size + XXH3
+ * mod oov_buckets). Any other op: not for strings (the caller checks). */
+int64_t dpp_transform_string(const dpp_transform_t *t, const uint8_t *s, size_t len);
+
+/* 1 when the chain can take strings (its first op is hash or vocab). */
+static inline int dpp_transform_takes_strings(const dpp_transform_t *ops, unsigned nops)
+{
+    return nops > 0 && (ops[0].op == DPP_OP_HASH || ops[0].op == DPP_OP_VOCAB);
+}
+
 /* The 64-bit hash the hash op reduces mod n: the SplitMix64 finalizer of
  * (uint64_t)id ^ (salt * 0x9E3779B97F4A7C15). */
 uint64_t dpp_hash_id(int64_t id, int64_t salt);

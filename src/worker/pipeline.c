@@ -22,6 +22,7 @@
 #include "pipeline.h"
 #include "reader.h"
 #include "source.h"
+#include "vocab_cache.h"
 
 /* Rejected records logged per split; the rest are only counted. */
 #define MAX_LOGGED_REJECTS 5
@@ -62,6 +63,9 @@ typedef struct plan {
 
 static void plan_close(plan_t *p)
 {
+    for (unsigned k = 0; k < p->spec.nsparse; k++)
+        if (p->spec.sparse[k].nops > 0)
+            dpp_vocab_cache_put(p->spec.sparse[k].ops[0].vocab);
     if (p->src)
         p->src->projection_free(p->proj);
     free(p->dense_slot);
@@ -84,12 +88,42 @@ static int slot_of(const char **names, size_t *n, const char *name)
     return (int)(*n)++;
 }
 
-static int plan_init(plan_t *p, const char *spec_json, char *err, size_t errlen)
+/* The data root the master found the task's table under: its path without
+ * the file's path in the table and the table's path in the root. Empty when
+ * the paths do not end that way. */
+static void data_root_of(const dpp_task_t *t, const char *table, char *root, size_t len)
+{
+    size_t n = strlen(t->path), rel = strlen(t->rel_path), tab = strlen(table);
+    root[0] = '\0';
+    if (n < rel + tab + 2 || strcmp(t->path + n - rel, t->rel_path) != 0 ||
+        t->path[n - rel - 1] != '/' || strncmp(t->path + n - rel - 1 - tab, table, tab) != 0 ||
+        t->path[n - rel - tab - 2] != '/')
+        return;
+    snprintf(root, len, "%.*s", (int)(n - rel - tab - 2), t->path);
+}
+
+static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t *cfg, char *err,
+                     size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    int rc = dpp_spec_parse(spec_json, strlen(spec_json), &p->spec, err, errlen);
+    int rc = dpp_spec_parse(t->spec_json, strlen(t->spec_json), &p->spec, err, errlen);
     if (rc)
         return rc;
+    char root[4096];
+    data_root_of(t, p->spec.table, root, sizeof root);
+    for (unsigned k = 0; k < p->spec.nsparse; k++) {
+        dpp_transform_t *op = p->spec.sparse[k].ops;
+        char why[256];
+        if (p->spec.sparse[k].nops == 0 || op->op != DPP_OP_VOCAB)
+            continue;
+        if ((rc = dpp_vocab_cache_get(root, cfg->roots, cfg->nroots, op->file, &op->vocab, why,
+                                      sizeof why)) != 0) {
+            snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k,
+                     p->spec.sparse[k].name, why);
+            plan_close(p);
+            return rc;
+        }
+    }
     const dpp_spec_t *s = &p->spec;
     size_t max = 1 + 2 * (size_t)s->nsparse + s->ndense + s->nfilters;
     const char **names = calloc(max, sizeof *names);
@@ -277,6 +311,23 @@ static int grow_scratch(split_ctx_t *x, unsigned k, size_t n)
     return 0;
 }
 
+/* The ids of a string feature (its chain's first op turning each string
+ * into one) into x->ids[k][0..*n). */
+static int string_ids(split_ctx_t *x, unsigned k, const dpp_feat_ref_t *r, size_t *n)
+{
+    const dpp_transform_t *op = &x->plan->spec.sparse[k].ops[0];
+    const uint8_t *s;
+    size_t len, pos = 0, i = 0;
+    int rc;
+    while ((rc = dpp_feat_bytes_next(r, &pos, &s, &len)) == 1) {
+        if (i == x->caps[k] && (rc = grow_scratch(x, k, i + 1)) != 0)
+            return rc;
+        x->ids[k][i++] = dpp_transform_string(op, s, len);
+    }
+    *n = i;
+    return rc;
+}
+
 /* Decodes, filters and transforms one record into the builder. Returns 0
  * (added), 1 (filtered out), a per-record error (DPP_EEXAMPLE, DPP_EMISSING,
  * DPP_ETYPE) or -ENOMEM / an emit error. */
@@ -324,7 +375,19 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
         const dpp_feat_ref_t *r = &refs[p->sparse_slot[k]];
         size_t n = 0;
         x->lens[k] = 0;
-        if (r->kind != DPP_FEAT_ABSENT) {
+        const dpp_transform_t *ops = f->ops;
+        unsigned nops = f->nops;
+        if (r->kind == DPP_FEAT_BYTES) {
+            /* strings become ids by the chain's first op (hash or vocab) */
+            if (!dpp_transform_takes_strings(ops, nops))
+                return DPP_ETYPE;
+            if ((rc = string_ids(x, k, r, &n)) != 0)
+                return rc;
+            ops++;
+            nops--;
+        } else if (nops > 0 && ops[0].op == DPP_OP_VOCAB) {
+            return DPP_ETYPE; /* a vocabulary maps strings, and these are numbers */
+        } else if (r->kind != DPP_FEAT_ABSENT) {
             /* one pass; a list longer than the scratch is read again once grown */
             if ((rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0)
                 return rc;
@@ -343,7 +406,7 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
                 return DPP_ETYPE; /* weights must pair with ids one to one */
             w = x->weights[k];
         }
-        x->lens[k] = dpp_transform_sparse(f->ops, f->nops, x->ids[k], w, n);
+        x->lens[k] = dpp_transform_sparse(ops, nops, x->ids[k], w, n);
     }
     uint64_t t2 = x->times ? dpp_now_ns() : 0;
     if (x->times) {
@@ -603,7 +666,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     res->lease_id = t->lease_id;
     memcpy(res->session, t->session, sizeof res->session);
     res->split = t->split;
-    int rc = plan_init(&plan, t->spec_json, err, sizeof err);
+    int rc = plan_init(&plan, t, cfg, err, sizeof err);
     if (rc) {
         set_error(res, rc, "spec: %s", rc == -ENOMEM ? "out of memory" : err);
         return rc;
@@ -626,7 +689,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
-    if ((rc = plan.src->open(&src, reader, t, cfg, err, sizeof err)) != 0) {
+    if ((rc = plan.src->open(&src, reader, t, plan.proj, cfg, err, sizeof err)) != 0) {
         set_error(res, rc, "%s", err);
         goto out;
     }
@@ -642,10 +705,18 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
-    for (;; record_index++) {
+    if (src.ops->skip && first > record_index) {
+        if ((rc = src.ops->skip(&src, first - record_index)) != 0) {
+            /* the window's own reading would fail the same way */
+            if (lose_rest(&x, res, rc, stop == UINT64_MAX ? 0 : stop - first, t->byte_start))
+                goto out;
+            record_index = stop;
+        } else {
+            record_index = first;
+        }
+    }
+    for (; record_index < stop; record_index++) {
         dpp_source_row_t row = {0};
-        if (record_index >= stop)
-            break;
         x.times = times && record_index % TIME_SAMPLE == 0 ? &x.sampled : NULL;
         uint64_t t0 = x.times ? dpp_now_ns() : 0;
         rc = src.ops->next(&src, &row);
@@ -717,7 +788,6 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
 out:
     dpp_reader_get_stats(reader, &st1);
-    res->bytes_read = st1.bytes_read - st0.bytes_read;
     if (times) {
         times->read_ns += x.sampled.read_ns * TIME_SAMPLE;
         times->decode_ns += x.sampled.decode_ns * TIME_SAMPLE;
@@ -725,7 +795,8 @@ out:
         times->encode_ns += x.sampled.encode_ns * TIME_SAMPLE;
     }
     if (src.ops)
-        src.ops->close(&src);
+        src.ops->close(&src); /* counts src.bytes_read */
+    res->bytes_read = st1.bytes_read - st0.bytes_read + src.bytes_read;
     dpp_split_scratch_free(&own);
     ctx_close(&x);
     plan_close(&plan);

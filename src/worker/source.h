@@ -36,6 +36,8 @@ typedef struct dpp_source {
     const struct dpp_source_ops *ops;
     dpp_reader_t *reader; /* the pipeline thread's (io_uring or pread) */
     const dpp_task_t *task;
+    void *state;         /* the format's own, from open() to close() */
+    uint64_t bytes_read; /* by a source that does not read through `reader` */
 } dpp_source_t;
 
 typedef struct dpp_source_ops {
@@ -47,11 +49,17 @@ typedef struct dpp_source_ops {
     int (*projection_new)(void **proj, const char *const *names, size_t n);
     void (*projection_free)(void *proj);
 
-    /* Opens task t's file and positions at its byte range with the thread's
-     * reader. Returns 0, or an error with a sentence naming the file in err
-     * (DPP_EPATH: outside the worker's roots). */
-    int (*open)(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t,
+    /* Opens task t's file and positions at its range (with the thread's
+     * reader, for a format that reads through it), to produce the features
+     * of proj. Returns 0, or an error with a sentence naming the file in err
+     * (DPP_EPATH: outside the worker's roots). close() follows either way. */
+    int (*open)(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, const void *proj,
                 const dpp_pipeline_config_t *cfg, char *err, size_t errlen);
+
+    /* Optional: passes over the next n rows without producing them (the
+     * rows before a split's window), cheaper than n calls of next(). Returns
+     * 0, or a row error after which stuck() is 1. NULL: next() is called. */
+    int (*skip)(dpp_source_t *s, uint64_t n);
 
     /* The split's next row in file order: 1 with *row set, 0 at the end of
      * the range, or a negative row error (a base/reject.h reason, counted
@@ -81,5 +89,6 @@ const dpp_source_ops_t *dpp_source_ops(dpp_format_t format);
 
 /* One for each format, in its own file. */
 extern const dpp_source_ops_t dpp_source_tfrecord;
+extern const dpp_source_ops_t dpp_source_parquet;
 
 #endif

@@ -33,9 +33,10 @@ static void projection_free(void *proj)
 static const char *outside_roots =
     "outside the worker's data roots, or a symlink appeared since the master resolved it";
 
-static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t,
+static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, const void *proj,
                    const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
 {
+    (void)proj; /* decode() projects */
     s->ops = &dpp_source_tfrecord;
     s->reader = reader;
     s->task = t;

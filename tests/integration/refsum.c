@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include <jansson.h>
+#include <libgen.h>
+#include <xxhash.h>
 
 #include "example.pb-c.h"
 
@@ -36,6 +38,7 @@ enum op_kind {
     OP_MODULO,
     OP_HASH,
     OP_TRUNCATE,
+    OP_VOCAB,
 };
 
 enum cast_to { CAST_INT, CAST_BFLOAT16, CAST_FLOAT16 };
@@ -52,7 +55,21 @@ typedef struct op {
     int64_t salt;    /* hash */
     int64_t max_len; /* truncate, first_x */
     int keep_last;   /* truncate */
+    const char *file; /* vocab, relative to the data root */
+    int64_t oov_buckets;
+    struct vocab_line *lines; /* vocab: sorted by bytes, loaded at first use */
+    size_t nlines;
 } op_t;
+
+/* A vocabulary line and its id, for a binary search over sorted lines (dpp
+ * uses a hash table). */
+typedef struct vocab_line {
+    const char *s;
+    size_t len;
+    int64_t id;
+} vocab_line_t;
+
+static const char *vocab_root = "."; /* --table's parent folder */
 
 typedef struct feature {
     const char *name;    /* points into the spec's JSON, which lives until exit */
@@ -249,6 +266,10 @@ static void parse_op(json_t *o, const char *path, int dense, op_t *op)
         op->salt = int_field(o, "salt", path, 0, 0);
         if (op->n <= 0)
             die("spec: %s.n: must be > 0", path);
+    } else if (!dense && strcmp(opname, "vocab") == 0) {
+        op->kind = OP_VOCAB;
+        op->file = str_field(o, "file", path, 1);
+        op->oov_buckets = int_field(o, "oov_buckets", path, 0, 0);
     } else if (!dense && strcmp(opname, "truncate") == 0) {
         op->kind = OP_TRUNCATE;
         op->max_len = int_field(o, "max_len", path, 1, 0);
@@ -591,11 +612,69 @@ static uint64_t splitmix_finalize(uint64_t z)
     return z ^ (z >> 31);
 }
 
+static int line_cmp(const void *a, const void *b)
+{
+    const vocab_line_t *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static void vocab_load(op_t *op)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", vocab_root, op->file);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("vocab %s: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len == cap && !(text = realloc(text, cap = cap ? 2 * cap : 65536)))
+            die("out of memory");
+        size_t r = fread(text + len, 1, cap - len, f);
+        if (r == 0)
+            break;
+        len += r;
+    }
+    fclose(f);
+    size_t n = 0;
+    for (size_t i = 0, start = 0; i <= len; i++) {
+        if (i < len && text[i] != '\n')
+            continue;
+        if (i == len && i == start)
+            break; /* no last line after a final newline */
+        if (!(op->lines = realloc(op->lines, (n + 1) * sizeof *op->lines)))
+            die("out of memory");
+        op->lines[n] = (vocab_line_t){text + start, i - start, (int64_t)n};
+        n++;
+        start = i + 1;
+    }
+    op->nlines = n;
+    qsort(op->lines, n, sizeof *op->lines, line_cmp);
+}
+
+/* A string's id by a hash or vocab op, as docs/spec.md defines them. */
+static int64_t string_id(op_t *op, const uint8_t *s, size_t len)
+{
+    if (op->kind == OP_HASH)
+        return (int64_t)(XXH3_64bits_withSeed(s, len, (uint64_t)op->salt) % (uint64_t)op->n);
+    if (!op->lines)
+        vocab_load(op);
+    vocab_line_t key = {(const char *)s, len, 0};
+    const vocab_line_t *hit = bsearch(&key, op->lines, op->nlines, sizeof key, line_cmp);
+    if (hit)
+        return hit->id;
+    int64_t v = (int64_t)op->nlines;
+    return op->oov_buckets ? v + (int64_t)(XXH3_64bits(s, len) % (uint64_t)op->oov_buckets) : v;
+}
+
 /* Returns the new length; ids (and weights, when not NULL) are rewritten in
  * place. */
-static size_t apply_sparse(const feature_t *f, int64_t *ids, float *weights, size_t len)
+static size_t apply_sparse(const feature_t *f, size_t first, int64_t *ids, float *weights,
+                           size_t len)
 {
-    for (size_t i = 0; i < f->nops; i++) {
+    for (size_t i = first; i < f->nops; i++) {
         const op_t *op = &f->ops[i];
         switch (op->kind) {
         case OP_MODULO:
@@ -612,6 +691,8 @@ static size_t apply_sparse(const feature_t *f, int64_t *ids, float *weights, siz
                 ids[k] = (int64_t)(splitmix_finalize(z) % (uint64_t)op->n);
             }
             break;
+        case OP_VOCAB:
+            break; /* strings only: done by string_id() */
         case OP_TRUNCATE:
             if ((int64_t)len > op->max_len) {
                 size_t keep = (size_t)op->max_len, first = op->keep_last ? len - keep : 0;
@@ -797,7 +878,18 @@ static int add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *
         const feature_t *sf = &s->sparse[i];
         const Tfex__Feature *feat = find_feature(ex, sf->name);
         size_t len = 0;
-        if (feat) { /* absent: an empty list */
+        size_t first_op = 0;
+        if (feat && feat->kind_case == TFEX__FEATURE__KIND_BYTES_LIST) {
+            /* strings: the chain's first op makes the ids */
+            if (sf->nops == 0 || (sf->ops[0].kind != OP_HASH && sf->ops[0].kind != OP_VOCAB))
+                die("%s: string feature \"%s\" without hash or vocab first", where, sf->name);
+            len = feat->bytes_list->n_value;
+            scratch_reserve(x, i, len);
+            for (size_t k = 0; k < len; k++)
+                x->ids[i][k] = string_id(&sf->ops[0], feat->bytes_list->value[k].data,
+                                         feat->bytes_list->value[k].len);
+            first_op = 1;
+        } else if (feat) { /* absent: an empty list */
             if (feat->kind_case != TFEX__FEATURE__KIND_INT64_LIST)
                 die("%s: sparse feature \"%s\" is not an int64 list", where, sf->name);
             len = feat->int64_list->n_value;
@@ -822,7 +914,7 @@ static int add_record(const ref_spec_t *s, const Tfex__Example *ex, const char *
             if (len)
                 memcpy(w, wf->float_list->value, len * sizeof(float));
         }
-        x->lens[i] = apply_sparse(sf, x->ids[i], w, len);
+        x->lens[i] = apply_sparse(sf, first_op, x->ids[i], w, len);
     }
 
     /* The record is delivered: only now may it touch the totals. */
@@ -1377,9 +1469,15 @@ int main(int argc, char **argv)
         case 's':
             spec_file = optarg;
             break;
-        case 't':
+        case 't': {
             table_dir = optarg;
+            /* vocabularies are relative to the data root: the table's parent */
+            char *copy = strdup(optarg);
+            if (!copy)
+                die("out of memory");
+            vocab_root = dirname(copy);
             break;
+        }
         case 'r':
             errno = 0;
             rank = strtol(optarg, &end, 10);

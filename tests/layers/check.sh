@@ -12,12 +12,13 @@ allowed() {
     base) echo "" ;;
     crypto) echo "base" ;;
     format) echo "base" ;;
+    parquet) echo "base format" ;;
     wire) echo "base crypto" ;;
     spec) echo "base format" ;;
     daemon) echo "base crypto wire" ;;
     client) echo "base crypto wire format" ;;
-    master) echo "base crypto wire format spec daemon" ;;
-    worker) echo "base crypto wire format spec daemon" ;;
+    master) echo "base crypto wire format parquet spec daemon" ;;
+    worker) echo "base crypto wire format parquet spec daemon" ;;
     ctl) echo "base crypto wire format spec" ;;
     gen) echo "base format" ;;
     *) echo "?" ;;

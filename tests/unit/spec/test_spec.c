@@ -686,10 +686,10 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"order\":\"random\""),
      "order: unknown value \"random\" (expected \"deterministic\" or \"fastest\")"},
     {WITH_TOP("\"order\":true"), "order: expected a string"},
-    {WITH_TOP("\"format\":\"parquet\""),
-     "format: unknown value \"parquet\" (expected \"tfrecord\")"},
+    {WITH_TOP("\"format\":\"orc\""),
+     "format: unknown value \"orc\" (expected \"tfrecord\" or \"parquet\")"},
     {WITH_TOP("\"format\":\"TFRecord\""),
-     "format: unknown value \"TFRecord\" (expected \"tfrecord\")"},
+     "format: unknown value \"TFRecord\" (expected \"tfrecord\" or \"parquet\")"},
     {WITH_TOP("\"format\":1"), "format: expected a string"},
     {"{\"table\":\"t\",\"batch_size\":1100,\"features\":{\"dense\":[{\"name\":\"x\","
      "\"dim\":65536}]},\"label\":{\"name\":\"y\"}}",

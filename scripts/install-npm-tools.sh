@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs the npm packages the tests use as independent references (DuckDB's
+# Node API, for the Parquet conformance tests) into a cache folder outside the
+# tree: $DPP_NPM_CACHE, default $HOME/.cache/dpp-npm.
+#
+# Idempotent: when the pinned version is already there it touches no network.
+# When the registry cannot be reached it says so on stderr and exits 0: the
+# tests then fall back to the expectations committed under tests/data/.
+# Several installs into the same cache may run at once (a lock serialises them).
+set -euo pipefail
+
+# Pinned: tests/data/parquet-testing/expected.jsonl was produced by this version
+# (see tests/parquet/regen_expected.sh). Change both together.
+DUCKDB_NODE_API_VERSION="1.5.6-r.1"
+
+cache="${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}"
+pkg_json="$cache/node_modules/@duckdb/node-api/package.json"
+
+installed_version() {
+    # Read with sed, not node: the check must work before anything else does.
+    [ -f "$pkg_json" ] || return 0
+    sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkg_json" | head -n 1
+}
+
+# The native binding is a separate package; a half-finished install can leave
+# node-api without it, so check that it loads, not only that it is present.
+usable() {
+    [ "$(installed_version)" = "$DUCKDB_NODE_API_VERSION" ] || return 1
+    command -v node >/dev/null || return 1
+    (cd "$cache" && node -e 'require("@duckdb/node-api")' >/dev/null 2>&1)
+}
+
+if usable; then
+    exit 0
+fi
+
+if ! command -v npm >/dev/null; then
+    echo "install-npm-tools: npm not found; Parquet tests will use the committed expectations" >&2
+    exit 0
+fi
+
+mkdir -p "$cache"
+exec 9>"$cache/.install.lock"
+if command -v flock >/dev/null; then
+    flock 9
+fi
+# Someone else may have finished the install while we waited for the lock.
+if usable; then
+    exit 0
+fi
+
+echo "install-npm-tools: installing @duckdb/node-api@$DUCKDB_NODE_API_VERSION into $cache" >&2
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+rc=0
+timeout 600 npm install --no-audit --no-fund --save-exact --fetch-retries=1 --fetch-timeout=60000 \
+    --prefix "$cache" "@duckdb/node-api@$DUCKDB_NODE_API_VERSION" >"$log" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ]; then
+    # 124: timeout(1) ended it, which here means a registry that never answers.
+    unreachable='ENOTFOUND|EAI_AGAIN|ECONN(REFUSED|RESET)|ETIMEDOUT|network|fetch failed|ERR_SOCKET'
+    if [ "$rc" -eq 124 ] || grep -qiE "$unreachable" "$log"; then
+        echo "install-npm-tools: the npm registry cannot be reached;" \
+            "Parquet tests will use the committed expectations" >&2
+        tail -n 5 "$log" >&2
+        exit 0
+    fi
+    echo "install-npm-tools: npm install failed:" >&2
+    cat "$log" >&2
+    exit 1
+fi
+if ! usable; then
+    echo "install-npm-tools: @duckdb/node-api@$DUCKDB_NODE_API_VERSION installed" \
+        "but does not load" >&2
+    exit 1
+fi
+echo "install-npm-tools: @duckdb/node-api@$DUCKDB_NODE_API_VERSION ready" >&2

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Thrift compact protocol reader: varints, field headers, typed values and
+ * skipping of whatever a struct holds that the caller does not know. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/errtext.h"
+#include "dpp/error.h"
+#include "parquet/meta.h"
+#include "parquet/thrift.h"
+
+static const char *const TYPE_NAMES[] = {
+    "stop",   "bool",   "bool", "i8",  "i16", "i32",    "i64",
+    "double", "binary", "list", "set", "map", "struct", "uuid",
+};
+
+static const char *type_name(uint8_t type)
+{
+    return type < sizeof TYPE_NAMES / sizeof *TYPE_NAMES ? TYPE_NAMES[type] : "unknown type";
+}
+
+void dpp_pq_thrift_init(dpp_pq_thrift_t *r, const uint8_t *buf, size_t len, size_t cap,
+                        const char *where, char *err, size_t errlen)
+{
+    *r = (dpp_pq_thrift_t){
+        .buf = buf,
+        .len = len < cap ? len : cap,
+        .cap = cap,
+        .where = where,
+        .err = err,
+        .errlen = errlen,
+    };
+}
+
+int dpp_pq_thrift_fail(dpp_pq_thrift_t *r, size_t at, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return dpp_errf(DPP_ECORRUPT, r->err, r->errlen, "%s byte %zu: %s", r->where, at, what);
+}
+
+/* Whether n more bytes are there at r->pos: -EAGAIN when they would still
+ * end within cap; what (starting at byte at) names the thing in the error. */
+static int need(dpp_pq_thrift_t *r, size_t at, uint64_t n, const char *what)
+{
+    if (n <= r->len - r->pos)
+        return 0;
+    int rc = dpp_pq_thrift_fail(r, at, "%s runs past the end: %llu bytes needed, %zu left", what,
+                                (unsigned long long)n, r->len - r->pos);
+    return n <= r->cap - r->pos ? -EAGAIN : rc;
+}
+
+static int varint(dpp_pq_thrift_t *r, uint64_t *v)
+{
+    size_t at = r->pos;
+    uint64_t x = 0;
+    for (int shift = 0;; shift += 7) {
+        int rc = need(r, at, 1, "a varint");
+        if (rc)
+            return rc;
+        uint8_t b = r->buf[r->pos++];
+        if (shift == 63 && b > 1)
+            return dpp_pq_thrift_fail(r, at, "varint longer than 64 bits");
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    *v = x;
+    return 0;
+}
+
+/* A zigzag varint that must fit `bits` bits signed. */
+static int zigzag(dpp_pq_thrift_t *r, int bits, int64_t *v)
+{
+    size_t at = r->pos;
+    uint64_t u;
+    int rc = varint(r, &u);
+    if (rc)
+        return rc;
+    if (bits < 64 && u >> bits)
+        return dpp_pq_thrift_fail(r, at, "varint %llu does not fit an i%d", (unsigned long long)u,
+                                  bits);
+    *v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return 0;
+}
+
+static int expect(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, uint8_t type)
+{
+    if (f->type == type)
+        return 0;
+    return dpp_pq_thrift_fail(r, f->at, "field %d has type %s, expected %s", f->id,
+                              type_name(f->type), type_name(type));
+}
+
+int dpp_pq_thrift_enter(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
+{
+    if (f && f->type != DPP_PQ_T_STRUCT)
+        return expect(r, f, DPP_PQ_T_STRUCT);
+    if (r->depth >= DPP_PQ_MAX_DEPTH)
+        return dpp_pq_thrift_fail(r, r->pos, "structs nest deeper than %d", DPP_PQ_MAX_DEPTH);
+    r->depth++;
+    return 0;
+}
+
+int dpp_pq_thrift_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f)
+{
+    size_t at = r->pos;
+    int rc = need(r, at, 1, "a field header");
+    if (rc)
+        return rc;
+    uint8_t b = r->buf[r->pos++];
+    f->at = at;
+    f->type = b & 0x0f;
+    if (b == 0) {
+        r->depth--;
+        return 0;
+    }
+    if (f->type == DPP_PQ_T_STOP || f->type > DPP_PQ_T_UUID)
+        return dpp_pq_thrift_fail(r, at, "field header 0x%02x has no valid type", b);
+    if (b >> 4) {
+        int id = f->id + (b >> 4);
+        if (id > INT16_MAX)
+            return dpp_pq_thrift_fail(r, at, "field id %d out of range", id);
+        f->id = (int16_t)id;
+        return 0;
+    }
+    int64_t id;
+    rc = zigzag(r, 16, &id);
+    f->id = (int16_t)id;
+    return rc;
+}
+
+int dpp_pq_thrift_bool(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int *v)
+{
+    if (f->type != DPP_PQ_T_TRUE && f->type != DPP_PQ_T_FALSE)
+        return expect(r, f, DPP_PQ_T_TRUE);
+    *v = f->type == DPP_PQ_T_TRUE;
+    return 0;
+}
+
+int dpp_pq_thrift_i32(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int32_t *v)
+{
+    int64_t x;
+    int rc = expect(r, f, DPP_PQ_T_I32);
+    if (rc == 0 && (rc = zigzag(r, 32, &x)) == 0)
+        *v = (int32_t)x;
+    return rc;
+}
+
+int dpp_pq_thrift_i64(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int64_t *v)
+{
+    int rc = expect(r, f, DPP_PQ_T_I64);
+    return rc ? rc : zigzag(r, 64, v);
+}
+
+static int binary(dpp_pq_thrift_t *r, const uint8_t **p, uint32_t *n)
+{
+    size_t at = r->pos;
+    uint64_t len;
+    int rc = varint(r, &len);
+    if (rc == 0 && len > UINT32_MAX)
+        rc = dpp_pq_thrift_fail(r, at, "binary length %llu exceeds 32 bits",
+                                (unsigned long long)len);
+    if (rc == 0)
+        rc = need(r, at, len, "a binary");
+    if (rc)
+        return rc;
+    *p = r->buf + r->pos;
+    *n = (uint32_t)len;
+    r->pos += len;
+    return 0;
+}
+
+int dpp_pq_thrift_binary(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, const uint8_t **p,
+                         uint32_t *n)
+{
+    int rc = expect(r, f, DPP_PQ_T_BINARY);
+    return rc ? rc : binary(r, p, n);
+}
+
+/* A list or set header: the element type and a count that the bytes left
+ * can hold (every element takes at least one byte). */
+static int list_header(dpp_pq_thrift_t *r, uint8_t *elem, uint32_t *n)
+{
+    size_t at = r->pos;
+    int rc = need(r, at, 1, "a list header");
+    if (rc)
+        return rc;
+    uint8_t b = r->buf[r->pos++];
+    uint64_t count = b >> 4;
+    if (count == 15) {
+        if ((rc = varint(r, &count)) != 0)
+            return rc;
+        if (count > INT32_MAX)
+            return dpp_pq_thrift_fail(r, at, "list of %llu elements", (unsigned long long)count);
+    }
+    *elem = b & 0x0f;
+    *n = (uint32_t)count;
+    return need(r, at, count, "a list (a byte an element)");
+}
+
+int dpp_pq_thrift_list(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, uint8_t elem, uint32_t *n)
+{
+    if (f->type != DPP_PQ_T_LIST && f->type != DPP_PQ_T_SET)
+        return expect(r, f, DPP_PQ_T_LIST);
+    size_t at = r->pos;
+    uint8_t type;
+    int rc = list_header(r, &type, n);
+    if (rc == 0 && *n > 0 && type != elem)
+        rc = dpp_pq_thrift_fail(r, at, "field %d is a list of %s, expected %s", f->id,
+                                type_name(type), type_name(elem));
+    return rc;
+}
+
+/* Skips a value of the given type; a bool here is a list element or map
+ * entry, one byte (a bool field has no value bytes). Recursion stops at
+ * DPP_PQ_MAX_DEPTH. */
+static int skip_value(dpp_pq_thrift_t *r, uint8_t type)
+{
+    static const uint8_t fixed[] = {
+        [DPP_PQ_T_TRUE] = 1,   [DPP_PQ_T_FALSE] = 1, [DPP_PQ_T_I8] = 1,
+        [DPP_PQ_T_DOUBLE] = 8, [DPP_PQ_T_UUID] = 16,
+    };
+    size_t at = r->pos;
+    uint64_t u;
+    const uint8_t *p;
+    uint32_t n;
+    uint8_t elem, key = 0;
+    int rc;
+    if (type == DPP_PQ_T_STOP || type > DPP_PQ_T_UUID)
+        return dpp_pq_thrift_fail(r, at, "value of invalid type %u", type);
+    if (fixed[type]) {
+        if ((rc = need(r, at, fixed[type], "a value")) == 0)
+            r->pos += fixed[type];
+        return rc;
+    }
+    if (type == DPP_PQ_T_I16 || type == DPP_PQ_T_I32 || type == DPP_PQ_T_I64)
+        return varint(r, &u);
+    if (type == DPP_PQ_T_BINARY)
+        return binary(r, &p, &n);
+    if (type == DPP_PQ_T_STRUCT) {
+        dpp_pq_tfield_t f = {0};
+        if ((rc = dpp_pq_thrift_enter(r, NULL)) != 0)
+            return rc;
+        while ((rc = dpp_pq_thrift_field(r, &f)) == 0 && f.type != DPP_PQ_T_STOP)
+            if ((rc = dpp_pq_thrift_skip(r, &f)) != 0)
+                return rc;
+        return rc;
+    }
+    if (r->depth >= DPP_PQ_MAX_DEPTH)
+        return dpp_pq_thrift_fail(r, at, "values nest deeper than %d", DPP_PQ_MAX_DEPTH);
+    if (type == DPP_PQ_T_MAP) {
+        /* Size, then key and value types when not empty; an entry takes two bytes. */
+        if ((rc = varint(r, &u)) != 0)
+            return rc;
+        if (u > INT32_MAX)
+            return dpp_pq_thrift_fail(r, at, "map of %llu entries", (unsigned long long)u);
+        if (u > 0 && (rc = need(r, at, 1 + 2 * u, "a map (two bytes an entry)")) != 0)
+            return rc;
+        key = u ? r->buf[r->pos] >> 4 : 0;
+        elem = u ? r->buf[r->pos++] & 0x0f : 0;
+        n = (uint32_t)u;
+    } else if ((rc = list_header(r, &elem, &n)) != 0) {
+        return rc;
+    }
+    r->depth++;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        if (type == DPP_PQ_T_MAP)
+            rc = skip_value(r, key);
+        if (rc == 0)
+            rc = skip_value(r, elem);
+    }
+    r->depth--;
+    return rc;
+}
+
+int dpp_pq_thrift_skip(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
+{
+    if (f->type == DPP_PQ_T_TRUE || f->type == DPP_PQ_T_FALSE)
+        return 0;
+    return skip_value(r, f->type);
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The worker's vocabulary cache (vocab_cache.h). Process-wide, behind one
+ * mutex: plan_init() runs per split on any pipeline thread with only the
+ * pipeline's configuration at hand, and a process has one set of data
+ * roots. Entries nobody uses are kept up to MAX_IDLE, then freed oldest
+ * first. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/errtext.h"
+#include "dpp/error.h"
+#include "spec/table.h"
+#include "vocab_cache.h"
+
+#define MAX_IDLE 8
+
+typedef struct entry {
+    struct entry *next;
+    char *path; /* real path */
+    off_t size;
+    struct timespec mtime;
+    dpp_vocab_t *vocab;
+    unsigned refs;
+} entry_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static entry_t *entries; /* newest first */
+
+/* Frees idle entries past MAX_IDLE, and idle ones of a stale file. */
+static void trim(void)
+{
+    unsigned idle = 0;
+    for (entry_t **e = &entries; *e;) {
+        if ((*e)->refs == 0 && ++idle > MAX_IDLE) {
+            entry_t *dead = *e;
+            *e = dead->next;
+            dpp_vocab_free(dead->vocab);
+            free(dead->path);
+            free(dead);
+            continue;
+        }
+        e = &(*e)->next;
+    }
+}
+
+static int resolve(const char *root, char *const *roots, size_t nroots, const char *file,
+                   char *real, char *err, size_t errlen)
+{
+    char joined[PATH_MAX];
+    if (snprintf(joined, sizeof joined, "%s/%s", root, file) >= (int)sizeof joined)
+        return dpp_errf(-ENAMETOOLONG, err, errlen, "vocabulary %s: path too long", file);
+    if (realpath(joined, real) == NULL)
+        return dpp_errf(-errno, err, errlen, "vocabulary %s (under %s): %s", file, root,
+                        strerror(errno));
+    if (nroots > 0 && dpp_path_check_under(real, roots, nroots) != 0)
+        return dpp_errf(DPP_EPATH, err, errlen,
+                        "vocabulary %s: resolves outside the worker's data roots", file);
+    return 0;
+}
+
+int dpp_vocab_cache_get(const char *root, char *const *roots, size_t nroots, const char *file,
+                        const dpp_vocab_t **out, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    struct stat st;
+    *out = NULL;
+    int rc = resolve(root, roots, nroots, file, real, err, errlen);
+    if (rc)
+        return rc;
+    if (stat(real, &st) != 0)
+        return dpp_errf(-errno, err, errlen, "vocabulary %s: %s", file, strerror(errno));
+    pthread_mutex_lock(&mu);
+    for (entry_t *e = entries; e; e = e->next) {
+        if (strcmp(e->path, real) == 0 && e->size == st.st_size &&
+            e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+            e->refs++;
+            *out = e->vocab;
+            pthread_mutex_unlock(&mu);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    /* Loaded outside the lock: two threads may load the same file at once,
+     * and both copies are kept until idle; cheaper than stalling every
+     * other thread behind a large file. */
+    entry_t *e = calloc(1, sizeof *e);
+    if (e == NULL || (e->path = strdup(real)) == NULL) {
+        free(e);
+        return dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", file);
+    }
+    if ((rc = dpp_vocab_load(real, file, &e->vocab, err, errlen)) != 0) {
+        free(e->path);
+        free(e);
+        return rc;
+    }
+    e->size = st.st_size;
+    e->mtime = st.st_mtim;
+    e->refs = 1;
+    pthread_mutex_lock(&mu);
+    e->next = entries;
+    entries = e;
+    trim();
+    pthread_mutex_unlock(&mu);
+    *out = e->vocab;
+    return 0;
+}
+
+void dpp_vocab_cache_put(const dpp_vocab_t *v)
+{
+    if (v == NULL)
+        return;
+    pthread_mutex_lock(&mu);
+    for (entry_t *e = entries; e; e = e->next)
+        if (e->vocab == v && e->refs > 0) {
+            e->refs--;
+            break;
+        }
+    trim();
+    pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Parquet tables end to end: master, two workers, dppctl read, checked
+# against dpp-refsum over a TFRecord table dpp-gen wrote from the same seed
+# (dpp-gen's Parquet writer shares no code with dpp's reader, and refsum
+# shares none with dpp: the two formats must give the same sums). Case 1:
+# examples/criteo.json, zstd, 2 epochs. Case 2: nulls, snappy, row groups
+# cut into splits inside them (ranges the same as the TFRecord index cuts,
+# so that the ranks see the same plan), 2 ranks, a string feature hashed,
+# and the same spec over the TFRecord table's BytesList. Case 3: the string
+# feature through a vocabulary with OOV buckets, shuffled. Case 4: bad files (not
+# Parquet, a cut footer) under on_corrupt fail and skip. Case 5: a column
+# dpp does not read (a struct) named by a spec.
+set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+dpp_setup parquet "$DPP_REFSUM"
+
+root=$DPP_TMP/root
+tfroot=$DPP_TMP/tfroot
+mkdir -p "$root" "$tfroot"
+
+dpp_step "generate 30000 rows as Parquet (zstd) and as TFRecord, same seed"
+dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 77 --format parquet --row-group-rows 4000 \
+    --out "$root/criteo"
+dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 77 --out "$tfroot/criteo"
+
+dpp_step "start a master and two workers"
+dpp_start_master --data-root "$root"
+dpp_start_worker --threads 2
+dpp_start_worker --threads 2
+
+# ---- case 1 ----
+dpp_step "case 1: examples/criteo.json over Parquet, 2 epochs"
+spec1=$DPP_TMP/criteo.json
+sed -E 's/"epochs"[[:space:]]*:[[:space:]]*[0-9]+/"epochs": 2, "format": "parquet", "split_rows": 3000/' \
+    "$DPP_SOURCE_DIR/examples/criteo.json" >"$spec1"
+grep -q '"format": "parquet"' "$spec1" || dpp_fail "could not set the format in $spec1"
+dpp_submit "$spec1"
+dpp_read "$DPP_SESSION" "$DPP_TMP/read1.jsonl"
+cat -- "$DPP_TMP/read1.jsonl"
+dpp_refsum_check "$spec1" "$tfroot/criteo" "$DPP_TMP/read1.jsonl"
+dpp_wait_done "$DPP_SESSION"
+
+# ---- case 2 ----
+dpp_step "case 2: nulls, snappy, splits inside row groups, 2 ranks, s1 hashed"
+dpp_gen --rows 20000 --shards 3 --partitions 1 --seed 99 --format parquet --nulls \
+    --compression snappy --row-group-rows 5000 --out "$root/nulls"
+dpp_gen --rows 20000 --shards 3 --partitions 1 --seed 99 --nulls --strings --out "$tfroot/nulls"
+spec2=$DPP_TMP/nulls.json
+cat >"$spec2" <<'EOF'
+{
+  "table": "nulls",
+  "format": "parquet",
+  "batch_size": 333,
+  "remainder": "keep",
+  "epochs": 2,
+  "consumers": 2,
+  "split_rows": 1250,
+  "features": {
+    "dense": [
+      {"name": "i1", "transforms": [{"op": "fill_missing", "value": -1}, {"op": "clamp", "min": 0},
+                                    {"op": "log1p"}]},
+      {"name": "i7", "transforms": [{"op": "fill_missing", "value": 0}]}
+    ],
+    "sparse": [
+      {"name": "c3", "transforms": [{"op": "modulo", "n": 1000}, {"op": "truncate", "max_len": 3}]},
+      {"name": "s1", "transforms": [{"op": "hash", "n": 5000, "salt": 11}]},
+      {"name": "row_id"}
+    ]
+  },
+  "label": {"name": "label"}
+}
+EOF
+dpp_submit "$spec2"
+dpp_read_bg "$DPP_SESSION" "$DPP_TMP/rank0.jsonl" --rank 0
+r0=$DPP_LAST_PID
+dpp_read_bg "$DPP_SESSION" "$DPP_TMP/rank1.jsonl" --rank 1
+r1=$DPP_LAST_PID
+dpp_read_wait "$r0" "$DPP_TMP/rank0.jsonl"
+dpp_read_wait "$r1" "$DPP_TMP/rank1.jsonl"
+for rank in 0 1; do
+    cat -- "$DPP_TMP/rank$rank.jsonl"
+    dpp_refsum_check "$spec2" "$tfroot/nulls" "$DPP_TMP/rank$rank.jsonl" --rank "$rank"
+done
+# the same spec over the TFRecord table: s1 is a BytesList there
+sed 's/"format": "parquet"/"format": "tfrecord"/; s/"table": "nulls"/"table": "nulls_tf"/' "$spec2" \
+    >"$DPP_TMP/nulls_tf.json"
+cp -r "$tfroot/nulls" "$root/nulls_tf"
+dpp_submit "$DPP_TMP/nulls_tf.json"
+dpp_read_bg "$DPP_SESSION" "$DPP_TMP/tf-rank0.jsonl" --rank 0
+r0=$DPP_LAST_PID
+dpp_read_bg "$DPP_SESSION" "$DPP_TMP/tf-rank1.jsonl" --rank 1
+r1=$DPP_LAST_PID
+dpp_read_wait "$r0" "$DPP_TMP/tf-rank0.jsonl"
+dpp_read_wait "$r1" "$DPP_TMP/tf-rank1.jsonl"
+for rank in 0 1; do
+    diff <(sed 's/,"rows_per_s":[^,}]*//' "$DPP_TMP/rank$rank.jsonl") \
+        <(sed 's/,"rows_per_s":[^,}]*//' "$DPP_TMP/tf-rank$rank.jsonl") ||
+        dpp_fail "rank $rank: the same rows as TFRecord and as Parquet gave different sums"
+done
+
+# ---- case 3 ----
+dpp_step "case 3: s1 through a vocabulary with 4 OOV buckets, shuffled"
+mkdir -p "$root/vocab"
+# half of s1's 1000 values, in a shuffled order, plus strings that never occur
+seq 0 2 999 | sed 's/^/v/' | sort -R --random-source=<(yes) >"$root/vocab/s1.txt"
+printf 'never-seen\nv-1\n' >>"$root/vocab/s1.txt"
+cp -r "$root/vocab" "$tfroot/vocab"
+spec3=$DPP_TMP/vocab.json
+sed 's/{"op": "hash", "n": 5000, "salt": 11}/{"op": "vocab", "file": "vocab\/s1.txt", "oov_buckets": 4}/;
+     s/"consumers": 2/"consumers": 1, "shuffle": {"seed": 4}/' "$spec2" >"$spec3"
+grep -q '"vocab"' "$spec3" || dpp_fail "could not write $spec3"
+dpp_submit "$spec3"
+dpp_read "$DPP_SESSION" "$DPP_TMP/vocab.jsonl"
+cat -- "$DPP_TMP/vocab.jsonl"
+dpp_refsum_check "$spec3" "$tfroot/nulls" "$DPP_TMP/vocab.jsonl"
+# a vocabulary that is not there fails the session naming it
+sed 's/vocab\/s1.txt/vocab\/nope.txt/' "$spec3" >"$DPP_TMP/novocab.json"
+dpp_submit "$DPP_TMP/novocab.json"
+rc=0
+dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/novocab.out" 2>&1 || rc=$?
+cat -- "$DPP_TMP/novocab.out"
+((rc == 3)) && grep -q 'vocab/nope.txt' "$DPP_TMP/novocab.out" ||
+    dpp_fail "a missing vocabulary should fail the session naming it (exit $rc)"
+
+# ---- case 4 ----
+dpp_step "case 4: a file that is not Parquet and one with its footer cut"
+mkdir -p "$root/bad/ds=1"
+cp "$root/criteo/ds=2026-01-01/part-00000.parquet" "$root/bad/ds=1/a.parquet"
+echo "this is not parquet" >"$root/bad/ds=1/b.parquet"
+head -c -100 "$root/criteo/ds=2026-01-01/part-00001.parquet" >"$root/bad/ds=1/c.parquet"
+good_rows=$("$DPP_BIN_DIR/tests/parquet/dpp-pqstat" "$root/bad/ds=1/a.parquet" |
+    sed -n 's/.*"rows":\([0-9]*\).*/\1/p')
+for mode in fail skip; do
+    sed 's/"table": "criteo"/"table": "bad"/; s/"split_rows": 3000/"split_rows": 3000, "on_corrupt": "'$mode'"/;
+         s/"epochs": 2/"epochs": 1/' "$spec1" >"$DPP_TMP/bad-$mode.json"
+    dpp_submit "$DPP_TMP/bad-$mode.json"
+    rc=0
+    dpp_ctl read "$DPP_SESSION" --output json >"$DPP_TMP/bad-$mode.out" 2>&1 || rc=$?
+    cat -- "$DPP_TMP/bad-$mode.out"
+    if [[ $mode == fail ]]; then
+        ((rc == 3)) && grep -q 'b.parquet\|c.parquet' "$DPP_TMP/bad-$mode.out" ||
+            dpp_fail "on_corrupt fail: the session should fail naming the bad file (exit $rc)"
+    else
+        ((rc == 0)) && grep -q "\"rows\":$good_rows," "$DPP_TMP/bad-$mode.out" ||
+            dpp_fail "on_corrupt skip: expected the $good_rows rows of the good file (exit $rc)"
+        dpp_ctl status "$DPP_SESSION" >"$DPP_TMP/bad-status.out" 2>&1 || true
+        cat -- "$DPP_TMP/bad-status.out"
+        grep -q 'rejected 2' "$DPP_TMP/bad-status.out" ||
+            dpp_fail "on_corrupt skip: the 2 bad files should show as rejected"
+    fi
+done
+
+# ---- case 5 ----
+dpp_step "case 5: a spec naming a struct column"
+mkdir -p "$root/structs"
+cp "$DPP_SOURCE_DIR/tests/data/parquet-testing/nulls.snappy.parquet" "$root/structs/"
+cat >"$DPP_TMP/struct.json" <<'EOF'
+{"table": "structs", "format": "parquet", "batch_size": 4,
+ "features": {"sparse": [{"name": "b_struct"}]}, "label": {"name": "label"}}
+EOF
+dpp_submit "$DPP_TMP/struct.json"
+rc=0
+dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/struct.out" 2>&1 || rc=$?
+cat -- "$DPP_TMP/struct.out"
+((rc == 3)) && grep -q 'nulls.snappy.parquet: column "b_struct" is a struct' "$DPP_TMP/struct.out" ||
+    dpp_fail "a struct column should fail the session naming file and column (exit $rc)"
+dpp_log "ok"
