@@ -186,6 +186,8 @@ static ALWAYS_INLINE void unpack8_32(const uint8_t *p, uint32_t *out, unsigned w
     }
 }
 
+/* The same into 64 bits for w up to 64: a value that starts s bits into a
+ * byte and has w + s > 64 bits takes its top bits from a ninth byte. */
 static ALWAYS_INLINE void unpack8_64(const uint8_t *p, uint64_t *out, unsigned w)
 {
     const uint64_t m = w == 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1;
@@ -247,7 +249,7 @@ static void unpack32(const uint8_t *p, size_t avail, uint32_t *out, size_t n, un
         return;
         WIDTHS_1_32(UNPACK32_CASE)
 #undef UNPACK32_CASE
-    default:
+    default: /* width 0 */
         memset(out, 0, n * sizeof *out);
     }
 }
@@ -263,7 +265,7 @@ static void unpack64(const uint8_t *p, size_t avail, uint64_t *out, size_t n, un
         WIDTHS_1_32(UNPACK64_CASE)
         WIDTHS_33_64(UNPACK64_CASE)
 #undef UNPACK64_CASE
-    default:
+    default: /* width 0 */
         memset(out, 0, n * sizeof *out);
     }
 }

@@ -54,10 +54,13 @@ int dpp_pq_indices_decode(const uint8_t *buf, size_t len, uint32_t *out, size_t 
  * the hybrid with width 1), DELTA_BINARY_PACKED (INT32, INT64),
  * DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY (BYTE_ARRAY; DELTA_BYTE_ARRAY
  * also FIXED_LEN_BYTE_ARRAY), BYTE_STREAM_SPLIT (FLOAT, DOUBLE, INT32,
- * INT64, FIXED_LEN_BYTE_ARRAY). Byte strings point into buf, or into
- * scratch for DELTA_BYTE_ARRAY. *used, when not NULL, is set to the bytes
- * of buf consumed. Returns 0, DPP_ECORRUPT, or DPP_EINVAL with err naming
- * the encoding and type when the pair is not one of the above. */
+ * INT64, FIXED_LEN_BYTE_ARRAY). A DELTA_* header must count exactly n
+ * values; n == 0 reads nothing. Byte strings point into buf, or into
+ * scratch for DELTA_BYTE_ARRAY and a BYTE_STREAM_SPLIT FIXED_LEN_BYTE_ARRAY
+ * (those, and DELTA_LENGTH_BYTE_ARRAY, need a scratch). *used, when not
+ * NULL, is set to the bytes of buf consumed. Returns 0, DPP_ECORRUPT,
+ * -ENOMEM (scratch), or DPP_EINVAL with err naming the encoding and type
+ * when the pair is not one of the above or the scratch is missing. */
 int dpp_pq_values_decode(dpp_pq_encoding_t enc, dpp_pq_type_t type, int32_t type_length,
                          const uint8_t *buf, size_t len, void *out, size_t n,
                          dpp_pq_scratch_t *scratch, size_t *used, char *err, size_t errlen);

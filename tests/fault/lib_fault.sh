@@ -5,16 +5,22 @@
 
 # fault_setup ROWS [DPP_GEN_ARGS...]: table ($FAULT_ROOT/criteo), spec
 # ($FAULT_SPEC) and expected ids ($FAULT_IDS); extra arguments go to dpp-gen
-# (--index for sidecars).
+# (--index for sidecars). With DPP_FAULT_FORMAT=parquet the table is Parquet,
+# in row groups of 3,000 rows cut into splits of 2,000 (ctest runs the core
+# cases both ways: fault/parquet_*).
 fault_setup() {
-    local rows=$1
+    local rows=$1 format=${DPP_FAULT_FORMAT:-tfrecord}
     shift
     FAULT_ROOT=${FAULT_ROOT:-$DPP_TMP/root}
+    if [[ $format == parquet ]]; then
+        set -- --format parquet --row-group-rows 3000 "$@"
+    fi
     dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 5150 "$@" --out "$FAULT_ROOT/criteo"
     FAULT_SPEC=$DPP_TMP/spec.json
     cat >"$FAULT_SPEC" <<JSON
 {
   "table": "criteo",
+  "format": "$format",
   "batch_size": 500,
   "remainder": "keep",
   "epochs": 2,
