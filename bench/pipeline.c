@@ -2,7 +2,10 @@
 // bench_pipeline: the worker's per-split path in-process (no network, no
 // threads): read + CRC, decode, filter + transform, encode, compress, on a
 // generated Criteo table from page cache with the spec of examples/criteo.json.
-// Prints rows/s, input MB/s and the share of time per stage. The stage
+// Prints rows/s, input MB/s and the share of time per stage. --format parquet
+// runs the same over the table as Parquet (dpp-gen --format parquet: zstd,
+// dictionary-encoded ids), split by the Parquet source's own index (a range
+// per row group, or per --split-rows rows). The stage
 // shares come from runs that stop after each stage (no clocks in the loop),
 // the CRC share from the reader's own timing.
 #include <dirent.h>
@@ -17,6 +20,7 @@
 #include <zstd.h>
 
 #include "base/util.h"
+#include "format/format.h"
 #include "format/tfindex.h"
 #include "worker/pipeline.h"
 #include "worker/reader.h"
@@ -38,10 +42,41 @@ typedef struct table {
     size_t nranges;
 } table_t;
 
+static const char *format = "tfrecord"; /* --format */
+
+/* Cuts every Parquet file into the ranges its index task gives. */
+static void cut_parquet_ranges(table_t *t, unsigned long split_rows)
+{
+    dpp_pipeline_config_t cfg = {.threads = 1};
+    for (size_t i = 0; i < t->n; i++) {
+        dpp_task_t task = {.kind = DPP_TASK_INDEX,
+                           .path = t->paths[i],
+                           .rel_path = t->rels[i],
+                           .format = DPP_FORMAT_PARQUET,
+                           .split_rows = (uint32_t)split_rows};
+        dpp_split_result_t res = {0};
+        if (dpp_pipeline_run_index(&cfg, &task, &res) != 0 || res.rejects.corrupt) {
+            fprintf(stderr, "bench_pipeline: index %s: %s%s\n", t->paths[i], res.message,
+                    res.reject_detail);
+            exit(1);
+        }
+        for (size_t b = 0; b + 1 < res.nbounds; b++) {
+            t->ranges = realloc(t->ranges, (t->nranges + 1) * sizeof *t->ranges);
+            t->ranges[t->nranges++] =
+                (range_t){i, 0, 0, res.bounds[b], res.bounds[b + 1] - res.bounds[b]};
+        }
+        free(res.bounds);
+    }
+}
+
 /* Cuts every file into ranges of split_rows records from a framing scan,
  * as index tasks and the master's plan do. */
 static void cut_ranges(table_t *t, unsigned long split_rows)
 {
+    if (strcmp(format, "parquet") == 0) {
+        cut_parquet_ranges(t, split_rows ? split_rows : 65536);
+        return;
+    }
     for (size_t i = 0; i < t->n; i++) {
         dpp_tfindex_t idx;
         dpp_tfindex_scan_result_t tail;
@@ -86,8 +121,9 @@ static void list_table(const char *dir, table_t *t)
             continue;
         struct dirent *f;
         while ((f = readdir(p)) != NULL) {
-            size_t len = strlen(f->d_name);
-            if (len < 9 || strcmp(f->d_name + len - 9, ".tfrecord") != 0)
+            size_t len = strlen(f->d_name), ext = strlen(format) + 1;
+            if (len < ext || f->d_name[len - ext] != '.' ||
+                strcmp(f->d_name + len - ext + 1, format) != 0)
                 continue;
             if (t->n == cap)
                 t->paths = realloc(t->paths, (cap *= 2) * sizeof *t->paths);
@@ -129,9 +165,10 @@ static char *read_text(const char *path)
 static char *with_compression(const char *spec, const char *mode)
 {
     const char *brace = strchr(spec, '{');
-    size_t n = strlen(spec) + 64;
+    size_t n = strlen(spec) + 96;
     char *out = malloc(n);
-    snprintf(out, n, "{\"compression\": \"%s\",%s", mode, brace + 1);
+    snprintf(out, n, "{\"compression\": \"%s\", \"format\": \"%s\",%s", mode, format,
+             brace + 1);
     return out;
 }
 
@@ -241,15 +278,19 @@ int main(int argc, char **argv)
             once = 1;
         else if (strcmp(argv[i], "--split-rows") == 0 && i + 1 < argc)
             split_rows = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "tfrecord") == 0 || strcmp(argv[i + 1], "parquet") == 0))
+            format = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench_pipeline [--table DIR] [--spec SPEC.json] [--rows N] [--once]\n"
-                    "                      [--split-rows N]\n"
+                    "                      [--split-rows N] [--format tfrecord|parquet]\n"
                     "Without --table, generates an N-row (default 1,000,000) table with\n"
                     "dpp-gen into a temporary directory first. --once runs the whole\n"
                     "path without compression once (for callgrind's instruction counts).\n"
                     "--split-rows N: run ranges of N records, as leased splits (the\n"
-                    "files are scanned for record offsets first); default: whole files.\n");
+                    "files are scanned for record offsets first); default: whole files\n"
+                    "(Parquet: always ranges, a row group each by default).\n");
             return 2;
         }
     }
@@ -263,8 +304,9 @@ int main(int argc, char **argv)
         snprintf(gen_dir, sizeof gen_dir, "%s/criteo", tmp);
         char cmd[8192];
         snprintf(cmd, sizeof cmd,
-                 "%s/dpp-gen --rows %lu --shards 4 --partitions 2 --seed 1 --out %s >/dev/null",
-                 DPP_BINARY_DIR, rows, gen_dir);
+                 "%s/dpp-gen --rows %lu --shards 4 --partitions 2 --seed 1 --format %s --out %s "
+                 ">/dev/null",
+                 DPP_BINARY_DIR, rows, format, gen_dir);
         if (system(cmd) != 0) {
             fprintf(stderr, "bench_pipeline: %s failed\n", cmd);
             return 1;
@@ -274,10 +316,10 @@ int main(int argc, char **argv)
     table_t t = {0};
     list_table(table_dir, &t);
     if (t.n == 0) {
-        fprintf(stderr, "bench_pipeline: no .tfrecord files under %s/*/\n", table_dir);
+        fprintf(stderr, "bench_pipeline: no .%s files under %s/*/\n", format, table_dir);
         return 1;
     }
-    if (split_rows)
+    if (split_rows || strcmp(format, "parquet") == 0)
         cut_ranges(&t, split_rows);
     char *text = read_text(spec_path);
     char *spec_off = with_compression(text, "off");

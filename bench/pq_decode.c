@@ -105,8 +105,7 @@ static double median(double *v)
 typedef int (*decode_fn)(const uint8_t *buf, size_t len, void *out, size_t n);
 
 /* Median values/s of decoding the page, each round at least 0.2 s. */
-static void run(const char *name, decode_fn fn, const uint8_t *buf, size_t len, void *out,
-                size_t n)
+static void run(const char *name, decode_fn fn, const uint8_t *buf, size_t len, void *out, size_t n)
 {
     double rate[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
@@ -139,8 +138,8 @@ static int plain_floats(const uint8_t *buf, size_t len, void *out, size_t n)
 
 static int delta_int64(const uint8_t *buf, size_t len, void *out, size_t n)
 {
-    return dpp_pq_values_decode(DPP_PQ_DELTA_BINARY_PACKED, DPP_PQ_INT64, 0, buf, len, out, n,
-                                NULL, NULL, NULL, 0);
+    return dpp_pq_values_decode(DPP_PQ_DELTA_BINARY_PACKED, DPP_PQ_INT64, 0, buf, len, out, n, NULL,
+                                NULL, NULL, 0);
 }
 
 static int def_levels(const uint8_t *buf, size_t len, void *out, size_t n)
@@ -209,8 +208,7 @@ int main(int argc, char **argv)
             page[widths + m] = (uint8_t)w;
             size_t bit = pos * 8;
             for (size_t j = m * 32; j < m * 32 + 32; j++)
-                put_bits(page, &bit, j < cnt ? (uint64_t)(ts[i + j] - ts[i + j - 1] - min) : 0,
-                         w);
+                put_bits(page, &bit, j < cnt ? (uint64_t)(ts[i + j] - ts[i + j - 1] - min) : 0, w);
             pos += 4 * w;
         }
     }

@@ -60,21 +60,21 @@ static int snappy(const uint8_t *src, size_t srclen, uint8_t *dst, size_t dstlen
 {
     size_t n;
     if (snappy_uncompressed_length((const char *)src, srclen, &n) != SNAPPY_OK)
-        return dpp_errf(DPP_ECORRUPT, err, errlen,
-                        "SNAPPY: %zu bytes do not start with a length", srclen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "SNAPPY: %zu bytes do not start with a length",
+                        srclen);
     if (n != dstlen)
-        return dpp_errf(DPP_ECORRUPT, err, errlen,
-                        "SNAPPY: data holds %zu bytes, the page %zu", n, dstlen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "SNAPPY: data holds %zu bytes, the page %zu", n,
+                        dstlen);
     if (snappy_uncompress((const char *)src, srclen, (char *)dst, &n) != SNAPPY_OK || n != dstlen)
-        return dpp_errf(DPP_ECORRUPT, err, errlen,
-                        "SNAPPY: %zu bytes do not decompress to %zu", srclen, dstlen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "SNAPPY: %zu bytes do not decompress to %zu",
+                        srclen, dstlen);
     return 0;
 }
 
 /* GZIP: gzip or zlib members (windowBits 15 + 32 detects either), one after
  * another until the input ends, as concatenated gzip files are. */
-static int gzip(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *dst,
-                size_t dstlen, char *err, size_t errlen)
+static int gzip(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *dst, size_t dstlen,
+                char *err, size_t errlen)
 {
     z_stream *z = ctx->zlib;
     if (!z) {
@@ -116,8 +116,7 @@ static int gzip(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *
                         z->msg ? z->msg : "data do not inflate", in, srclen);
     }
     if (members == 0 || z->total_in != 0)
-        return dpp_errf(DPP_ECORRUPT, err, errlen, "GZIP: %zu bytes end inside a stream",
-                        srclen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "GZIP: %zu bytes end inside a stream", srclen);
     if (out != dstlen)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "GZIP: %zu bytes decompress to %zu, not %zu",
                         srclen, out, dstlen);
@@ -126,13 +125,12 @@ static int gzip(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *
 
 /* ZSTD: one or more frames; a frame that declares its size is checked
  * before anything is written. */
-static int zstd(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *dst,
-                size_t dstlen, char *err, size_t errlen)
+static int zstd(dpp_pq_dctx_t *ctx, const uint8_t *src, size_t srclen, uint8_t *dst, size_t dstlen,
+                char *err, size_t errlen)
 {
     unsigned long long declared = ZSTD_getFrameContentSize(src, srclen);
     if (declared == ZSTD_CONTENTSIZE_ERROR)
-        return dpp_errf(DPP_ECORRUPT, err, errlen, "ZSTD: %zu bytes are not a zstd frame",
-                        srclen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "ZSTD: %zu bytes are not a zstd frame", srclen);
     if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > dstlen)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "ZSTD: frame holds %llu bytes, the page %zu",
                         declared, dstlen);
@@ -223,8 +221,8 @@ static int brotli(const uint8_t *src, size_t srclen, uint8_t *dst, size_t dstlen
     const char *why = BrotliDecoderErrorString(BrotliDecoderGetErrorCode(s));
     BrotliDecoderDestroyInstance(s);
     if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT)
-        return dpp_errf(DPP_ECORRUPT, err, errlen,
-                        "BROTLI: %zu bytes decompress to more than %zu", srclen, dstlen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "BROTLI: %zu bytes decompress to more than %zu",
+                        srclen, dstlen);
     if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "BROTLI: %zu bytes end inside the stream",
                         srclen);
@@ -235,9 +233,8 @@ static int brotli(const uint8_t *src, size_t srclen, uint8_t *dst, size_t dstlen
         return dpp_errf(DPP_ECORRUPT, err, errlen, "BROTLI: the stream ends at byte %zu of %zu",
                         srclen - in_left, srclen);
     if (out_left != 0)
-        return dpp_errf(DPP_ECORRUPT, err, errlen,
-                        "BROTLI: %zu bytes decompress to %zu, not %zu", srclen,
-                        dstlen - out_left, dstlen);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "BROTLI: %zu bytes decompress to %zu, not %zu",
+                        srclen, dstlen - out_left, dstlen);
     return 0;
 }
 

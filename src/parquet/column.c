@@ -414,7 +414,7 @@ static int levels(dpp_pq_col_t *c, dpp_pq_encoding_t enc, int max, const uint8_t
 {
     char why[256];
     int rc = dpp_pq_levels_decode(enc, max, p, len, out, n, why, sizeof why);
-    return rc ? fail(c, DPP_ECORRUPT, "levels: %s", why) : 0;
+    return rc ? fail(c, DPP_ECORRUPT, "%s", why) : 0;
 }
 
 /* A v1 page's levels of one kind at *p: with RLE a 4-byte length first,
@@ -482,7 +482,7 @@ static int load_values(dpp_pq_col_t *c, dpp_pq_encoding_t enc, const uint8_t *p,
     if (grow((void **)&c->idx, &c->idx_cap, c->nv * sizeof *c->idx + 1) != 0)
         return fail(c, -ENOMEM, "out of memory for %zu indices", c->nv);
     int rc = dpp_pq_indices_decode(p, len, c->idx, c->nv, (uint32_t)c->ndict, why, sizeof why);
-    return rc ? fail(c, DPP_ECORRUPT, "dictionary indices: %s", why) : 0;
+    return rc ? fail(c, DPP_ECORRUPT, "%s", why) : 0;
 }
 
 static int grow_levels(dpp_pq_col_t *c, size_t n)

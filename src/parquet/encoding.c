@@ -229,6 +229,7 @@ static ALWAYS_INLINE void unpack64_w(const uint8_t *p, size_t avail, uint64_t *o
         out[i] = bits_at(p, i * w, w);
 }
 
+/* clang-format off */
 #define WIDTHS_1_32(X)                                                                             \
     X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)  \
     X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32)
@@ -236,6 +237,7 @@ static ALWAYS_INLINE void unpack64_w(const uint8_t *p, size_t avail, uint64_t *o
     X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47)     \
     X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62)     \
     X(63) X(64)
+/* clang-format on */
 
 /* n values of w bits (0..32), LSB first, from p into out. p[0..avail) is
  * readable and holds at least packed_bytes(n, w); bytes past the values are
@@ -383,9 +385,11 @@ static int hybrid_packed(const hybrid_t *h, void *out, out_kind_t kind, size_t d
     return 0;
 }
 
-/* n values of the hybrid into out (elements by kind). Runs may not be longer
- * than the values left; the last bit-packed run needs only the bytes of the
- * values used (parquet-mr's reader accepts it cut short too). */
+/* n values of the hybrid into out (elements by kind). A run may be longer
+ * than the values left: writers pad the last one (DuckDB writes bit-packed
+ * runs of whole 256-value blocks), so only the values wanted are taken, and
+ * the last bit-packed run needs only their bytes (parquet-mr's and Arrow's
+ * readers accept both). An empty run is passed over. */
 static int hybrid_decode(hybrid_t *h, void *out, out_kind_t kind, size_t n, char *err,
                          size_t errlen)
 {
@@ -399,16 +403,12 @@ static int hybrid_decode(hybrid_t *h, void *out, out_kind_t kind, size_t n, char
                             n);
         if (read_uleb(h->buf, h->end, &h->pos, &header) != 0)
             return dpp_errf(DPP_ECORRUPT, err, errlen,
-                            "%s: run header at byte %zu is cut off or longer than 64 bits",
-                            h->what, at);
+                            "%s: run header at byte %zu is cut off or longer than 64 bits", h->what,
+                            at);
         uint64_t count = header >> 1;
-        if (count == 0)
-            return dpp_errf(DPP_ECORRUPT, err, errlen, "%s: empty run at byte %zu", h->what, at);
         if (!(header & 1)) {
             if (count > left)
-                return dpp_errf(DPP_ECORRUPT, err, errlen,
-                                "%s: RLE run of %llu values at byte %zu, %zu values left",
-                                h->what, (unsigned long long)count, at, left);
+                count = left;
             size_t vb = (h->width + 7) / 8;
             if (vb > h->end - h->pos)
                 return dpp_errf(DPP_ECORRUPT, err, errlen,
@@ -418,8 +418,8 @@ static int hybrid_decode(hybrid_t *h, void *out, out_kind_t kind, size_t n, char
                 v |= (uint32_t)h->buf[h->pos + k] << (8 * k);
             if (v > mask32(h->width))
                 return dpp_errf(DPP_ECORRUPT, err, errlen,
-                                "%s: RLE run value %u at byte %zu does not fit %u bits", h->what,
-                                v, h->pos, h->width);
+                                "%s: RLE run value %u at byte %zu does not fit %u bits", h->what, v,
+                                h->pos, h->width);
             if (v > h->max)
                 return dpp_errf(DPP_ECORRUPT, err, errlen, "%s: %s %u at byte %zu (at most %u)",
                                 h->what, h->item, v, h->pos, h->max);
@@ -428,16 +428,12 @@ static int hybrid_decode(hybrid_t *h, void *out, out_kind_t kind, size_t n, char
             done += (size_t)count;
             continue;
         }
-        if (count > (left + 7) / 8)
-            return dpp_errf(DPP_ECORRUPT, err, errlen,
-                            "%s: bit-packed run of %llu groups of 8 at byte %zu, %zu values left",
-                            h->what, (unsigned long long)count, at, left);
-        size_t take = count * 8 < left ? (size_t)count * 8 : left;
+        size_t take = count < (left + 7) / 8 ? (size_t)count * 8 : left;
         size_t bytes = packed_bytes(take, h->width);
         if (bytes > h->end - h->pos)
             return dpp_errf(DPP_ECORRUPT, err, errlen,
-                            "%s: bit-packed run at byte %zu needs %zu bytes, %zu left", h->what,
-                            at, bytes, h->end - h->pos);
+                            "%s: bit-packed run at byte %zu needs %zu bytes, %zu left", h->what, at,
+                            bytes, h->end - h->pos);
         int rc = hybrid_packed(h, out, kind, done, take, err, errlen);
         if (rc)
             return rc;
@@ -486,8 +482,7 @@ int dpp_pq_levels_decode(dpp_pq_encoding_t enc, int max_level, const uint8_t *bu
         return dpp_errf(DPP_ECORRUPT, err, errlen, "levels in %s (RLE or BIT_PACKED expected)",
                         dpp_pq_encoding_name(enc));
     if (max_level < 0 || max_level > INT16_MAX)
-        return dpp_errf(DPP_ECORRUPT, err, errlen, "levels: max level %d out of range",
-                        max_level);
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "levels: max level %d out of range", max_level);
     if (max_level == 0) {
         memset(out, 0, n * sizeof *out);
         return 0;
@@ -556,7 +551,9 @@ static int dbp_decode(const char *what, const uint8_t *buf, size_t len, size_t *
     else
         o32[0] = (uint32_t)last;
     size_t done = 1, per_mini = (size_t)(block / nmini);
-    unsigned wmax = is64 ? 64 : 32;
+    /* INT32 deltas may need 33 bits (DuckDB writes them so); the arithmetic
+     * wraps modulo 2^32 all the same. */
+    const unsigned wmax = 64;
     while (done < n) {
         size_t at = p;
         uint64_t zz;
@@ -592,12 +589,26 @@ static int dbp_decode(const char *what, const uint8_t *buf, size_t len, size_t *
                     last += min_delta + d[i];
                     d[i] = last;
                 }
-            } else {
+            } else if (w <= 32) {
                 uint32_t *d = o32 + done, last32 = (uint32_t)last, md = (uint32_t)min_delta;
                 unpack32(buf + p, len - p, d, take, w);
                 for (size_t i = 0; i < take; i++) {
                     last32 += md + d[i];
                     d[i] = last32;
+                }
+                last = last32;
+            } else {
+                /* wider than the output: unpacked 256 at a time (a multiple
+                 * of 8 values keeps each piece on a byte boundary) */
+                uint32_t *d = o32 + done, last32 = (uint32_t)last, md = (uint32_t)min_delta;
+                uint64_t wide[256];
+                for (size_t c = 0; c < take; c += 256) {
+                    size_t k = take - c < 256 ? take - c : 256, off = c / 8 * w;
+                    unpack64(buf + p + off, len - p - off, wide, k, w);
+                    for (size_t i = 0; i < k; i++) {
+                        last32 += md + (uint32_t)wide[i];
+                        d[c + i] = last32;
+                    }
                 }
                 last = last32;
             }
@@ -667,8 +678,8 @@ static int delta_length_byte_array(const uint8_t *buf, size_t len, dpp_pq_bytes_
  * are rebuilt in scratch, after the two length arrays. type_length > 0: every
  * value must be that long (FIXED_LEN_BYTE_ARRAY). */
 static int delta_byte_array(const uint8_t *buf, size_t len, int32_t type_length,
-                            dpp_pq_bytes_t *out, size_t n, dpp_pq_scratch_t *scratch,
-                            size_t *used, char *err, size_t errlen)
+                            dpp_pq_bytes_t *out, size_t n, dpp_pq_scratch_t *scratch, size_t *used,
+                            char *err, size_t errlen)
 {
     size_t lens_size = 2 * n * sizeof(uint32_t);
     if (scratch_reserve(scratch, lens_size) != 0)
@@ -689,8 +700,8 @@ static int delta_byte_array(const uint8_t *buf, size_t len, int32_t type_length,
     for (size_t i = 0; i < n; i++) {
         if (pre[i] > INT32_MAX || suf[i] > INT32_MAX)
             return dpp_errf(DPP_ECORRUPT, err, errlen,
-                            "DELTA_BYTE_ARRAY: value %zu has prefix length %d, suffix length %d",
-                            i, (int32_t)pre[i], (int32_t)suf[i]);
+                            "DELTA_BYTE_ARRAY: value %zu has prefix length %d, suffix length %d", i,
+                            (int32_t)pre[i], (int32_t)suf[i]);
         if (pre[i] > prev)
             return dpp_errf(DPP_ECORRUPT, err, errlen,
                             "DELTA_BYTE_ARRAY: value %zu has a prefix of %u bytes, the value "
@@ -704,8 +715,8 @@ static int delta_byte_array(const uint8_t *buf, size_t len, int32_t type_length,
         uint32_t cur = pre[i] + suf[i];
         if (type_length > 0 && cur != (uint32_t)type_length)
             return dpp_errf(DPP_ECORRUPT, err, errlen,
-                            "DELTA_BYTE_ARRAY: value %zu has %u bytes, FIXED_LEN_BYTE_ARRAY(%d)",
-                            i, cur, type_length);
+                            "DELTA_BYTE_ARRAY: value %zu has %u bytes, FIXED_LEN_BYTE_ARRAY(%d)", i,
+                            cur, type_length);
         if (pre[i] && suf[i]) {
             rebuilt += cur;
             if (rebuilt > DPP_PQ_MAX_PAGE)
@@ -936,8 +947,8 @@ int dpp_pq_values_decode(dpp_pq_encoding_t enc, dpp_pq_type_t type, int32_t type
             rc = rle_boolean(buf, len, out, n, &consumed, err, errlen);
             break;
         case DPP_PQ_DELTA_BINARY_PACKED:
-            rc = dbp_decode("DELTA_BINARY_PACKED", buf, len, &consumed, type == DPP_PQ_INT64,
-                            out, n, err, errlen);
+            rc = dbp_decode("DELTA_BINARY_PACKED", buf, len, &consumed, type == DPP_PQ_INT64, out,
+                            n, err, errlen);
             break;
         case DPP_PQ_DELTA_LENGTH_BYTE_ARRAY:
             rc = delta_length_byte_array(buf, len, out, n, scratch, &consumed, err, errlen);

@@ -59,8 +59,7 @@ static void fuzz_levels(const uint8_t *p, const uint8_t *buf, size_t len, size_t
         with_width[0] = (uint8_t)(32 - __builtin_clz((unsigned)max));
         if (len)
             memcpy(with_width + 1, buf, len);
-        rc = dpp_pq_indices_decode(with_width, len + 1, idx, n, (uint32_t)max + 1, err,
-                                   sizeof err);
+        rc = dpp_pq_indices_decode(with_width, len + 1, idx, n, (uint32_t)max + 1, err, sizeof err);
         FUZZ_CHECK(rc == 0, "levels decode, indices do not: %s", err);
         for (size_t i = 0; i < n; i++)
             FUZZ_CHECK(idx[i] == (uint32_t)out[i], "value %zu: level %d, index %u", i, out[i],
@@ -106,11 +105,14 @@ static void check_bytes(const dpp_pq_bytes_t *v, size_t n, const uint8_t *buf, s
 
 static void fuzz_values(const uint8_t *p, const uint8_t *buf, size_t len, size_t n)
 {
-    static const dpp_pq_encoding_t encs[] = {
-        DPP_PQ_PLAIN,         DPP_PQ_RLE,
-        DPP_PQ_DELTA_BINARY_PACKED, DPP_PQ_DELTA_LENGTH_BYTE_ARRAY,
-        DPP_PQ_DELTA_BYTE_ARRAY,    DPP_PQ_BYTE_STREAM_SPLIT,
-        DPP_PQ_RLE_DICTIONARY, DPP_PQ_BIT_PACKED};
+    static const dpp_pq_encoding_t encs[] = {DPP_PQ_PLAIN,
+                                             DPP_PQ_RLE,
+                                             DPP_PQ_DELTA_BINARY_PACKED,
+                                             DPP_PQ_DELTA_LENGTH_BYTE_ARRAY,
+                                             DPP_PQ_DELTA_BYTE_ARRAY,
+                                             DPP_PQ_BYTE_STREAM_SPLIT,
+                                             DPP_PQ_RLE_DICTIONARY,
+                                             DPP_PQ_BIT_PACKED};
     dpp_pq_encoding_t enc = encs[p[1] % 8];
     dpp_pq_type_t type = (dpp_pq_type_t)(p[2] % 9);
     int32_t tl = p[3] % 17;
@@ -119,8 +121,8 @@ static void fuzz_values(const uint8_t *p, const uint8_t *buf, size_t len, size_t
     dpp_pq_scratch_t scratch = {0};
     char err[160];
     size_t used = SIZE_MAX;
-    int rc = dpp_pq_values_decode(enc, type, tl, buf, len, out, n, &scratch, &used, err,
-                                  sizeof err);
+    int rc =
+        dpp_pq_values_decode(enc, type, tl, buf, len, out, n, &scratch, &used, err, sizeof err);
     FUZZ_CHECK(rc == 0 || rc == DPP_ECORRUPT || rc == DPP_EINVAL, "rc %d", rc);
     if (rc != 0) {
         check_err(rc, err, sizeof err);
@@ -131,8 +133,7 @@ static void fuzz_values(const uint8_t *p, const uint8_t *buf, size_t len, size_t
             for (size_t i = 0; i < n; i++)
                 FUZZ_CHECK(((uint8_t *)out)[i] <= 1, "boolean %u", ((uint8_t *)out)[i]);
         if (type == DPP_PQ_BYTE_ARRAY || type == DPP_PQ_FIXED_LEN_BYTE_ARRAY)
-            check_bytes(out, n, buf, len, &scratch,
-                        type == DPP_PQ_FIXED_LEN_BYTE_ARRAY ? tl : 0);
+            check_bytes(out, n, buf, len, &scratch, type == DPP_PQ_FIXED_LEN_BYTE_ARRAY ? tl : 0);
     }
     // Same answer without an error buffer, with scratch already grown.
     size_t used2 = 0;

@@ -9,7 +9,9 @@
 # and the same spec over the TFRecord table's BytesList. Case 3: the string
 # feature through a vocabulary with OOV buckets, shuffled. Case 4: bad files (not
 # Parquet, a cut footer) under on_corrupt fail and skip. Case 5: a column
-# dpp does not read (a struct) named by a spec.
+# dpp does not read (a struct) named by a spec. Case 6: the tables DuckDB
+# wrote (every codec, its V1 and V2 encodings; tests/data/parquet-duckdb)
+# against the sums DuckDB computes for the same spec in SQL.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -165,4 +167,24 @@ dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/struct.out" 2>&1 || rc=$?
 cat -- "$DPP_TMP/struct.out"
 ((rc == 3)) && grep -q 'nulls.snappy.parquet: column "b_struct" is a struct' "$DPP_TMP/struct.out" ||
     dpp_fail "a struct column should fail the session naming file and column (exit $rc)"
+
+# ---- case 6 ----
+dpp_step "case 6: DuckDB-written tables against DuckDB's sums"
+duck=$DPP_SOURCE_DIR/tests/data/parquet-duckdb
+mkdir -p "$root/criteo_duckdb"
+cp "$duck"/*.parquet "$root/criteo_duckdb/"
+dpp_submit "$duck/criteo_spec.json"
+dpp_read "$DPP_SESSION" "$DPP_TMP/duck.jsonl"
+cat -- "$DPP_TMP/duck.jsonl"
+expected=$duck/criteo_spec.expected.jsonl
+cache=${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}
+if [[ -d $cache/node_modules/@duckdb/node-api ]]; then
+    dpp_log "DuckDB is installed: its sums computed now"
+    DPP_NPM_CACHE=$cache node "$DPP_SOURCE_DIR/tests/parquet/duck_sums.mjs" "$duck/criteo_spec.json" \
+        "$root/criteo_duckdb/*.parquet" >"$DPP_TMP/duck-now.jsonl" ||
+        dpp_fail "duck_sums.mjs failed"
+    expected=$DPP_TMP/duck-now.jsonl
+fi
+python3 "$DPP_SOURCE_DIR/tests/parquet/compare_sums.py" "$expected" "$DPP_TMP/duck.jsonl" ||
+    dpp_fail "dpp's sums differ from DuckDB's"
 dpp_log "ok"

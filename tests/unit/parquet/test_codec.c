@@ -62,8 +62,8 @@ static uint8_t *make_page(size_t n, uint64_t seed)
 }
 
 /* Decompresses and expects exactly page back. */
-static void expect_page(dpp_pq_dctx_t *ctx, dpp_pq_codec_t codec, const uint8_t *src,
-                        size_t srclen, const uint8_t *page, size_t n)
+static void expect_page(dpp_pq_dctx_t *ctx, dpp_pq_codec_t codec, const uint8_t *src, size_t srclen,
+                        const uint8_t *page, size_t n)
 {
     uint8_t *dst = malloc(n + 1);
     char err[200] = "";
@@ -84,8 +84,8 @@ static void expect_refusals(dpp_pq_dctx_t *ctx, dpp_pq_codec_t codec, const uint
     char err[200];
     const char *name = dpp_pq_codec_name(codec);
     assert_non_null(dst);
-    if (n > 0 && dpp_pq_decompress(ctx, codec, src, srclen, dst, n - 1, err, sizeof err) !=
-                     DPP_ECORRUPT)
+    if (n > 0 &&
+        dpp_pq_decompress(ctx, codec, src, srclen, dst, n - 1, err, sizeof err) != DPP_ECORRUPT)
         fail_msg("%s: %zu bytes accepted into %zu", name, n, n - 1);
     if (dpp_pq_decompress(ctx, codec, src, srclen, dst, n + 1, err, sizeof err) != DPP_ECORRUPT)
         fail_msg("%s: %zu bytes accepted as %zu", name, n, n + 1);
@@ -114,12 +114,11 @@ static void test_uncompressed(void **state)
     char err[200];
     uint8_t *page = make_page(100, 1), dst[101];
     expect_page(&ctx, DPP_PQ_UNCOMPRESSED, page, 100, page, 100);
-    assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_UNCOMPRESSED, page, 99, dst, 100, err,
-                                       sizeof err),
-                     DPP_ECORRUPT);
+    assert_int_equal(
+        dpp_pq_decompress(&ctx, DPP_PQ_UNCOMPRESSED, page, 99, dst, 100, err, sizeof err),
+        DPP_ECORRUPT);
     assert_string_equal(err, "UNCOMPRESSED: page of 100 bytes stored in 99");
-    assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_UNCOMPRESSED, NULL, 0, dst, 0, err,
-                                       sizeof err),
+    assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_UNCOMPRESSED, NULL, 0, dst, 0, err, sizeof err),
                      0);
     free(page);
     dpp_pq_dctx_free(&ctx);
@@ -184,8 +183,7 @@ static void test_gzip(void **state)
         /* bytes after the last member that are not one */
         c[clen] = 0;
         uint8_t *dst = malloc(n + 1);
-        assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_GZIP, c, clen + 1, dst, n, err,
-                                           sizeof err),
+        assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_GZIP, c, clen + 1, dst, n, err, sizeof err),
                          DPP_ECORRUPT);
         free(dst);
         free(c);
@@ -333,9 +331,9 @@ static void test_brotli(void **state)
         assert_true(more && dst);
         memcpy(more, c, clen);
         more[clen] = 0;
-        assert_int_equal(dpp_pq_decompress(&ctx, DPP_PQ_BROTLI, more, clen + 1, dst, n, err,
-                                           sizeof err),
-                         DPP_ECORRUPT);
+        assert_int_equal(
+            dpp_pq_decompress(&ctx, DPP_PQ_BROTLI, more, clen + 1, dst, n, err, sizeof err),
+            DPP_ECORRUPT);
         assert_non_null(strstr(err, "the stream ends at byte"));
         free(more);
         free(dst);
