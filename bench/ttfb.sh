@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/ttfb.sh BUILD_DIR [FORMAT [FILES]]: time to first batch of a table of
+# many small files. Writes FILES files (default 10,000) of 2 rows each in
+# FORMAT (tfrecord with .idx sidecars, or parquet, default), starts a master
+# and two workers on loopback, submits a one-feature spec and starts
+# bench_first_batch right after `dppctl submit` returns; prints submit's
+# time, the time to the first batch (submit + the reader's wait) and to the
+# last row. Planning reads every file's sidecar or footer (index tasks on
+# the workers); the figure is what a user waits before training starts.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export DPP_SOURCE_DIR=${DPP_SOURCE_DIR:-$(dirname "$here")}
+export DPP_LOG_LEVEL=${DPP_LOG_LEVEL:-warn}
+build=${1:?usage: bench/ttfb.sh BUILD_DIR [FORMAT [FILES]]}
+format=${2:-parquet}
+files=${3:-10000}
+# shellcheck source=../tests/integration/lib.sh source-path=SCRIPTDIR
+source "$DPP_SOURCE_DIR/tests/integration/lib.sh"
+dpp_use_build_dir ttfb "$build"
+dpp_setup ttfb
+root=$DPP_TMP/root
+extra=(--index)
+[[ $format == parquet ]] && extra=(--format parquet)
+"$DPP_GEN" --rows $((files * 2)) --shards "$files" --partitions 1 --seed 3 "${extra[@]}" \
+    --out "$root/criteo" >/dev/null
+dpp_start_master --data-root "$root"
+dpp_start_worker --threads 2
+dpp_start_worker --threads 2
+cat >"$DPP_TMP/spec.json" <<JSON
+{"table": "criteo", "format": "$format", "batch_size": 256, "remainder": "keep",
+ "features": {"dense": [{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}]}]},
+ "label": {"name": "label"}}
+JSON
+t0=$(date +%s%N)
+dpp_submit "$DPP_TMP/spec.json"
+t1=$(date +%s%N)
+out=$("$build/bench/bench_first_batch" "$DPP_MASTER_ADDR" "$DPP_SESSION")
+submit_ms=$(((t1 - t0) / 1000000))
+first_ms=$(sed -n 's/^first batch \([0-9]*\) ms.*/\1/p' <<<"$out")
+all_ms=$(sed -n 's/.* rows \([0-9]*\) ms$/\1/p' <<<"$out")
+echo "ttfb: $format, $files files: submit ${submit_ms} ms, first batch $((submit_ms + first_ms)) ms," \
+    "all $((files * 2)) rows $((submit_ms + all_ms)) ms after submit started"
