@@ -54,8 +54,9 @@ test: build build-asan
 test-fast: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
+# FORMAT=tfrecord or parquet reads the demo table in one format (default both).
 demo: build
-	scripts/demo.sh $(BUILD)
+	DPP_DEMO_FORMAT=$(or $(FORMAT),both) scripts/demo.sh $(BUILD)
 
 # dpp feeding a real (small, CPU) PyTorch trainer: examples/train_dlrm.py.
 demo-train: build
