@@ -1341,6 +1341,72 @@ static void test_mutated_records(void **state)
     dpp_projection_free(proj);
 }
 
+/* Lists handed over as they are by a source that is not tf.Example
+ * (native = 1), and the string walk over both forms. */
+static void test_native_lists(void **state)
+{
+    (void)state;
+    float fv[3] = {1.5f, -2.0f, 3.25f}, fo[3];
+    int64_t iv[2] = {-7, INT64_MAX}, io[2];
+    size_t n;
+    dpp_feat_ref_t f = {DPP_FEAT_FLOAT, (const uint8_t *)fv, sizeof fv, 1};
+    assert_int_equal(dpp_feat_floats(&f, fo, 3, &n), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(fo, fv, sizeof fv);
+    assert_int_equal(dpp_feat_floats(&f, fo, 1, &n), 0); /* the count past cap */
+    assert_int_equal(n, 3);
+    assert_int_equal(dpp_feat_int64s(&f, io, 2, &n), DPP_ETYPE);
+    dpp_feat_ref_t i = {DPP_FEAT_INT64, (const uint8_t *)iv, sizeof iv, 1};
+    assert_int_equal(dpp_feat_int64s(&i, io, 2, &n), 0);
+    assert_int_equal(n, 2);
+    assert_true(io[0] == -7 && io[1] == INT64_MAX);
+    assert_int_equal(dpp_feat_count(&i, DPP_FEAT_INT64, &n), 0);
+    assert_int_equal(n, 2);
+    i.list_len = 12; /* not whole values */
+    assert_int_equal(dpp_feat_int64s(&i, io, 2, &n), DPP_EEXAMPLE);
+
+    /* strings: host-order u32 length, bytes */
+    uint8_t sv[4 + 3 + 4 + 0 + 4 + 2];
+    uint32_t l3 = 3, l0 = 0, l2 = 2;
+    memcpy(sv, &l3, 4);
+    memcpy(sv + 4, "abc", 3);
+    memcpy(sv + 7, &l0, 4);
+    memcpy(sv + 11, &l2, 4);
+    memcpy(sv + 15, "xy", 2);
+    dpp_feat_ref_t b = {DPP_FEAT_BYTES, sv, sizeof sv, 1};
+    assert_int_equal(dpp_feat_count(&b, DPP_FEAT_BYTES, &n), 0);
+    assert_int_equal(n, 3);
+    const char *want[] = {"abc", "", "xy"};
+    size_t pos = 0, len, k = 0;
+    const uint8_t *str;
+    int rc;
+    while ((rc = dpp_feat_bytes_next(&b, &pos, &str, &len)) == 1) {
+        assert_true(k < 3);
+        assert_int_equal(len, strlen(want[k]));
+        assert_memory_equal(str, want[k], len);
+        k++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(k, 3);
+    b.list_len = sizeof sv - 1; /* the last string cut short */
+    pos = 0;
+    assert_int_equal(dpp_feat_bytes_next(&b, &pos, &str, &len), 1);
+    assert_int_equal(dpp_feat_bytes_next(&b, &pos, &str, &len), 1);
+    assert_int_equal(dpp_feat_bytes_next(&b, &pos, &str, &len), DPP_EEXAMPLE);
+    assert_int_equal(dpp_feat_count(&b, DPP_FEAT_BYTES, &n), DPP_EEXAMPLE);
+
+    /* a BytesList message: field 1 twice, an unknown field between */
+    static const uint8_t msg[] = {0x0a, 0x02, 'h', 'i', 0x10, 0x05, 0x0a, 0x00};
+    dpp_feat_ref_t m = {DPP_FEAT_BYTES, msg, sizeof msg, 0};
+    pos = 0;
+    assert_int_equal(dpp_feat_bytes_next(&m, &pos, &str, &len), 1);
+    assert_true(len == 2 && memcmp(str, "hi", 2) == 0);
+    assert_int_equal(dpp_feat_bytes_next(&m, &pos, &str, &len), 1);
+    assert_int_equal(len, 0);
+    assert_int_equal(dpp_feat_bytes_next(&m, &pos, &str, &len), 0);
+    assert_int_equal(dpp_feat_bytes_next(&f, &pos, &str, &len), DPP_ETYPE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1357,6 +1423,7 @@ int main(void)
         cmocka_unit_test(test_malformed_lists),
         cmocka_unit_test(test_projection_contract),
         cmocka_unit_test(test_mutated_records),
+        cmocka_unit_test(test_native_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
