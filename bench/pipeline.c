@@ -167,8 +167,7 @@ static char *with_compression(const char *spec, const char *mode)
     const char *brace = strchr(spec, '{');
     size_t n = strlen(spec) + 96;
     char *out = malloc(n);
-    snprintf(out, n, "{\"compression\": \"%s\", \"format\": \"%s\",%s", mode, format,
-             brace + 1);
+    snprintf(out, n, "{\"compression\": \"%s\", \"format\": \"%s\",%s", mode, format, brace + 1);
     return out;
 }
 

@@ -18,7 +18,7 @@
 #include "parquet/column.h"
 
 #define WINDOW_MIN (256u << 10) /* bytes read at once: several small pages per pread */
-#define HEADER_GUESS 256u        /* a page header's bytes in the common case */
+#define HEADER_GUESS 256u       /* a page header's bytes in the common case */
 
 /* The values of a page or dictionary, widened to what a slot carries. */
 typedef enum canon {
@@ -91,8 +91,7 @@ static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
     return 0;
 }
 
-int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err,
-                     size_t errlen)
+int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     f->name = name;
@@ -122,8 +121,8 @@ int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char 
         return dpp_errf(rc, err, errlen, "file %s: %s", name, why);
     uint8_t *footer = malloc(flen ? flen : 1);
     if (footer == NULL)
-        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory for a %u-byte footer",
-                        name, flen);
+        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory for a %u-byte footer", name,
+                        flen);
     uint64_t at = f->size - 8 - flen;
     rc = pread_full(f->fd, footer, flen, at);
     if (rc == 0) {
@@ -162,8 +161,8 @@ int dpp_pq_field_check(const dpp_pq_file_t *f, const dpp_pq_field_t *field, char
     for (uint32_t g = 0; g < f->meta.nrow_groups; g++)
         if (f->meta.row_groups[g].chunks[field->column].encrypted)
             return dpp_errf(DPP_ETYPE, err, errlen,
-                            "file %s: column \"%s\" is encrypted, which dpp does not read",
-                            f->name, field->name);
+                            "file %s: column \"%s\" is encrypted, which dpp does not read", f->name,
+                            field->name);
     return 0;
 }
 
@@ -276,7 +275,8 @@ static dpp_feat_kind_t canon_kind(canon_t c)
 }
 
 /* Records the error that ends the column and returns it. */
-static int fail(dpp_pq_col_t *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(dpp_pq_col_t *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(dpp_pq_col_t *c, int rc, const char *fmt, ...)
 {
@@ -302,8 +302,9 @@ static int fetch(dpp_pq_col_t *c, uint64_t off, size_t len, const uint8_t **p)
 {
     uint64_t limit = c->f->size - 8; /* the footer's length and magic are no page's */
     if (off > limit || len > limit - off)
-        return fail(c, DPP_ECORRUPT, "%zu bytes at offset %" PRIu64 " run past the data (%" PRIu64
-                                     " bytes)", len, off, limit);
+        return fail(c, DPP_ECORRUPT,
+                    "%zu bytes at offset %" PRIu64 " run past the data (%" PRIu64 " bytes)", len,
+                    off, limit);
     if (off < c->win_off || off + len > c->win_off + c->win_len) {
         size_t want = len > WINDOW_MIN ? len : WINDOW_MIN;
         if (want > limit - off)
@@ -523,8 +524,7 @@ static int load_page(dpp_pq_col_t *c, uint64_t skip_rows, uint64_t *skipped)
         c->pos = body_off + (uint64_t)h.compressed_size;
         if (h.type == DPP_PQ_DICTIONARY_PAGE || h.type == DPP_PQ_DATA_PAGE ||
             h.type == DPP_PQ_DATA_PAGE_V2) {
-            if (h.has_crc &&
-                (uint32_t)crc32(0, raw, (uInt)h.compressed_size) != h.crc)
+            if (h.has_crc && (uint32_t)crc32(0, raw, (uInt)h.compressed_size) != h.crc)
                 return fail(c, DPP_ECORRUPT, "page CRC mismatch");
         }
         if (h.type == DPP_PQ_DICTIONARY_PAGE) {
@@ -538,7 +538,7 @@ static int load_page(dpp_pq_col_t *c, uint64_t skip_rows, uint64_t *skipped)
             return fail(c, DPP_ECORRUPT, "a page of %d values", h.num_values);
         size_t n = (size_t)h.num_values;
         c->values_left -= h.num_values;
-        int64_t page_rows = c->col->max_rep == 0          ? h.num_values
+        int64_t page_rows = c->col->max_rep == 0            ? h.num_values
                             : h.type == DPP_PQ_DATA_PAGE_V2 ? h.num_rows
                                                             : -1;
         if (skip_rows > 0 && page_rows >= 0 && (uint64_t)page_rows <= skip_rows) {
@@ -570,14 +570,17 @@ static int load_page(dpp_pq_col_t *c, uint64_t skip_rows, uint64_t *skipped)
             size_t stored = (size_t)h.compressed_size - rl - dl;
             size_t plain = (size_t)h.uncompressed_size - rl - dl;
             if (h.is_compressed && c->chunk->codec != DPP_PQ_UNCOMPRESSED) {
-                if ((rc = inflate_into(c, raw + rl + dl, stored, plain, &c->body, &c->body_cap)) != 0)
+                if ((rc = inflate_into(c, raw + rl + dl, stored, plain, &c->body, &c->body_cap)) !=
+                    0)
                     return rc;
             } else {
                 /* copied: byte arrays must not point into the window, which the
                  * next page's read replaces */
                 if (stored != plain)
-                    return fail(c, DPP_ECORRUPT, "an uncompressed page of %zu stored bytes says "
-                                                 "%zu", stored, plain);
+                    return fail(c, DPP_ECORRUPT,
+                                "an uncompressed page of %zu stored bytes says "
+                                "%zu",
+                                stored, plain);
                 if (grow((void **)&c->body, &c->body_cap, plain + 1) != 0)
                     return fail(c, -ENOMEM, "out of memory for a %zu-byte page", plain);
                 memcpy(c->body, raw + rl + dl, plain);
@@ -696,8 +699,8 @@ static int read_row(dpp_pq_col_t *c, dpp_pq_buf_t *b)
 {
     int rc = ensure_entry(c);
     if (rc == 1)
-        return fail(c, DPP_ECORRUPT, "the column chunk ends at row %" PRIu64 " of %" PRId64,
-                    c->row, c->f->meta.row_groups[c->rg].num_rows);
+        return fail(c, DPP_ECORRUPT, "the column chunk ends at row %" PRIu64 " of %" PRId64, c->row,
+                    c->f->meta.row_groups[c->rg].num_rows);
     if (rc)
         return rc;
     int16_t max_def = c->col->max_def;
@@ -766,8 +769,9 @@ static void load_locs(dpp_pq_col_t *c)
         return;
     uint8_t *buf = malloc((size_t)k->offset_index_length);
     char why[256];
-    if (buf && pread_full(c->f->fd, buf, (size_t)k->offset_index_length,
-                          (uint64_t)k->offset_index_offset) == 0 &&
+    if (buf &&
+        pread_full(c->f->fd, buf, (size_t)k->offset_index_length,
+                   (uint64_t)k->offset_index_offset) == 0 &&
         dpp_pq_offset_index_parse(buf, (size_t)k->offset_index_length, &c->locs, &c->nlocs, why,
                                   sizeof why) != 0) {
         c->locs = NULL;

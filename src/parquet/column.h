@@ -74,8 +74,7 @@ int dpp_pq_col_skip(dpp_pq_col_t *c, uint64_t n, char *err, size_t errlen);
  * the row; -errno for a read error; -ENOMEM. After an error the column is
  * done: every later call fails the same way. *offset, when not NULL, is set
  * to the file offset of the page the row was in (for messages). */
-int dpp_pq_col_read(dpp_pq_col_t *c, dpp_pq_buf_t *b, uint64_t *offset, char *err,
-                    size_t errlen);
+int dpp_pq_col_read(dpp_pq_col_t *c, dpp_pq_buf_t *b, uint64_t *offset, char *err, size_t errlen);
 
 /* Turns a row of nslots slots (as dpp_pq_col_read appends them) into
  * refs[0..nslots), pointing into row. Returns 0 or DPP_EEXAMPLE when the

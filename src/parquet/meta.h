@@ -58,11 +58,11 @@ typedef enum dpp_pq_page_type {
 } dpp_pq_page_type_t;
 
 /* Limits that keep a hostile footer from costing more than it is worth. */
-#define DPP_PQ_MAX_FOOTER (64u << 20)    /* footer bytes */
-#define DPP_PQ_MAX_DEPTH 64              /* Thrift struct/list nesting */
-#define DPP_PQ_MAX_COLUMNS 100000        /* leaf columns */
-#define DPP_PQ_MAX_ROW_GROUPS 1000000    /* row groups in one file */
-#define DPP_PQ_MAX_PAGE (256u << 20)     /* a page's compressed or uncompressed size */
+#define DPP_PQ_MAX_FOOTER (64u << 20) /* footer bytes */
+#define DPP_PQ_MAX_DEPTH 64           /* Thrift struct/list nesting */
+#define DPP_PQ_MAX_COLUMNS 100000     /* leaf columns */
+#define DPP_PQ_MAX_ROW_GROUPS 1000000 /* row groups in one file */
+#define DPP_PQ_MAX_PAGE (256u << 20)  /* a page's compressed or uncompressed size */
 
 /* How a top-level field maps onto a dpp feature. */
 typedef enum dpp_pq_shape {
@@ -82,18 +82,18 @@ typedef enum dpp_pq_shape {
  * (A required list has def_list 0; a top-level repeated primitive has
  * def_list 0 and def_elem 1.) */
 typedef struct dpp_pq_field {
-    char *name;         /* top-level name: what a spec's feature names */
+    char *name; /* top-level name: what a spec's feature names */
     dpp_pq_shape_t shape;
-    char why[160];      /* UNSUPPORTED: e.g. "a MAP", "nested 3 lists deep" */
-    uint32_t column;    /* index of its leaf in dpp_pq_meta_t.columns */
+    char why[160];   /* UNSUPPORTED: e.g. "a MAP", "nested 3 lists deep" */
+    uint32_t column; /* index of its leaf in dpp_pq_meta_t.columns */
     int16_t def_list, def_elem;
 } dpp_pq_field_t;
 
 /* A leaf column in schema order (the order of every row group's chunks). */
 typedef struct dpp_pq_column {
-    char *path;             /* dotted, e.g. "tags.list.element" */
+    char *path; /* dotted, e.g. "tags.list.element" */
     dpp_pq_type_t type;
-    int32_t type_length;    /* FIXED_LEN_BYTE_ARRAY */
+    int32_t type_length; /* FIXED_LEN_BYTE_ARRAY */
     int16_t max_def, max_rep;
     int32_t converted_type; /* parquet.thrift ConvertedType, -1 when unset */
     int32_t logical_type;   /* field id of the LogicalType union member set, -1 when unset */
@@ -108,14 +108,14 @@ typedef struct dpp_pq_chunk {
     int64_t data_page_offset;
     int64_t dictionary_page_offset; /* -1 when unset */
     int64_t total_compressed_size;
-    int64_t offset_index_offset;    /* -1 when unset */
+    int64_t offset_index_offset; /* -1 when unset */
     int32_t offset_index_length;
-    int encrypted;                  /* crypto_metadata or encrypted_column_metadata present */
+    int encrypted; /* crypto_metadata or encrypted_column_metadata present */
 } dpp_pq_chunk_t;
 
 typedef struct dpp_pq_row_group {
     int64_t num_rows;
-    int64_t first_row; /* rows of the row groups before it (computed) */
+    int64_t first_row;      /* rows of the row groups before it (computed) */
     dpp_pq_chunk_t *chunks; /* ncolumns entries, in column order */
 } dpp_pq_row_group_t;
 
@@ -137,8 +137,8 @@ typedef struct dpp_pq_meta {
  * shorter than 12 bytes, the magic is not "PAR1" ("PARE": an encrypted
  * footer, refused as such), or the length does not fit the file or exceeds
  * DPP_PQ_MAX_FOOTER. */
-int dpp_pq_footer_locate(const uint8_t tail[8], uint64_t file_size, uint32_t *footer_len,
-                         char *err, size_t errlen);
+int dpp_pq_footer_locate(const uint8_t tail[8], uint64_t file_size, uint32_t *footer_len, char *err,
+                         size_t errlen);
 
 /* Decodes a FileMetaData of len bytes (the footer without its length and
  * magic) into *m, checked against the file's size: every chunk's byte range
@@ -162,8 +162,8 @@ typedef struct dpp_pq_page_header {
     int32_t uncompressed_size, compressed_size;
     int has_crc;
     uint32_t crc;
-    int32_t num_values;            /* data v1/v2 and dictionary */
-    dpp_pq_encoding_t encoding;    /* of the values (dictionary: of the dictionary) */
+    int32_t num_values;         /* data v1/v2 and dictionary */
+    dpp_pq_encoding_t encoding; /* of the values (dictionary: of the dictionary) */
     dpp_pq_encoding_t def_encoding, rep_encoding; /* v1 */
     /* v2 */
     int32_t num_nulls, num_rows;
@@ -190,7 +190,7 @@ typedef struct dpp_pq_page_loc {
 /* Decodes an OffsetIndex: *locs (malloc'd, *n entries; free()) in file
  * order. Checked: offsets and first rows increase. Returns 0, DPP_ECORRUPT
  * with err, or -ENOMEM. */
-int dpp_pq_offset_index_parse(const uint8_t *buf, size_t len, dpp_pq_page_loc_t **locs,
-                              size_t *n, char *err, size_t errlen);
+int dpp_pq_offset_index_parse(const uint8_t *buf, size_t len, dpp_pq_page_loc_t **locs, size_t *n,
+                              char *err, size_t errlen);
 
 #endif

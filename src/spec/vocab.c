@@ -14,10 +14,10 @@
 #include "spec/vocab.h"
 
 struct dpp_vocab {
-    uint8_t *text;    /* the file */
-    uint64_t *start;  /* line i is text[start[i] .. start[i + 1] - 1) */
+    uint8_t *text;   /* the file */
+    uint64_t *start; /* line i is text[start[i] .. start[i + 1] - 1) */
     size_t n;
-    uint32_t *slots;  /* line + 1, 0 empty; a power of two, at most half full */
+    uint32_t *slots; /* line + 1, 0 empty; a power of two, at most half full */
     uint64_t mask;
 };
 
@@ -60,8 +60,7 @@ void dpp_vocab_free(dpp_vocab_t *v)
     free(v);
 }
 
-int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err,
-                   size_t errlen)
+int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     int rc = 0;

@@ -19,8 +19,7 @@ typedef struct dpp_vocab dpp_vocab_t;
  * included); an empty line is the empty string. Returns 0 with *out (free
  * with dpp_vocab_free), or -errno / DPP_EINVAL (a line repeated, too large)
  * / -ENOMEM with a sentence in err naming the file and line. */
-int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err,
-                   size_t errlen);
+int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err, size_t errlen);
 void dpp_vocab_free(dpp_vocab_t *v);
 
 size_t dpp_vocab_size(const dpp_vocab_t *v);

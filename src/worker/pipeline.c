@@ -118,8 +118,8 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
             continue;
         if ((rc = dpp_vocab_cache_get(root, cfg->roots, cfg->nroots, op->file, &op->vocab, why,
                                       sizeof why)) != 0) {
-            snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k,
-                     p->spec.sparse[k].name, why);
+            snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k, p->spec.sparse[k].name,
+                     why);
             plan_close(p);
             return rc;
         }

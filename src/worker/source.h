@@ -84,6 +84,11 @@ typedef struct dpp_source_ops {
     int (*index)(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res);
 } dpp_source_ops_t;
 
+/* An index task failed: err and the sentence go into res (message, error);
+ * returns err. */
+int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The source of a format; never NULL for a dpp_format_t value. */
 const dpp_source_ops_t *dpp_source_ops(dpp_format_t format);
 

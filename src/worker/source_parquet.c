@@ -32,8 +32,8 @@ typedef struct pq_split {
     const pq_proj_t *proj;
     dpp_pq_col_t **cols; /* per slot; NULL where the file lacks the feature */
     dpp_pq_buf_t row;
-    uint64_t left;   /* rows of the range still to produce */
-    int stuck;       /* the error that ended reading, repeated */
+    uint64_t left; /* rows of the range still to produce */
+    int stuck;     /* the error that ended reading, repeated */
     uint64_t stuck_offset;
 } pq_split_t;
 
@@ -107,15 +107,14 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     while (g < m->nrow_groups &&
            t->record_start >= (uint64_t)(m->row_groups[g].first_row + m->row_groups[g].num_rows))
         g++;
-    if (g == m->nrow_groups ||
-        t->record_start + range >
-            (uint64_t)(m->row_groups[g].first_row + m->row_groups[g].num_rows))
+    if (g == m->nrow_groups || t->record_start + range > (uint64_t)(m->row_groups[g].first_row +
+                                                                    m->row_groups[g].num_rows))
         return dpp_errf(DPP_EINDEX, err, errlen,
                         "file %s: rows %" PRIu64 " to %" PRIu64
                         " are not inside one row group of the file (%" PRId64
                         " rows in %u row groups): the file changed since it was indexed",
-                        t->rel_path, t->record_start, t->record_start + range,
-                        m->num_rows, m->nrow_groups);
+                        t->rel_path, t->record_start, t->record_start + range, m->num_rows,
+                        m->nrow_groups);
     const dpp_pq_row_group_t *rg = &m->row_groups[g];
     for (size_t i = 0; i < p->n; i++) {
         const dpp_pq_field_t *f = dpp_pq_meta_field(m, p->names[i]);
@@ -219,19 +218,6 @@ static void pq_close(dpp_source_t *s)
     s->state = NULL;
 }
 
-static int fail(dpp_split_result_t *res, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(dpp_split_result_t *res, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(res->message, sizeof res->message, fmt, ap);
-    va_end(ap);
-    res->error = err;
-    return err;
-}
-
 /* The index of a Parquet file is its footer: the row count, and a range
  * starting at every row group and every split_rows rows inside one. */
 static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_result_t *res)
@@ -242,7 +228,7 @@ static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_resul
         n += ((uint64_t)m->row_groups[g].num_rows + t->split_rows - 1) / t->split_rows;
     res->bounds = malloc(n * sizeof *res->bounds);
     if (res->bounds == NULL)
-        return fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
+        return dpp_source_fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
     size_t k = 0;
     for (uint32_t g = 0; g < m->nrow_groups; g++) {
         const dpp_pq_row_group_t *rg = &m->row_groups[g];
@@ -261,10 +247,10 @@ static int pq_index_task(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
 {
     int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
     if (rc)
-        return fail(res, rc, "file %s: %s", t->rel_path,
-                    rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
+        return dpp_source_fail(res, rc, "file %s: %s", t->rel_path,
+                               rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
     if (t->split_rows == 0)
-        return fail(res, DPP_EINVAL, "index %s: split_rows 0", t->rel_path);
+        return dpp_source_fail(res, DPP_EINVAL, "index %s: split_rows 0", t->rel_path);
     dpp_pq_file_t f;
     char err[512];
     rc = dpp_pq_file_open(&f, t->path, t->rel_path, err, sizeof err);
@@ -280,12 +266,13 @@ static int pq_index_task(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
         res->nbounds = 1;
         res->records = 0;
         dpp_pq_file_close(&f);
-        return res->bounds ? 0 : fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
+        return res->bounds ? 0
+                           : dpp_source_fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
     }
     if (rc == 0)
         rc = pq_index(&f, t, res);
     else
-        fail(res, rc, "%s", err);
+        dpp_source_fail(res, rc, "%s", err);
     dpp_pq_file_close(&f);
     return rc;
 }

@@ -70,28 +70,15 @@ static void tf_close(dpp_source_t *s)
         dpp_reader_close(s->reader);
 }
 
-static int fail(dpp_split_result_t *res, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(dpp_split_result_t *res, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(res->message, sizeof res->message, fmt, ap);
-    va_end(ap);
-    res->error = err;
-    return err;
-}
-
 static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res)
 {
     int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
     if (prc)
-        return fail(res, prc, "file %s: %s", t->rel_path,
-                    prc == DPP_EPATH ? outside_roots : dpp_strerror(prc));
+        return dpp_source_fail(res, prc, "file %s: %s", t->rel_path,
+                               prc == DPP_EPATH ? outside_roots : dpp_strerror(prc));
     struct stat st;
     if (stat(t->path, &st) != 0)
-        return fail(res, -errno, "file %s: %s", t->rel_path, strerror(errno));
+        return dpp_source_fail(res, -errno, "file %s: %s", t->rel_path, strerror(errno));
     res->file_size = (uint64_t)st.st_size;
     res->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 
@@ -108,7 +95,7 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
         dpp_tfindex_scan_result_t scan;
         rc = dpp_tfindex_scan(t->path, cfg->reader.max_record, &idx, &scan, err, sizeof err);
         if (rc)
-            return fail(res, rc, "file %s: %s", t->rel_path, err);
+            return dpp_source_fail(res, rc, "file %s: %s", t->rel_path, err);
         if (scan.error) {
             /* A broken tail: the records before it are served, the tail is
              * counted (and fails the session under on_corrupt: fail). */
@@ -122,7 +109,7 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     res->bounds = malloc((nsplits + 1) * sizeof *res->bounds);
     if (res->bounds == NULL) {
         dpp_tfindex_close(&idx);
-        return fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
+        return dpp_source_fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
     }
     for (size_t k = 0; k < nsplits; k++)
         res->bounds[k] = idx.offsets[k * t->split_rows];

@@ -50,11 +50,11 @@ typedef struct op {
     double mean, std;   /* standardize */
     double *boundaries; /* bucketize */
     size_t nboundaries;
-    enum cast_to to; /* cast */
-    int64_t n;       /* modulo, hash */
-    int64_t salt;    /* hash */
-    int64_t max_len; /* truncate, first_x */
-    int keep_last;   /* truncate */
+    enum cast_to to;  /* cast */
+    int64_t n;        /* modulo, hash */
+    int64_t salt;     /* hash */
+    int64_t max_len;  /* truncate, first_x */
+    int keep_last;    /* truncate */
     const char *file; /* vocab, relative to the data root */
     int64_t oov_buckets;
     struct vocab_line *lines; /* vocab: sorted by bytes, loaded at first use */

@@ -138,7 +138,8 @@ static void test_spec(void **state)
     char err[DPP_SPEC_ERRLEN];
     dpp_spec_t s;
     static const char ok[] =
-        "{\"table\":\"t\",\"batch_size\":8,\"features\":{\"sparse\":[{\"name\":\"s\",\"transforms\":"
+        "{\"table\":\"t\",\"batch_size\":8,\"features\":{\"sparse\":[{\"name\":\"s\","
+        "\"transforms\":"
         "[{\"op\":\"vocab\",\"file\":\"v/s.txt\",\"oov_buckets\":4},{\"op\":\"truncate\","
         "\"max_len\":2}]}]},\"label\":{\"name\":\"y\"}}";
     assert_int_equal(dpp_spec_parse(ok, strlen(ok), &s, err, sizeof err), 0);
