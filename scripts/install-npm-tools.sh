@@ -53,7 +53,7 @@ echo "install-npm-tools: installing @duckdb/node-api@$DUCKDB_NODE_API_VERSION in
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 rc=0
-timeout 600 npm install --no-audit --no-fund --save-exact --fetch-retries=1 --fetch-timeout=60000 \
+timeout 150 npm install --no-audit --no-fund --save-exact --fetch-retries=1 --fetch-timeout=60000 \
     --prefix "$cache" "@duckdb/node-api@$DUCKDB_NODE_API_VERSION" >"$log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
     # 124: timeout(1) ended it, which here means a registry that never answers.
