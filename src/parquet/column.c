@@ -174,7 +174,7 @@ void dpp_pq_buf_free(dpp_pq_buf_t *b)
     memset(b, 0, sizeof *b);
 }
 
-static int buf_reserve(dpp_pq_buf_t *b, size_t more)
+static inline int buf_reserve(dpp_pq_buf_t *b, size_t more)
 {
     if (more <= b->cap - b->len)
         return 0;
@@ -663,34 +663,49 @@ static int ensure_entry(dpp_pq_col_t *c)
     return load_page(c, 0, NULL);
 }
 
-/* Appends the value of the entry just consumed (its def is max_def). */
-static int take_value(dpp_pq_col_t *c, dpp_pq_buf_t *b)
+/* Appends the next n values (of entries just consumed whose def is
+ * max_def) to b, or passes over them (b NULL). */
+static int take_values(dpp_pq_col_t *c, dpp_pq_buf_t *b, size_t n)
 {
-    if (c->vi >= c->nv)
+    if (n > c->nv - c->vi)
         return fail(c, DPP_ECORRUPT, "more defined levels than values");
-    size_t k = c->vi++;
-    if (b == NULL)
+    size_t k0 = c->vi;
+    c->vi += n;
+    if (b == NULL || n == 0)
         return 0;
-    const void *base = c->vals;
-    if (c->dict_encoded) {
-        base = c->dict;
-        k = c->idx[k];
-    }
+    const uint32_t *idx = c->dict_encoded ? c->idx + k0 : NULL;
     if (c->canon == CANON_BYTES) {
-        const dpp_pq_bytes_t *s = (const dpp_pq_bytes_t *)base + k;
-        if (buf_reserve(b, 4 + (size_t)s->len) != 0)
-            return fail(c, -ENOMEM, "out of memory for a row");
-        memcpy(b->data + b->len, &s->len, 4);
-        if (s->len)
-            memcpy(b->data + b->len + 4, s->ptr, s->len);
-        b->len += 4 + (size_t)s->len;
+        const dpp_pq_bytes_t *base =
+            c->dict_encoded ? c->dict : (const dpp_pq_bytes_t *)c->vals + k0;
+        for (size_t i = 0; i < n; i++) {
+            const dpp_pq_bytes_t *s = base + (idx ? idx[i] : i);
+            if (buf_reserve(b, 4 + (size_t)s->len) != 0)
+                return fail(c, -ENOMEM, "out of memory for a row");
+            memcpy(b->data + b->len, &s->len, 4);
+            if (s->len)
+                memcpy(b->data + b->len + 4, s->ptr, s->len);
+            b->len += 4 + (size_t)s->len;
+        }
         return 0;
     }
     size_t w = canon_size(c->canon);
-    if (buf_reserve(b, w) != 0)
+    if (buf_reserve(b, n * w) != 0)
         return fail(c, -ENOMEM, "out of memory for a row");
-    memcpy(b->data + b->len, (const uint8_t *)base + k * w, w);
-    b->len += w;
+    uint8_t *dst = b->data + b->len;
+    b->len += n * w;
+    if (idx == NULL) {
+        memcpy(dst, (const uint8_t *)c->vals + k0 * w, n * w);
+    } else if (c->canon == CANON_INT64) {
+        /* gathered from the dictionary with fixed-size copies (a memcpy of
+         * a variable width was a call per value) */
+        const int64_t *dict = c->dict;
+        for (size_t i = 0; i < n; i++)
+            memcpy(dst + 8 * i, &dict[idx[i]], 8);
+    } else {
+        const float *dict = c->dict;
+        for (size_t i = 0; i < n; i++)
+            memcpy(dst + 4 * i, &dict[idx[i]], 4);
+    }
     return 0;
 }
 
@@ -715,7 +730,7 @@ static int read_row(dpp_pq_col_t *c, dpp_pq_buf_t *b)
             return b ? dpp_pq_buf_absent(b) : 0;
         if (b && slot_begin(b, canon_kind(c->canon), &at) != 0)
             return fail(c, -ENOMEM, "out of memory for a row");
-        if ((rc = take_value(c, b)) != 0)
+        if ((rc = take_values(c, b, 1)) != 0)
             return rc;
         if (b)
             slot_end(b, at);
@@ -730,17 +745,28 @@ static int read_row(dpp_pq_col_t *c, dpp_pq_buf_t *b)
     if (def < c->field->def_elem) { /* an empty list */
         c->li++;
     } else {
+        /* The row's entries in this page: the first, then every one that
+         * repeats; their values are appended at once. A row may go on in the
+         * next page (v1 pages need not end at a row). */
+        const int16_t def_elem = c->field->def_elem;
         for (;;) {
-            def = c->def[c->li++];
-            if (def == max_def && (rc = take_value(c, b)) != 0)
+            size_t j = c->li + 1, nvals = c->def[c->li] == max_def;
+            while (j < c->nlv && c->rep[j] != 0) {
+                if (c->def[j] < def_elem)
+                    return fail(c, DPP_ECORRUPT, "a repeated entry without an element");
+                nvals += c->def[j] == max_def;
+                j++;
+            }
+            c->li = j;
+            if ((rc = take_values(c, b, nvals)) != 0)
                 return rc;
-            if ((rc = ensure_entry(c)) == 1)
+            if (j < c->nlv || (rc = ensure_entry(c)) == 1)
                 break;
             if (rc)
                 return rc;
             if (c->rep[c->li] == 0)
                 break;
-            if (c->def[c->li] < c->field->def_elem)
+            if (c->def[c->li] < def_elem)
                 return fail(c, DPP_ECORRUPT, "a repeated entry without an element");
         }
     }
