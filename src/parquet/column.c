@@ -20,6 +20,13 @@
 #define WINDOW_MIN (256u << 10) /* bytes read at once: several small pages per pread */
 #define HEADER_GUESS 256u       /* a page header's bytes in the common case */
 
+/* Level entries (or dictionary values) of one page. A page is decoded
+ * whole, at 4 bytes of levels per entry plus its values, and runs of the
+ * RLE hybrid let a few bytes claim billions of entries: without a cap a
+ * 200-byte file costs gigabytes. 2^26 is the largest row group old Arrow
+ * wrote by default, which an all-null column could put in one page. */
+#define MAX_PAGE_ENTRIES (1u << 26)
+
 /* The values of a page or dictionary, widened to what a slot carries. */
 typedef enum canon {
     CANON_INT64,
@@ -355,6 +362,36 @@ static int read_header(dpp_pq_col_t *c, dpp_pq_page_header_t *h, size_t *hlen)
     }
 }
 
+/* Makes the stored bytes of the page whose header (hlen bytes) is at
+ * c->pos readable at *raw and checks them against the header's CRC. */
+static int page_body(dpp_pq_col_t *c, const dpp_pq_page_header_t *h, size_t hlen,
+                     const uint8_t **raw)
+{
+    int rc = fetch(c, c->pos + hlen, (size_t)h->compressed_size, raw);
+    if (rc)
+        return rc;
+    if (h->has_crc && h->type != DPP_PQ_INDEX_PAGE &&
+        (uint32_t)crc32(0, *raw, (uInt)h->compressed_size) != h->crc)
+        return fail(c, DPP_ECORRUPT, "page CRC mismatch");
+    return 0;
+}
+
+/* The fewest bits a value of the column takes stored PLAIN or
+ * BYTE_STREAM_SPLIT; 0 for none (a FIXED_LEN_BYTE_ARRAY of length 0). */
+static size_t min_value_bits(const dpp_pq_column_t *col)
+{
+    switch (col->type) {
+    case DPP_PQ_BOOLEAN:
+        return 1;
+    case DPP_PQ_BYTE_ARRAY:
+        return 32; /* the length prefix */
+    case DPP_PQ_FIXED_LEN_BYTE_ARRAY:
+        return col->type_length > 0 ? 8 * (size_t)col->type_length : 0;
+    default:
+        return 8 * dpp_pq_value_size(col->type);
+    }
+}
+
 /* Decodes n values of the column's physical type into *dst (widened). */
 static int decode_values(dpp_pq_col_t *c, dpp_pq_encoding_t enc, const uint8_t *p, size_t len,
                          size_t n, void **dst, size_t *dst_cap)
@@ -362,6 +399,12 @@ static int decode_values(dpp_pq_col_t *c, dpp_pq_encoding_t enc, const uint8_t *
     char why[256];
     dpp_pq_type_t t = c->col->type;
     size_t csize = canon_size(c->canon);
+    /* These encodings store every value: a count the bytes cannot hold is
+     * refused before memory for it is asked for. */
+    size_t bits = min_value_bits(c->col);
+    if ((enc == DPP_PQ_PLAIN || enc == DPP_PQ_BYTE_STREAM_SPLIT) && bits > 0 && n / 8 > len / bits)
+        return fail(c, DPP_ECORRUPT, "%zu %s values in %zu bytes", n, dpp_pq_encoding_name(enc),
+                    len);
     if (grow(dst, dst_cap, n * csize + 1) != 0)
         return fail(c, -ENOMEM, "out of memory for %zu values", n);
     int direct = t == DPP_PQ_INT64 || t == DPP_PQ_INT96 || t == DPP_PQ_FLOAT ||
@@ -402,6 +445,9 @@ static int inflate_into(dpp_pq_col_t *c, const uint8_t *src, size_t srclen, size
                         uint8_t **dst, size_t *cap)
 {
     char why[256];
+    /* Checked here too, before the page's memory is asked for. */
+    if (c->chunk->codec == DPP_PQ_UNCOMPRESSED && srclen != len)
+        return fail(c, DPP_ECORRUPT, "UNCOMPRESSED: page of %zu bytes stored in %zu", len, srclen);
     if (grow((void **)dst, cap, len + 1) != 0)
         return fail(c, -ENOMEM, "out of memory for a %zu-byte page", len);
     int rc = dpp_pq_decompress(c->dctx, c->chunk->codec, src, srclen, *dst, len, why, sizeof why);
@@ -451,8 +497,9 @@ static int load_dictionary(dpp_pq_col_t *c, const dpp_pq_page_header_t *h, const
 {
     if (c->have_dict)
         return fail(c, DPP_ECORRUPT, "a second dictionary page in one column chunk");
-    if (h->num_values < 0)
-        return fail(c, DPP_ECORRUPT, "a dictionary of %d values", h->num_values);
+    if (h->num_values < 0 || (uint32_t)h->num_values > MAX_PAGE_ENTRIES)
+        return fail(c, DPP_ECORRUPT, "a dictionary of %d values (at most %u)", h->num_values,
+                    MAX_PAGE_ENTRIES);
     int rc = inflate_into(c, raw, (size_t)h->compressed_size, (size_t)h->uncompressed_size,
                           &c->dict_body, &c->dict_body_cap);
     if (rc)
@@ -518,15 +565,9 @@ static int load_page(dpp_pq_col_t *c, uint64_t skip_rows, uint64_t *skipped)
         if (rc)
             return rc;
         const uint8_t *raw;
-        uint64_t body_off = c->pos + hlen;
-        if ((rc = fetch(c, body_off, (size_t)h.compressed_size, &raw)) != 0)
+        if ((rc = page_body(c, &h, hlen, &raw)) != 0)
             return rc;
-        c->pos = body_off + (uint64_t)h.compressed_size;
-        if (h.type == DPP_PQ_DICTIONARY_PAGE || h.type == DPP_PQ_DATA_PAGE ||
-            h.type == DPP_PQ_DATA_PAGE_V2) {
-            if (h.has_crc && (uint32_t)crc32(0, raw, (uInt)h.compressed_size) != h.crc)
-                return fail(c, DPP_ECORRUPT, "page CRC mismatch");
-        }
+        c->pos += hlen + (uint64_t)h.compressed_size;
         if (h.type == DPP_PQ_DICTIONARY_PAGE) {
             if ((rc = load_dictionary(c, &h, raw)) != 0)
                 return rc;
@@ -534,8 +575,13 @@ static int load_page(dpp_pq_col_t *c, uint64_t skip_rows, uint64_t *skipped)
         }
         if (h.type != DPP_PQ_DATA_PAGE && h.type != DPP_PQ_DATA_PAGE_V2)
             continue; /* index pages: nothing dpp needs */
-        if (h.num_values < 0)
-            return fail(c, DPP_ECORRUPT, "a page of %d values", h.num_values);
+        /* The chunk's num_values counts every level entry of its pages. */
+        if (h.num_values < 0 || h.num_values > c->values_left ||
+            (uint32_t)h.num_values > MAX_PAGE_ENTRIES)
+            return fail(c, DPP_ECORRUPT,
+                        "a page of %d values where the chunk has %" PRId64 " left (at most %u "
+                        "a page)",
+                        h.num_values, c->values_left, MAX_PAGE_ENTRIES);
         size_t n = (size_t)h.num_values;
         c->values_left -= h.num_values;
         int64_t page_rows = c->col->max_rep == 0            ? h.num_values
@@ -828,9 +874,8 @@ int dpp_pq_col_skip(dpp_pq_col_t *c, uint64_t n, char *err, size_t errlen)
             size_t hlen;
             const uint8_t *raw;
             if ((rc = read_header(c, &h, &hlen)) != 0 ||
-                (h.type == DPP_PQ_DICTIONARY_PAGE &&
-                 ((rc = fetch(c, c->pos + hlen, (size_t)h.compressed_size, &raw)) != 0 ||
-                  (rc = load_dictionary(c, &h, raw)) != 0)))
+                (h.type == DPP_PQ_DICTIONARY_PAGE && ((rc = page_body(c, &h, hlen, &raw)) != 0 ||
+                                                      (rc = load_dictionary(c, &h, raw)) != 0)))
                 return failed(c, err, errlen);
             /* values_left counts level entries; the index counts rows, the
              * same thing only without repetition. With it, the chunk's end

@@ -13,7 +13,8 @@ shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(frame spec tfrecord tfindex example block)
+[ ${#targets[@]} -eq 0 ] && targets=(frame spec tfrecord tfindex example block parquet_meta parquet_page
+                                     parquet_file)
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -42,11 +43,11 @@ for t in "${targets[@]}"; do
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
     after=$(find "$scratch" -type f | wc -l)
     if [ $rc -eq 0 ]; then
-        printf 'fuzz: %-9s ok    %3ss  %s runs  %s  corpus +%d (%s)\n' "$t" "$took" \
+        printf 'fuzz: %-12s ok    %3ss  %s runs  %s  corpus +%d (%s)\n' "$t" "$took" \
             "${execs:-?}" "${cov:-cov: ?}" $((after - before)) "$scratch"
     else
         failed+=("$t")
-        printf 'fuzz: %-9s FAIL  %3ss  exit %d, log %s\n' "$t" "$took" "$rc" "$log"
+        printf 'fuzz: %-12s FAIL  %3ss  exit %d, log %s\n' "$t" "$took" "$rc" "$log"
         # The sanitizer's or the check's report, without libFuzzer's progress lines.
         grep -v -E '^#[0-9]+\s' "$log" | grep -A40 -m1 -E 'ERROR: |fuzz check failed|runtime error' |
             sed 's/^/    /'

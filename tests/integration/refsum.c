@@ -57,6 +57,7 @@ typedef struct op {
     int keep_last;    /* truncate */
     const char *file; /* vocab, relative to the data root */
     int64_t oov_buckets;
+    char *text;               /* vocab: the file, which lines point into */
     struct vocab_line *lines; /* vocab: sorted by bytes, loaded at first use */
     size_t nlines;
 } op_t;
@@ -638,6 +639,7 @@ static void vocab_load(op_t *op)
         len += r;
     }
     fclose(f);
+    op->text = text;
     size_t n = 0;
     for (size_t i = 0, start = 0; i <= len; i++) {
         if (i < len && text[i] != '\n')
@@ -1592,8 +1594,13 @@ int main(int argc, char **argv)
             free(spec.dense[i].ops[k].boundaries);
         free(spec.dense[i].ops);
     }
-    for (size_t i = 0; i < spec.nsparse; i++)
+    for (size_t i = 0; i < spec.nsparse; i++) {
+        for (size_t k = 0; k < spec.sparse[i].nops; k++) {
+            free(spec.sparse[i].ops[k].text);
+            free(spec.sparse[i].ops[k].lines);
+        }
         free(spec.sparse[i].ops);
+    }
     free(spec.dense);
     free(spec.sparse);
     free(spec.filters);
