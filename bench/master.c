@@ -218,6 +218,8 @@ int main(int argc, char **argv)
                 bounds[n++] = (uint64_t)records * RECORD_BYTES;
                 Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
                 d.lease_id = l->lease_id;
+                d.session_id = l->session_id;
+                d.file = l->split_id;
                 d.records = records;
                 d.boundaries = bounds;
                 d.n_boundaries = n;

@@ -1,29 +1,68 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The master's index cache: file indexes keyed by path, size, mtime and
- * split_rows, filled by index tasks and journal replay, read at submit. */
+ * split_rows, filled by index tasks and journal replay, read at submit. A
+ * chained hash table, doubled when it holds as many entries as buckets, so
+ * that a session of 100,000 files costs 100,000 lookups, not 100,000^2/2
+ * comparisons. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "index_cache.h"
 #include "master_internal.h"
+#include "spec/vocab.h"
 
-static index_entry_t *cache_find(dpp_master_t *m, const char *path, uint64_t size,
+static uint64_t key_hash(const char *path, uint64_t size, int64_t mtime_ns, unsigned split_rows)
+{
+    uint64_t h = dpp_string_hash((const uint8_t *)path, strlen(path), 0);
+    h ^= size * UINT64_C(0x9E3779B97F4A7C15);
+    h ^= (uint64_t)mtime_ns * UINT64_C(0xC2B2AE3D27D4EB4F);
+    h ^= (uint64_t)split_rows * UINT64_C(0x165667B19E3779F9);
+    return h ^ (h >> 29);
+}
+
+static index_entry_t *cache_find(dpp_master_t *m, uint64_t h, const char *path, uint64_t size,
                                  int64_t mtime_ns, unsigned split_rows)
 {
-    for (index_entry_t *e = m->index_cache; e; e = e->next)
-        if (e->size == size && e->mtime_ns == mtime_ns && e->split_rows == split_rows &&
-            strcmp(e->path, path) == 0)
+    if (m->index_cache.nbuckets == 0)
+        return NULL;
+    for (index_entry_t *e = m->index_cache.buckets[h & (m->index_cache.nbuckets - 1)]; e;
+         e = e->next)
+        if (e->hash == h && e->size == size && e->mtime_ns == mtime_ns &&
+            e->split_rows == split_rows && strcmp(e->path, path) == 0)
             return e;
     return NULL;
 }
 
+static void grow(dpp_index_cache_t *c)
+{
+    size_t n = c->nbuckets ? 2 * c->nbuckets : 1024;
+    index_entry_t **b = dpp_xcalloc(n, sizeof *b);
+    for (size_t i = 0; i < c->nbuckets; i++) {
+        while (c->buckets[i]) {
+            index_entry_t *e = c->buckets[i];
+            c->buckets[i] = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+        }
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->nbuckets = n;
+}
+
 void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows)
 {
-    if (f->index_size == 0 ||
-        cache_find(m, f->path, f->index_size, f->index_mtime_ns, split_rows))
+    if (f->index_size == 0)
         return;
+    uint64_t h = key_hash(f->path, f->index_size, f->index_mtime_ns, split_rows);
+    if (cache_find(m, h, f->path, f->index_size, f->index_mtime_ns, split_rows))
+        return;
+    dpp_index_cache_t *c = &m->index_cache;
+    if (c->n >= c->nbuckets)
+        grow(c);
     index_entry_t *e = dpp_xcalloc(1, sizeof *e);
+    e->hash = h;
     e->path = dpp_xstrdup(f->path);
     e->size = f->index_size;
     e->mtime_ns = f->index_mtime_ns;
@@ -32,8 +71,9 @@ void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned s
     e->nbounds = f->nbounds;
     e->bounds = dpp_xcalloc(f->nbounds ? f->nbounds : 1, sizeof *e->bounds);
     memcpy(e->bounds, f->bounds, f->nbounds * sizeof *e->bounds);
-    e->next = m->index_cache;
-    m->index_cache = e;
+    e->next = c->buckets[h & (c->nbuckets - 1)];
+    c->buckets[h & (c->nbuckets - 1)] = e;
+    c->n++;
 }
 
 size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
@@ -41,7 +81,9 @@ size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++) {
         dpp_file_t *f = &s->files[i];
-        const index_entry_t *e = cache_find(m, f->path, f->size, f->mtime_ns, s->spec.split_rows);
+        uint64_t h = key_hash(f->path, f->size, f->mtime_ns, s->spec.split_rows);
+        const index_entry_t *e =
+            cache_find(m, h, f->path, f->size, f->mtime_ns, s->spec.split_rows);
         if (e) {
             dpp_session_file_indexed(s, i, e->records, e->bounds, e->nbounds);
             f->index_size = e->size;
@@ -54,11 +96,16 @@ size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
 
 void dpp_master_index_cache_free(dpp_master_t *m)
 {
-    while (m->index_cache) {
-        index_entry_t *e = m->index_cache;
-        m->index_cache = e->next;
-        free(e->path);
-        free(e->bounds);
-        free(e);
+    dpp_index_cache_t *c = &m->index_cache;
+    for (size_t i = 0; i < c->nbuckets; i++) {
+        while (c->buckets[i]) {
+            index_entry_t *e = c->buckets[i];
+            c->buckets[i] = e->next;
+            free(e->path);
+            free(e->bounds);
+            free(e);
+        }
     }
+    free(c->buckets);
+    *c = (dpp_index_cache_t){0};
 }

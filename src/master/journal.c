@@ -26,6 +26,7 @@
 struct dpp_journal {
     int fd;
     int failed;     /* sticky error once the file's state is unknown; 0 while usable */
+    int unsynced;   /* written records wait for dpp_journal_sync() */
     char *path;     /* dir/journal */
     char *tmp_path; /* dir/journal.tmp */
     char *dir;
@@ -531,7 +532,7 @@ fail:
     return rc;
 }
 
-int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n)
+int dpp_journal_write(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n)
 {
     uint64_t payload = 0, bytes = 0;
     if (j->failed)
@@ -547,16 +548,33 @@ int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, siz
             j->failed = rc;
         return rc;
     }
-    j->stats.syncs++;
-    if (fdatasync(j->fd) != 0) {
-        j->failed = -errno;
-        return j->failed;
-    }
+    j->unsynced = 1;
     j->stats.records += n;
     j->stats.payload_bytes += payload;
     j->stats.file_size += bytes;
     j->stats.appends += n;
     return 0;
+}
+
+int dpp_journal_sync(dpp_journal_t *j)
+{
+    if (j->failed)
+        return j->failed;
+    if (!j->unsynced)
+        return 0;
+    j->stats.syncs++;
+    if (fdatasync(j->fd) != 0) {
+        j->failed = -errno;
+        return j->failed;
+    }
+    j->unsynced = 0;
+    return 0;
+}
+
+int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n)
+{
+    int rc = dpp_journal_write(j, recs, n);
+    return rc ? rc : dpp_journal_sync(j);
 }
 
 int dpp_journal_append(dpp_journal_t *j, uint8_t type, const void *payload, size_t len)
@@ -594,6 +612,7 @@ int dpp_journal_compact(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t 
 
     close(j->fd);
     j->fd = fd;
+    j->unsynced = 0; /* the snapshot holds everything, synced */
     j->stats.records = n;
     j->stats.payload_bytes = payload;
     j->stats.file_size = bytes;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The master's journal: an append-only file STATE_DIR/journal of CRC-checked
- * records, each fsync'ed before the append returns, replayed in order when the
+ * records, fsync'ed before the append returns (or, for group commit, written
+ * now and synced together later), replayed in order when the
  * master starts, and compacted by replacing the file with a snapshot of the
  * current state. Payloads are opaque here. Format and recovery rules:
  * docs/journal.md.
@@ -99,6 +100,14 @@ int dpp_journal_append(dpp_journal_t *j, uint8_t type, const void *payload, size
  * before anything is written. Errors as dpp_journal_append(); a crash during
  * the call may keep a prefix of the records (replay cuts a torn one off). */
 int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
+
+/* Group commit: dpp_journal_write() appends n records without syncing
+ * (what it returns as for dpp_journal_append_many(), fsync aside);
+ * dpp_journal_sync() makes every record written so far durable with one
+ * fdatasync (nothing to do: returns 0 at once). A record is durable only
+ * after the sync returns 0; whoever acts on it waits for that. */
+int dpp_journal_write(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
+int dpp_journal_sync(dpp_journal_t *j);
 
 /* Replaces the journal by a snapshot of the caller's state: writes
  * dir/journal.tmp = SNAPSHOT_BEGIN, recs[0..n), SNAPSHOT_END, fsyncs it,

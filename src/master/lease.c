@@ -14,17 +14,25 @@
 #include "master_internal.h"
 #include "wire/conn.h"
 
-size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out, size_t max)
+size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
+                                size_t max_index, size_t max_splits)
 {
-    size_t n = 0;
+    size_t n = 0, max = max_index;
     for (size_t si = 0; si < m->nsessions && n < max; si++) {
         dpp_session_t *s = m->sessions[si];
         if (s->state != SESSION_INDEXING)
             continue;
-        for (size_t i = 0; i < s->nfiles && n < max; i++)
+        /* from the first file still waiting: a grant costs what it hands
+         * out, not the files before it */
+        size_t i = s->index_next;
+        while (i < s->nfiles && (s->files[i].indexed || s->files[i].index_lease.lease_id))
+            i++;
+        s->index_next = i;
+        for (; i < s->nfiles && n < max; i++)
             if (!s->files[i].indexed && s->files[i].index_lease.lease_id == 0)
                 out[n++] = (dpp_lease_pick_t){.session = s, .i = i, .index = 1};
     }
+    max = n + max_splits;
     for (size_t si = 0; si < m->nsessions && n < max; si++) {
         dpp_session_t *s = m->sessions[si];
         if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
@@ -121,32 +129,40 @@ static void count_lease_latency(dpp_master_t *m, double secs)
     m->n.lease_count++;
 }
 
+void dpp_master_grant_peer(dpp_master_t *m, peer_t *p)
+{
+    /* only a worker with a request waiting gets a reply (one per request) */
+    if (peer_role(p) != ROLE_WORKER || p->lease_want == 0 || p->base.conn.closing)
+        return;
+    size_t max_index = p->index_cap > p->index_out ? p->index_cap - p->index_out : 0;
+    size_t max = max_index + p->lease_want;
+    dpp_lease_pick_t *picks = dpp_xcalloc(max, sizeof *picks);
+    Dpp__Lease *leases = dpp_xcalloc(max, sizeof *leases);
+    Dpp__Lease **ptrs = dpp_xcalloc(max, sizeof *ptrs);
+    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, p->lease_want);
+    for (size_t k = 0; k < n; k++) {
+        dpp_master_lease_take(m, &picks[k], p->worker_id);
+        p->index_out += picks[k].index;
+        fill_lease(&picks[k], &leases[k]);
+        ptrs[k] = &leases[k];
+    }
+    if (n > 0) {
+        Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
+        reply.n_leases = n;
+        reply.leases = ptrs;
+        p->lease_want = 0;
+        count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
+        dpp_conn_send(&p->base.conn, DPP_MSG_LEASE_REPLY, &reply.base);
+    }
+    free(ptrs);
+    free(leases);
+    free(picks);
+}
+
 void dpp_master_grant_leases(dpp_master_t *m)
 {
-    for (peer_t *p = first_peer(m); p; p = next_peer(p)) {
-        if (peer_role(p) != ROLE_WORKER || p->lease_want == 0 || p->base.conn.closing)
-            continue;
-        dpp_lease_pick_t *picks = dpp_xcalloc(p->lease_want, sizeof *picks);
-        Dpp__Lease *leases = dpp_xcalloc(p->lease_want, sizeof *leases);
-        Dpp__Lease **ptrs = dpp_xcalloc(p->lease_want, sizeof *ptrs);
-        size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, p->lease_want);
-        for (size_t k = 0; k < n; k++) {
-            dpp_master_lease_take(m, &picks[k], p->worker_id);
-            fill_lease(&picks[k], &leases[k]);
-            ptrs[k] = &leases[k];
-        }
-        if (n > 0) {
-            Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
-            reply.n_leases = n;
-            reply.leases = ptrs;
-            p->lease_want = 0;
-            count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
-            dpp_conn_send(&p->base.conn, DPP_MSG_LEASE_REPLY, &reply.base);
-        }
-        free(ptrs);
-        free(leases);
-        free(picks);
-    }
+    for (peer_t *p = first_peer(m); p; p = next_peer(p))
+        dpp_master_grant_peer(m, p);
 }
 
 size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id)
@@ -215,21 +231,14 @@ void dpp_master_split_produced(dpp_session_t *s, size_t i, uint64_t rows)
     dpp_session_set(s, i, SPLIT_PRODUCED);
 }
 
-dpp_session_t *dpp_master_index_lease(dpp_master_t *m, uint64_t lease_id, uint64_t worker_id,
-                                      size_t *file)
+dpp_session_t *dpp_master_index_lease(dpp_master_t *m, const char *session_id, uint32_t file,
+                                      uint64_t lease_id, uint64_t worker_id)
 {
-    for (size_t si = 0; si < m->nsessions; si++) {
-        dpp_session_t *s = m->sessions[si];
-        for (size_t i = 0; i < s->nfiles; i++) {
-            if (s->files[i].index_lease.lease_id == lease_id) {
-                if (s->files[i].index_lease.worker_id != worker_id || s->state != SESSION_INDEXING)
-                    return NULL;
-                *file = i;
-                return s;
-            }
-        }
-    }
-    return NULL;
+    dpp_session_t *s = dpp_master_find_session(m, session_id);
+    if (s == NULL || s->state != SESSION_INDEXING || file >= s->nfiles)
+        return NULL;
+    const dpp_lease_ref_t *l = &s->files[file].index_lease;
+    return l->lease_id == lease_id && l->worker_id == worker_id ? s : NULL;
 }
 
 dpp_session_t *dpp_master_consumed_split(dpp_master_t *m, const char *session_id, unsigned epoch,

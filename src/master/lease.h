@@ -26,13 +26,14 @@ typedef struct dpp_lease_pick {
     int index; /* 1: an index task */
 } dpp_lease_pick_t;
 
-/* Chooses up to max tasks to lease now into out[0..max), changing no state
- * (beyond dpp_session_rank_cursor()'s cache): index tasks not yet leased
- * first (they unblock planning), then, in session and rank order, the
- * pending splits of every rank whose client attached within RANK_ABSENT_MS
- * of now_ms, from its first unconsumed split to dpp_session_lease_end().
- * Returns how many. */
-size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out, size_t max);
+/* Chooses tasks to lease now into out[0..max_index + max_splits), changing
+ * no state beyond its cursors (index_next, dpp_session_rank_cursor()): up to
+ * max_index index tasks not yet leased (they unblock planning), then up to
+ * max_splits splits, in session and rank order, the pending splits of every
+ * rank whose client attached within RANK_ABSENT_MS of now_ms, from its first
+ * unconsumed split to dpp_session_lease_end(). Returns how many. */
+size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
+                                size_t max_index, size_t max_splits);
 
 /* Leases a chosen task to worker_id under a new lease id (a split becomes
  * SPLIT_LEASED); a lease id it had before is revoked by that. Returns the
@@ -42,6 +43,10 @@ uint64_t dpp_master_lease_take(dpp_master_t *m, const dpp_lease_pick_t *t, uint6
 /* Answers every waiting LeaseRequest that pending work can serve with the
  * tasks dpp_master_choose_leases() picks for it. */
 void dpp_master_grant_leases(dpp_master_t *m);
+
+/* The same for one worker's connection (a peer_t of master_internal.h). */
+struct peer;
+void dpp_master_grant_peer(dpp_master_t *m, struct peer *p);
 
 /* A worker is gone: every task leased to it (index tasks, and splits leased
  * or produced but not consumed) goes back to pending and is granted to the
@@ -68,10 +73,10 @@ dpp_split_done_t dpp_master_split_done(dpp_master_t *m, const char *session_id, 
  * worker: `rows` rows. */
 void dpp_master_split_produced(dpp_session_t *s, size_t i, uint64_t rows);
 
-/* The session whose file index task lease_id still is, held by worker_id
- * while the session indexes (*file set), or NULL: a stale INDEX_DONE. */
-dpp_session_t *dpp_master_index_lease(dpp_master_t *m, uint64_t lease_id, uint64_t worker_id,
-                                      size_t *file);
+/* Session session_id when file `file`'s index task is still lease_id, held
+ * by worker_id while the session indexes, or NULL: a stale INDEX_DONE. */
+dpp_session_t *dpp_master_index_lease(dpp_master_t *m, const char *session_id, uint32_t file,
+                                      uint64_t lease_id, uint64_t worker_id);
 
 /* The session in which a client's acknowledgement of (epoch, split_id) by
  * rank still changes something: running, the current epoch, the rank's own

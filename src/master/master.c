@@ -58,6 +58,47 @@ static void on_timer(uv_timer_t *t)
     dpp_master_check_journal(m);
 }
 
+static void count_commit(dpp_master_t *m, double secs)
+{
+    size_t b = 0;
+    while (b < DPP_LEASE_BUCKETS && secs > dpp_lease_bounds[b])
+        b++;
+    m->n.commit_hist[b]++;
+    m->n.commit_sum += secs;
+    m->n.commit_count++;
+    m->n.commit_records += m->commit_records;
+}
+
+void dpp_master_commit(dpp_master_t *m)
+{
+    if (!m->commit_pending)
+        return;
+    uint64_t t0 = dpp_now_ns();
+    int rc = dpp_journal_sync(m->journal);
+    count_commit(m, (double)(dpp_now_ns() - t0) / 1e9);
+    m->commit_pending = 0;
+    m->commit_records = 0;
+    if (rc) {
+        DPP_ERROR("journal_sync_failed dir=%s error=\"%s\" action=stopping effect=\"answers "
+                  "that depend on it are dropped\"",
+                  m->state_dir, dpp_strerror(rc));
+        dpp_master_fail_stop(m);
+    }
+    for (peer_t *p = first_peer(m); p; p = next_peer(p))
+        if (p->base.conn.held_head || p->base.conn.held_close)
+            dpp_conn_release(&p->base.conn, rc == 0);
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+    dpp_master_commit(dpp_container_of(h, dpp_master_t, commit_prepare));
+}
+
+static void on_check(uv_check_t *h)
+{
+    dpp_master_commit(dpp_container_of(h, dpp_master_t, commit_check));
+}
+
 static int lock_state_dir(dpp_master_t *m)
 {
     if (mkdir(m->state_dir, 0750) != 0 && errno != EEXIST)
@@ -122,6 +163,10 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
     uv_timer_init(loop, &m->timer);
+    uv_prepare_init(loop, &m->commit_prepare);
+    uv_prepare_start(&m->commit_prepare, on_prepare);
+    uv_check_init(loop, &m->commit_check);
+    uv_check_start(&m->commit_check, on_check);
     rc = dpp_master_peers_listen(m, cfg);
     if (rc) {
         dpp_master_stop(m);
@@ -162,10 +207,13 @@ void dpp_master_stop(dpp_master_t *m)
 {
     if (m->stopping)
         return;
+    dpp_master_commit(m); /* what was said before the stop goes out (or is dropped) first */
     m->stopping = 1;
     dpp_master_http_stop(m);
     dpp_listener_close(&m->lst);
     uv_close((uv_handle_t *)&m->timer, NULL);
+    uv_close((uv_handle_t *)&m->commit_prepare, NULL);
+    uv_close((uv_handle_t *)&m->commit_check, NULL);
 }
 
 void dpp_master_free(dpp_master_t *m)

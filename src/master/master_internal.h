@@ -22,6 +22,11 @@
  * ("ctl", "worker", "client"), plus one; ROLE_NONE before HELLO. */
 typedef enum peer_role { ROLE_NONE, ROLE_CTL, ROLE_WORKER, ROLE_CLIENT } peer_role_t;
 
+/* Makes the journal records written since the last call durable (one
+ * fdatasync) and releases the frames held meanwhile; when the sync fails the
+ * held frames are dropped and the master stops. */
+void dpp_master_commit(dpp_master_t *m);
+
 /* The journal failed: marks the master failed (it exits non-zero) and
  * stops it on the next turn of the loop. */
 void dpp_master_fail_stop(dpp_master_t *m);
@@ -37,7 +42,9 @@ typedef struct peer {
     uint64_t worker_id;
     char data_addr[64];
     unsigned threads;
-    unsigned lease_want;     /* a LeaseRequest waits for splits */
+    unsigned lease_want;     /* a LeaseRequest waits for splits (at most this many) */
+    unsigned index_cap;      /* index tasks the worker keeps queued (LeaseRequest) */
+    unsigned index_out;      /* index tasks leased to it without an INDEX_DONE yet */
     uint64_t lease_since_ns; /* when that request arrived */
     char held_session[24];   /* a client: the session whose rank it holds ("": none) */
     unsigned held_rank;
@@ -57,7 +64,8 @@ static inline peer_role_t peer_role(const peer_t *p)
  * split_rows; kept for the master's lifetime and rebuilt from the journal's
  * index records at restart. */
 typedef struct index_entry {
-    struct index_entry *next;
+    struct index_entry *next; /* in its bucket */
+    uint64_t hash;
     char *path;
     uint64_t size;
     int64_t mtime_ns;
@@ -66,6 +74,11 @@ typedef struct index_entry {
     uint64_t *bounds;
     size_t nbounds;
 } index_entry_t;
+
+typedef struct dpp_index_cache {
+    index_entry_t **buckets; /* [nbuckets], a power of two (0: empty) */
+    size_t nbuckets, n;
+} dpp_index_cache_t;
 
 /* Buckets of the lease latency histogram (seconds): how long a worker's
  * LeaseRequest waited for work. */
@@ -80,6 +93,10 @@ typedef struct dpp_master_counters {
     uint64_t lease_hist[DPP_LEASE_BUCKETS + 1]; /* the last: +Inf */
     double lease_sum;
     uint64_t lease_count;
+    /* group commits: the journal's fdatasync and the answers it released */
+    uint64_t commit_hist[DPP_LEASE_BUCKETS + 1];
+    double commit_sum;
+    uint64_t commit_count, commit_records;
 } dpp_master_counters_t;
 
 /* Upper bounds of the lease latency buckets, seconds. */
@@ -97,8 +114,19 @@ struct dpp_master {
     int lock_fd;
     dpp_session_t **sessions;
     size_t nsessions;
-    index_entry_t *index_cache;
+    dpp_index_cache_t index_cache;
     dpp_journal_t *journal;
+    /* Group commit: handlers write journal records without syncing and set
+     * commit_pending; while it is set every frame the master sends is held
+     * in its connection (conn.hold). Before the loop waits for I/O again
+     * (prepare) and after each round of I/O callbacks (check),
+     * dpp_master_commit() syncs once and releases what was held: nothing
+     * the master says depends on a record that is not durable, and one
+     * fdatasync covers every change of a loop turn. */
+    int commit_pending;
+    uint64_t commit_records; /* records written since the last sync */
+    uv_prepare_t commit_prepare;
+    uv_check_t commit_check;
     size_t journal_compact_bytes;
     uint64_t next_worker_id, next_lease_id;
     int stopping;

@@ -343,6 +343,17 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_histogram(m, "dpp_lease_latency_seconds", NULL, 0, dpp_lease_bounds, cum,
                           DPP_LEASE_BUCKETS, n->lease_sum, n->lease_count);
 
+    dpp_metrics_family(m, "dpp_journal_commit_seconds", DPP_METRIC_HISTOGRAM,
+                       "Time of the journal's group commits (one fdatasync for every change "
+                       "of a loop turn; the master's answers wait for it).");
+    c = 0;
+    for (int b = 0; b < DPP_LEASE_BUCKETS; b++)
+        cum[b] = c += n->commit_hist[b];
+    dpp_metrics_histogram(m, "dpp_journal_commit_seconds", NULL, 0, dpp_lease_bounds, cum,
+                          DPP_LEASE_BUCKETS, n->commit_sum, n->commit_count);
+    dpp_metrics_counter(m, "dpp_journal_committed_records_total",
+                        "Journal records made durable by group commits.", n->commit_records);
+
     dpp_journal_stats_t js;
     dpp_journal_get_stats(ms->journal, &js);
     dpp_metrics_gauge(m, "dpp_journal_bytes", "Size of the master's journal file.",

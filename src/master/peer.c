@@ -63,8 +63,10 @@ static void on_peer_frame(dpp_peer_t *base, const dpp_frame_t *f, const Protobuf
 {
     peer_t *p = (peer_t *)base;
     dpp_conn_t *c = &base->conn;
-    if (p->m == NULL)
+    if (p->m == NULL) {
         p->m = base->lst->cfg.data;
+        c->hold = &p->m->commit_pending; /* group commit: see master_internal.h */
+    }
     switch (f->type) {
     case DPP_MSG_SUBMIT:
         if (expect_role(p, f->type, ROLE_CTL))

@@ -23,7 +23,13 @@ dpp_journal_rec_t dpp_master_pack_rec(uint8_t type, const ProtobufCMessage *msg)
 
 int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
 {
-    int rc = dpp_journal_append_many(m->journal, recs, n);
+    int rc = dpp_journal_write(m->journal, recs, n);
+    if (rc == 0 && n > 0) {
+        m->commit_pending = 1; /* from now on what the master says waits for the sync */
+        m->commit_records += n;
+        if (m->stopping) /* the loop turns no more for the commit */
+            dpp_master_commit(m);
+    }
     for (size_t i = 0; i < n; i++)
         free((void *)recs[i].payload);
     if (rc) {

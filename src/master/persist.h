@@ -34,9 +34,12 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s);
 /* The record of file i's index in session s. */
 dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i);
 
-/* Appends recs[0..n) durably (one fsync) and frees their payloads. A master
- * that cannot journal would acknowledge state a restart loses: on an error
- * it logs, marks itself failed and stops; the error is returned. */
+/* Writes recs[0..n) to the journal and frees their payloads. They become
+ * durable at the loop turn's group commit (dpp_master_commit()); until then
+ * every frame the master sends is held, so the caller may apply the change
+ * and answer at once. A master that cannot journal would acknowledge state a
+ * restart loses: on an error it logs, marks itself failed and stops; the
+ * error is returned. */
 int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
 
 /* Rewrites the journal as a snapshot of the current state once it has grown

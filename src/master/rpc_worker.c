@@ -57,10 +57,11 @@ void dpp_master_worker_heartbeat(peer_t *p)
 
 void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
 {
-    unsigned want = req->max_leases;
+    unsigned want = req->max_leases, index = req->max_index_tasks;
     if (p->lease_want == 0)
         p->lease_since_ns = dpp_now_ns();
     p->lease_want = want > 64 ? 64 : want;
+    p->index_cap = index > 256 ? 256 : index;
     dpp_master_grant_leases(p->m);
 }
 
@@ -91,11 +92,12 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
               s->epoch, i, msg->rows, msg->blocks);
 }
 
-void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
+static void index_done(peer_t *p, const Dpp__IndexDone *msg)
 {
     dpp_master_t *m = p->m;
-    size_t i;
-    dpp_session_t *s = dpp_master_index_lease(m, msg->lease_id, p->worker_id, &i);
+    size_t i = msg->file;
+    dpp_session_t *s =
+        dpp_master_index_lease(m, msg->session_id, msg->file, msg->lease_id, p->worker_id);
     if (s == NULL)
         return;
     dpp_file_t *f = &s->files[i];
@@ -154,6 +156,14 @@ void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
     if (planned)
         dpp_master_grant_leases(m);
     dpp_master_maybe_compact(m);
+}
+
+void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
+{
+    if (p->index_out > 0) /* one answer per index lease, current or not */
+        p->index_out--;
+    index_done(p, msg);
+    dpp_master_grant_peer(p->m, p); /* its next index tasks, while its request waits */
 }
 
 void dpp_master_worker_timeouts(dpp_master_t *m, int64_t now_ms)

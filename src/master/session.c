@@ -305,6 +305,8 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
         dpp_lease_ref_t *l = &s->files[i].index_lease;
         if (!s->files[i].indexed && l->lease_id && l->worker_id == worker_id) {
             l->lease_id = l->worker_id = 0;
+            if (i < s->index_next)
+                s->index_next = i;
             n++;
         }
     }

@@ -94,6 +94,7 @@ typedef struct dpp_session {
     char *table_path;
     dpp_file_t *files;
     size_t nfiles, files_indexed;
+    size_t index_next;   /* no file before it waits for an index task */
     dpp_split_t *splits; /* [nsplits], current epoch; planned once indexed */
     size_t nsplits;
     unsigned epoch;

@@ -24,12 +24,13 @@ static size_t read_chunk(const dpp_conn_t *c)
 
 typedef struct write_req {
     uv_write_t req;
+    struct write_req *next; /* held: the next held frame */
     dpp_conn_t *conn;
     uint8_t *head; /* header + message, owned */
     void *payload;
     dpp_payload_free_cb payload_free;
     void *payload_arg;
-    size_t bytes;
+    size_t head_len, payload_len, bytes;
 } write_req_t;
 
 static void on_closed(uv_handle_t *h)
@@ -60,6 +61,10 @@ void dpp_conn_close(dpp_conn_t *c, int error)
         return;
     c->closing = 1;
     c->error = error;
+    if (c->held_head) { /* after what was said before it */
+        c->held_close = 1;
+        return;
+    }
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -76,6 +81,10 @@ void dpp_conn_finish(dpp_conn_t *c)
         return;
     dpp_conn_read_stop(c);
     c->closing = 1;
+    if (c->held_head) {
+        c->held_close = 2;
+        return;
+    }
     if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
         uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
@@ -242,6 +251,32 @@ static void on_written(uv_write_t *req, int status)
     }
 }
 
+static int write_now(write_req_t *w)
+{
+    uv_buf_t bufs[2] = {uv_buf_init((char *)w->head, (unsigned)w->head_len),
+                        uv_buf_init(w->payload, (unsigned)w->payload_len)};
+    return uv_write(&w->req, (uv_stream_t *)&w->conn->tcp, bufs, w->payload_len ? 2 : 1,
+                    on_written);
+}
+
+void dpp_conn_release(dpp_conn_t *c, int write)
+{
+    write_req_t *w = c->held_head;
+    c->held_head = c->held_tail = NULL;
+    while (w) {
+        write_req_t *next = w->next;
+        if (!write || write_now(w) != 0) /* dropped, or the socket failed */
+            on_written(&w->req, UV_ECANCELED);
+        w = next;
+    }
+    int how = c->held_close;
+    c->held_close = 0;
+    if (how == 1)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+    else if (how == 2 && uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
 int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m, void *payload,
                           uint32_t len, dpp_payload_free_cb free_cb, void *arg)
 {
@@ -262,11 +297,17 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
     w->payload_free = free_cb;
     w->payload_arg = arg;
     w->bytes = head_len + len;
-    uv_buf_t bufs[2] = {uv_buf_init((char *)w->head, (unsigned)head_len),
-                        uv_buf_init(payload, len)};
-    rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, len ? 2 : 1, on_written);
-    if (rc != 0)
+    w->head_len = head_len;
+    w->payload_len = len;
+    if (c->hold && *c->hold) {
+        if (c->held_tail)
+            c->held_tail->next = w;
+        else
+            c->held_head = w;
+        c->held_tail = w;
+    } else if ((rc = write_now(w)) != 0) {
         goto fail;
+    }
     c->queued += w->bytes;
     if (c->max_queued && c->queued > c->max_queued && !c->out_paused) {
         c->out_paused = 1;

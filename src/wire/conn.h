@@ -41,7 +41,14 @@ struct dpp_conn {
                           bounds what it sends, as credits do) */
     int out_paused;    /* reading stopped by max_queued */
     uint64_t dropped;  /* bytes queued and never written (the connection closed first) */
-    int error;         /* why the connection closed; 0 when its owner closed it */
+    /* While *hold is non-zero, frames wait in the connection (not written)
+     * until dpp_conn_release(): the master holds what it says until the
+     * journal records it depends on are durable (group commit). NULL: no
+     * hold. */
+    const int *hold;
+    struct write_req *held_head, *held_tail;
+    int held_close; /* closed while frames were held: 1 close, 2 finish, after release */
+    int error;      /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;
     dpp_conn_frame_cb on_frame;
@@ -76,8 +83,14 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
 int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes the frames held while *c->hold was set, in order (write = 0:
+ * drops them, e.g. when what they depend on could not be made durable);
+ * then carries out a close or finish asked for meanwhile. */
+void dpp_conn_release(dpp_conn_t *c, int write);
+
 /* Closes c once (later calls do nothing); error is kept in c->error.
- * Frames still queued are dropped. */
+ * Frames still queued are dropped; frames held (c->hold) are written first,
+ * at dpp_conn_release(). */
 void dpp_conn_close(dpp_conn_t *c, int error);
 
 /* Closes c after every queued frame is written (TCP shutdown, then close),

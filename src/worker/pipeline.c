@@ -811,6 +811,8 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
     memset(res, 0, sizeof *res);
     res->kind = DPP_TASK_INDEX;
     res->lease_id = t->lease_id;
+    memcpy(res->session, t->session, sizeof res->session);
+    res->split = t->split;
     if (t->split_rows == 0) {
         set_error(res, DPP_EINVAL, "index %s: split_rows is 0", t->rel_path);
         return res->error;
@@ -981,33 +983,36 @@ unsigned dpp_pipeline_generation(dpp_pipeline_t *p)
 }
 
 /* Frees the queued tasks; caller holds p->mu. */
-static size_t drop_queued(dpp_pipeline_t *p)
+static size_t drop_queued(dpp_pipeline_t *p, size_t *index_tasks)
 {
-    size_t n = 0;
+    size_t n = 0, ni = 0;
     while (p->tasks) {
         dpp_task_t *t = p->tasks;
         p->tasks = t->next;
+        ni += t->kind == DPP_TASK_INDEX;
         dpp_task_free(t);
         n++;
     }
+    if (index_tasks)
+        *index_tasks = ni;
     p->tasks_tail = &p->tasks;
     return n;
 }
 
-size_t dpp_pipeline_revoke(dpp_pipeline_t *p)
+size_t dpp_pipeline_revoke(dpp_pipeline_t *p, size_t *index_tasks)
 {
     pthread_mutex_lock(&p->mu);
     p->generation++;
-    size_t n = drop_queued(p);
+    size_t n = drop_queued(p, index_tasks);
     pthread_cond_broadcast(&p->space_cv); /* emitters waiting for budget drop out */
     pthread_mutex_unlock(&p->mu);
     return n;
 }
 
-size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p)
+size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p, size_t *index_tasks)
 {
     pthread_mutex_lock(&p->mu);
-    size_t n = drop_queued(p);
+    size_t n = drop_queued(p, index_tasks);
     pthread_mutex_unlock(&p->mu);
     return n;
 }

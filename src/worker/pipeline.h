@@ -64,7 +64,7 @@ typedef struct dpp_split_result {
     struct dpp_split_result *next;
     dpp_task_kind_t kind;
     uint64_t lease_id;
-    char session[24]; /* SPLIT: the lease's session and split, echoed to the master */
+    char session[24]; /* the lease's session and split (INDEX: file), echoed to the master */
     uint32_t split;
     unsigned generation;
     uint32_t blocks;
@@ -153,12 +153,13 @@ unsigned dpp_pipeline_generation(dpp_pipeline_t *p);
 /* Loop thread: every lease the worker holds is gone (the master dropped it):
  * bumps the generation, so that running tasks stop at their next block and
  * their blocks are not sent, and frees the tasks not started yet. Returns
- * how many queued tasks were dropped. */
-size_t dpp_pipeline_revoke(dpp_pipeline_t *p);
+ * how many queued tasks were dropped (*index_tasks: how many of them were
+ * index tasks; may be NULL). */
+size_t dpp_pipeline_revoke(dpp_pipeline_t *p, size_t *index_tasks);
 
 /* Loop thread: drops the tasks not started yet (a draining worker), keeping
- * the generation. Returns how many. */
-size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p);
+ * the generation. Returns how many (*index_tasks as for revoke). */
+size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p, size_t *index_tasks);
 
 /* Loop thread: the client of (session, rank) subscribed from loopback (1)
  * or from elsewhere (0); decides compression "auto" for later splits. */

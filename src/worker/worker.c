@@ -27,6 +27,8 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* Index tasks a worker keeps queued per pipeline thread (request_leases()). */
+#define INDEX_TASKS_PER_THREAD 16
 
 typedef enum mlink_state {
     MLINK_DOWN,
@@ -86,7 +88,8 @@ struct dpp_worker {
     uint64_t worker_id;
     unsigned heartbeat_ms;
     int lease_requested;
-    unsigned outstanding; /* leases given to the pipeline and not finished */
+    unsigned outstanding;       /* leases given to the pipeline and not finished */
+    unsigned outstanding_index; /* of which index tasks */
     unsigned backoff_ms;
     int64_t next_connect_ms, next_heartbeat_ms;
     int64_t master_heard_ms; /* last frame from the master */
@@ -293,11 +296,17 @@ static void on_client_frame(dpp_peer_t *p, const dpp_frame_t *f, const ProtobufC
 
 static void request_leases(dpp_worker_t *w)
 {
+    /* Splits: one per pipeline thread. Index tasks (a sidecar or footer
+     * each) queue besides, INDEX_TASKS_PER_THREAD per thread: the master
+     * tops them up while the request waits, so indexing many small files is
+     * not one round trip each. */
+    unsigned splits = w->outstanding - w->outstanding_index;
     if (w->mstate != MLINK_REGISTERED || w->lease_requested || w->stopping || w->draining ||
-        w->outstanding >= w->cfg.threads)
+        splits >= w->cfg.threads)
         return;
     Dpp__LeaseRequest req = DPP__LEASE_REQUEST__INIT;
-    req.max_leases = w->cfg.threads - w->outstanding;
+    req.max_leases = w->cfg.threads - splits;
+    req.max_index_tasks = INDEX_TASKS_PER_THREAD * w->cfg.threads;
     if (dpp_conn_send(&w->mlink->conn, DPP_MSG_LEASE, &req.base) == 0)
         w->lease_requested = 1;
 }
@@ -338,6 +347,7 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
                   t->kind == DPP_TASK_INDEX ? "index" : "split", t->session, t->epoch, t->split,
                   t->lease_id, t->path);
         w->outstanding++;
+        w->outstanding_index += t->kind == DPP_TASK_INDEX;
         dpp_pipeline_submit(&w->pipe, t);
     }
     request_leases(w);
@@ -413,8 +423,11 @@ static void on_master_closed(dpp_conn_t *conn)
     if (was_registered && !w->stopping) {
         /* The master re-leases whatever this worker held: stop producing it
          * and drop what is queued, so no stale lease delivers. */
-        size_t dropped = dpp_pipeline_revoke(&w->pipe);
+        size_t dropped_index = 0;
+        size_t dropped = dpp_pipeline_revoke(&w->pipe, &dropped_index);
         w->outstanding -= dropped < w->outstanding ? dropped : w->outstanding;
+        w->outstanding_index -=
+            dropped_index < w->outstanding_index ? dropped_index : w->outstanding_index;
         drop_streams(w);
         DPP_WARN("master_lost master=%s reason=\"%s\" leases=revoked queued_tasks_dropped=%zu",
                  w->master_addr, dpp_strerror(conn->error), dropped);
@@ -476,6 +489,8 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
         d.file_mtime_ns = r->file_mtime_ns;
         d.rejects = &rej;
         d.reject_detail = (char *)r->reject_detail;
+        d.session_id = (char *)r->session;
+        d.file = r->split;
         dpp_conn_send(&w->mlink->conn, DPP_MSG_INDEX_DONE, &d.base);
         return;
     }
@@ -544,6 +559,8 @@ static void on_pipeline_ready(uv_async_t *a)
         results = r->next;
         if (w->outstanding)
             w->outstanding--;
+        if (r->kind == DPP_TASK_INDEX && w->outstanding_index)
+            w->outstanding_index--;
         count_result(&w->n, r);
         if (w->mstate == MLINK_REGISTERED && r->generation == gen)
             report_result(w, r);
@@ -782,8 +799,11 @@ void dpp_worker_drain(dpp_worker_t *w, unsigned grace_ms)
     w->drain_deadline_ms = dpp_now_ms() + grace_ms;
     /* Tasks not started go back to the master when this worker disconnects;
      * the running ones finish and their blocks are delivered. */
-    size_t dropped = dpp_pipeline_cancel_queued(&w->pipe);
+    size_t dropped_index = 0;
+    size_t dropped = dpp_pipeline_cancel_queued(&w->pipe, &dropped_index);
     w->outstanding -= dropped < w->outstanding ? dropped : w->outstanding;
+    w->outstanding_index -=
+        dropped_index < w->outstanding_index ? dropped_index : w->outstanding_index;
     DPP_INFO("worker_draining running_tasks=%u queued_tasks_dropped=%zu grace_ms=%u",
              w->outstanding, dropped, grace_ms);
 }

@@ -81,7 +81,10 @@ static void attach_all(dpp_session_t *s)
  * and taken. picks: [max]. Returns how many. */
 static size_t grant(fixture_t *fx, uint64_t worker, size_t max, dpp_lease_pick_t *picks)
 {
-    size_t n = dpp_master_choose_leases(&fx->m, NOW, picks, max);
+    /* index tasks first, as a worker with max split slots gets them */
+    size_t n = dpp_master_choose_leases(&fx->m, NOW, picks, max, 0);
+    if (n < max)
+        n += dpp_master_choose_leases(&fx->m, NOW, picks + n, 0, max - n);
     for (size_t k = 0; k < n; k++)
         dpp_master_lease_take(&fx->m, &picks[k], worker);
     return n;
@@ -301,13 +304,13 @@ static void test_fencing(void **state)
     dpp_master_release_worker(&fx.m, 1);
     assert_int_equal(grant_any(&fx, 3, 1), 1);
     uint64_t i2 = t->files[0].index_lease.lease_id;
-    size_t file = 99;
-    assert_null(dpp_master_index_lease(&fx.m, i1, 1, &file));
-    assert_null(dpp_master_index_lease(&fx.m, i2, 1, &file));
-    assert_ptr_equal(dpp_master_index_lease(&fx.m, i2, 3, &file), t);
-    assert_int_equal(file, 0);
+    assert_null(dpp_master_index_lease(&fx.m, "s2", 0, i1, 1));
+    assert_null(dpp_master_index_lease(&fx.m, "s2", 0, i2, 1));
+    assert_null(dpp_master_index_lease(&fx.m, "s2", 1, i2, 3)); /* no such file */
+    assert_null(dpp_master_index_lease(&fx.m, "s1", 0, i2, 3)); /* another session */
+    assert_ptr_equal(dpp_master_index_lease(&fx.m, "s2", 0, i2, 3), t);
     dpp_session_file_indexed(t, 0, 10, (uint64_t[]){0, 1000}, 2);
-    assert_null(dpp_master_index_lease(&fx.m, i2, 3, &file)); /* a repeat */
+    assert_null(dpp_master_index_lease(&fx.m, "s2", 0, i2, 3)); /* a repeat */
     fixture_close(&fx);
 }
 
