@@ -18,11 +18,17 @@ files=${3:-10000}
 source "$DPP_SOURCE_DIR/tests/integration/lib.sh"
 dpp_use_build_dir ttfb "$build"
 dpp_setup ttfb
-root=$DPP_TMP/root
+# DPP_TTFB_TABLES=DIR keeps the generated tables there for the next run
+# (writing 100,000 files takes longer than reading them)
+root=${DPP_TTFB_TABLES:-$DPP_TMP}/$format-$files
 extra=(--index)
 [[ $format == parquet ]] && extra=(--format parquet)
-"$DPP_GEN" --rows $((files * 2)) --shards "$files" --partitions 1 --seed 3 "${extra[@]}" \
-    --out "$root/criteo" >/dev/null
+if [[ ! -e $root/criteo/.complete ]]; then
+    rm -rf "$root"
+    "$DPP_GEN" --rows $((files * 2)) --shards "$files" --partitions 1 --seed 3 "${extra[@]}" \
+        --out "$root/criteo" >/dev/null
+    touch "$root/criteo/.complete"
+fi
 dpp_start_master --data-root "$root"
 dpp_start_worker --threads 2
 dpp_start_worker --threads 2

@@ -71,22 +71,21 @@ static void count_commit(dpp_master_t *m, double secs)
 
 void dpp_master_commit(dpp_master_t *m)
 {
-    if (!m->commit_pending)
-        return;
-    uint64_t t0 = dpp_now_ns();
-    int rc = dpp_journal_sync(m->journal);
-    count_commit(m, (double)(dpp_now_ns() - t0) / 1e9);
-    m->commit_pending = 0;
-    m->commit_records = 0;
-    if (rc) {
-        DPP_ERROR("journal_sync_failed dir=%s error=\"%s\" action=stopping effect=\"answers "
-                  "that depend on it are dropped\"",
-                  m->state_dir, dpp_strerror(rc));
-        dpp_master_fail_stop(m);
+    int rc = 0;
+    if (m->commit_pending) {
+        uint64_t t0 = dpp_now_ns();
+        rc = dpp_journal_sync(m->journal);
+        count_commit(m, (double)(dpp_now_ns() - t0) / 1e9);
+        m->commit_pending = 0;
+        m->commit_records = 0;
+        if (rc) {
+            DPP_ERROR("journal_sync_failed dir=%s error=\"%s\" action=stopping effect=\"answers "
+                      "that depend on it are dropped\"",
+                      m->state_dir, dpp_strerror(rc));
+            dpp_master_fail_stop(m);
+        }
     }
-    for (peer_t *p = first_peer(m); p; p = next_peer(p))
-        if (p->base.conn.held_head || p->base.conn.held_close)
-            dpp_conn_release(&p->base.conn, rc == 0);
+    dpp_conn_release_list(&m->held_conns, rc == 0);
 }
 
 static void on_prepare(uv_prepare_t *h)
@@ -163,6 +162,7 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
     uv_timer_init(loop, &m->timer);
+    m->hold_frames = 1;
     uv_prepare_init(loop, &m->commit_prepare);
     uv_prepare_start(&m->commit_prepare, on_prepare);
     uv_check_init(loop, &m->commit_check);
@@ -207,7 +207,12 @@ void dpp_master_stop(dpp_master_t *m)
 {
     if (m->stopping)
         return;
-    dpp_master_commit(m); /* what was said before the stop goes out (or is dropped) first */
+    /* what was said before the stop goes out (or is dropped) first; lazy
+     * records (index results) are made durable too, a sync that costs
+     * nothing when there are none */
+    m->commit_pending = 1;
+    dpp_master_commit(m);
+    m->hold_frames = 0; /* the loop turns no more for a commit */
     m->stopping = 1;
     dpp_master_http_stop(m);
     dpp_listener_close(&m->lst);

@@ -117,13 +117,17 @@ struct dpp_master {
     dpp_index_cache_t index_cache;
     dpp_journal_t *journal;
     /* Group commit: handlers write journal records without syncing and set
-     * commit_pending; while it is set every frame the master sends is held
-     * in its connection (conn.hold). Before the loop waits for I/O again
-     * (prepare) and after each round of I/O callbacks (check),
-     * dpp_master_commit() syncs once and releases what was held: nothing
-     * the master says depends on a record that is not durable, and one
-     * fdatasync covers every change of a loop turn. */
+     * commit_pending; every frame the master sends is held in its
+     * connection (conn.hold, hold_frames: 1 until the stop), and the
+     * connections holding some are on held_conns. Before the loop waits for
+     * I/O again (prepare) and after each round of I/O callbacks (check),
+     * dpp_master_commit() syncs once if a record asks for it and releases
+     * what was held, one write per connection: nothing the master says
+     * depends on a record that is not durable, one fdatasync covers every
+     * change of a loop turn, and a turn's answers to a peer share a write. */
     int commit_pending;
+    int hold_frames;
+    dpp_conn_t *held_conns;
     uint64_t commit_records; /* records written since the last sync */
     uv_prepare_t commit_prepare;
     uv_check_t commit_check;

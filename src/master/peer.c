@@ -65,7 +65,8 @@ static void on_peer_frame(dpp_peer_t *base, const dpp_frame_t *f, const Protobuf
     dpp_conn_t *c = &base->conn;
     if (p->m == NULL) {
         p->m = base->lst->cfg.data;
-        c->hold = &p->m->commit_pending; /* group commit: see master_internal.h */
+        c->hold = &p->m->hold_frames; /* group commit: see master_internal.h */
+        c->held_list = &p->m->held_conns;
     }
     switch (f->type) {
     case DPP_MSG_SUBMIT:

@@ -21,13 +21,13 @@ dpp_journal_rec_t dpp_master_pack_rec(uint8_t type, const ProtobufCMessage *msg)
     return (dpp_journal_rec_t){.type = type, .payload = buf, .len = len};
 }
 
-int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n, int commit)
 {
     int rc = dpp_journal_write(m->journal, recs, n);
-    if (rc == 0 && n > 0) {
+    m->commit_records += rc == 0 ? n : 0;
+    if (rc == 0 && n > 0 && commit) {
         m->commit_pending = 1; /* from now on what the master says waits for the sync */
-        m->commit_records += n;
-        if (m->stopping) /* the loop turns no more for the commit */
+        if (m->stopping)       /* the loop turns no more for the commit */
             dpp_master_commit(m);
     }
     for (size_t i = 0; i < n; i++)
@@ -41,6 +41,16 @@ int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
     /* Compaction comes after the change is applied (dpp_master_maybe_compact() at the
      * end of each handler): a snapshot taken here would miss it. */
     return 0;
+}
+
+int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+{
+    return journal_put(m, recs, n, 1);
+}
+
+int dpp_master_journal_put_lazy(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+{
+    return journal_put(m, recs, n, 0);
 }
 
 dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
@@ -120,7 +130,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
             char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
             for (size_t i = 0; i < js->n_files; i++)
                 files[i] = dpp_xstrdup(js->files[i]);
-            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files,
+            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files, NULL,
                                 js->n_files);
             m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
             m->sessions[m->nsessions++] = s;

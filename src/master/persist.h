@@ -42,6 +42,16 @@ dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i);
  * error is returned. */
 int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
 
+/* Like dpp_master_journal_put(), for records whose loss a restart repairs by
+ * itself (a file's index: the replayed session indexes the file again and,
+ * a plan being a function of the files, plans the same splits). They ask
+ * for no commit and hold no answer: the next commit makes them durable with
+ * everything before it, and since the journal is one file appended in
+ * order, no later record (a consumed split of their plan) can be durable
+ * without them. While a table is indexed, this is what lets workers get
+ * their next index tasks without waiting for an fdatasync per answer. */
+int dpp_master_journal_put_lazy(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
+
 /* Rewrites the journal as a snapshot of the current state once it has grown
  * past --journal-compact-kb and to more than twice its last snapshot. Call
  * it after a change is applied, never between journaling and applying: the

@@ -141,7 +141,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
         ji.file_mtime_ns = msg->file_mtime_ns;
     }
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_INDEXED, &ji.base);
-    if (dpp_master_journal_put(m, &rec, 1) != 0)
+    if (dpp_master_journal_put_lazy(m, &rec, 1) != 0)
         return;
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
     f->index_size = ji.file_size;

@@ -16,6 +16,7 @@
 #include "base/reject.h"
 #include "crypto/checkpoint_token.h"
 #include "spec/spec.h"
+#include "spec/table.h"
 
 typedef enum split_state {
     SPLIT_PENDING = 0,  /* waiting for a worker */
@@ -127,12 +128,13 @@ typedef struct dpp_session {
 
 /* Makes a session at epoch 0 from the listed files (absolute paths under
  * table_path, taken over with the table path and the spec's contents; the
- * caller's spec is zeroed). Files are stat'ed here; index state starts
- * unknown. The session gets a fresh random checkpoint-token key (a replay
+ * caller's spec is zeroed). Sizes and mtimes are stats[i] as the listing
+ * saw them, or (stats NULL: a journal replay) stat'ed here; index state
+ * starts unknown. The session gets a fresh random checkpoint-token key (a replay
  * then puts the journaled one in its place). Aborts on out-of-memory, or
  * when the kernel has no randomness to give (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
-                               size_t nfiles);
+                               const dpp_table_stat_t *stats, size_t nfiles);
 void dpp_session_free(dpp_session_t *s);
 
 /* Records file i's index: `records` records, split boundaries bounds[0..n)

@@ -3,6 +3,7 @@
 // roots, and the sorted list of data files of its selected partitions.
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,15 +65,57 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-int dpp_path_check_under(const char *path, char *const *roots, size_t n)
+/* Whether path is resolved: no symlink, "." or ".." in it. A folder found
+ * resolved is remembered (per thread: workers check from several) with its
+ * identity, so that the files of one folder, checked one after the other,
+ * cost a stat of the folder and an lstat of the file instead of realpath's
+ * readlink per component. A folder (or one above it) swapped for a symlink
+ * since leads elsewhere: another identity, a full check. */
+static int is_resolved(const char *path, struct stat *file_st)
 {
-    if (path[0] != '/')
-        return DPP_EPATH;
+    static __thread char dir_ok[PATH_MAX];
+    static __thread dev_t dir_dev;
+    static __thread ino_t dir_ino;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash + 1;
+    size_t dlen = (size_t)(slash - path);
+    struct stat st;
+    if (dir_ok[0] && dlen < sizeof dir_ok && strncmp(path, dir_ok, dlen) == 0 &&
+        dir_ok[dlen] == '\0' && name[0] && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+        stat(dir_ok, &st) == 0 && st.st_dev == dir_dev && st.st_ino == dir_ino) {
+        if (lstat(path, file_st) != 0)
+            return -errno;
+        return S_ISLNK(file_st->st_mode) ? 0 : 1;
+    }
     char *real = realpath(path, NULL);
     if (real == NULL)
         return -errno;
     int ok = strcmp(real, path) == 0;
     free(real);
+    if (ok && stat(path, file_st) != 0)
+        return -errno;
+    dir_ok[0] = '\0';
+    if (ok && dlen > 0 && dlen < sizeof dir_ok) {
+        memcpy(dir_ok, path, dlen);
+        dir_ok[dlen] = '\0';
+        if (stat(dir_ok, &st) == 0) {
+            dir_dev = st.st_dev;
+            dir_ino = st.st_ino;
+        } else {
+            dir_ok[0] = '\0';
+        }
+    }
+    return ok;
+}
+
+int dpp_path_check_under(const char *path, char *const *roots, size_t n, struct stat *st)
+{
+    struct stat own;
+    if (path[0] != '/')
+        return DPP_EPATH;
+    int ok = is_resolved(path, st ? st : &own);
+    if (ok < 0)
+        return ok;
     if (!ok)
         return DPP_EPATH;
     if (n == 0)
@@ -147,6 +190,7 @@ typedef struct listed {
     dev_t dev;
     ino_t ino;
     size_t order; /* its place in path order, once sorted */
+    dpp_table_stat_t stat;
 } listed_t;
 
 typedef struct listing {
@@ -171,7 +215,12 @@ static int add_file(listing_t *l, char *path, const struct stat *st)
         l->files = files;
         l->cap = cap;
     }
-    l->files[l->nfiles++] = (listed_t){path, st->st_dev, st->st_ino, 0};
+    l->files[l->nfiles++] = (listed_t){
+        path,
+        st->st_dev,
+        st->st_ino,
+        0,
+        {(uint64_t)st->st_size, (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec}};
     return 0;
 }
 
@@ -211,30 +260,44 @@ static int is_wanted(const struct stat *st, const char *name, int want)
     return S_ISDIR(st->st_mode) && (want & WANT_PARTS) && is_partition_name(name);
 }
 
-/* Handles one entry `name` of folder dir (resolved): adds it when it is a data
- * file, walks it when it is a wanted partition folder, skips anything else.
- * An entry is resolved (realpath) and must stay inside the table. */
-static int list_entry(listing_t *l, const char *dir, const char *name, int want, int depth)
+/* Handles entry ent of folder dir (resolved, open as d): adds it when it is a
+ * data file, walks it when it is a wanted partition folder, skips anything
+ * else. A symlink is resolved (realpath) and must stay inside the table. */
+static int list_entry(listing_t *l, DIR *d, const char *dir, const struct dirent *ent, int want,
+                      int depth)
 {
     struct stat st;
+    const char *name = ent->d_name;
     char *path = NULL;
     int rc = 0;
 
     char *joined = join(dir, name);
     if (!joined)
         return set_err(l->err, l->errlen, -ENOMEM, "out of memory");
-    path = realpath(joined, NULL);
-    if (!path) {
-        /* a dangling symlink, or gone since readdir: nothing to read */
-        if (errno == ENOMEM)
-            rc = set_err(l->err, l->errlen, -ENOMEM, "out of memory");
-        goto out;
+    if (ent->d_type == DT_REG || ent->d_type == DT_DIR) {
+        /* no symlink: dir is resolved and name one plain component, so the
+         * joined path is resolved too (realpath would cost a readlink per
+         * component of it, for every file of a 100,000-file table) */
+        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISLNK(st.st_mode) ||
+            !is_wanted(&st, name, want))
+            goto out; /* gone since readdir, or replaced by a link */
+        path = joined;
+        joined = NULL;
+    } else {
+        path = realpath(joined, NULL);
+        if (!path) {
+            /* a dangling symlink, or gone since readdir: nothing to read */
+            if (errno == ENOMEM)
+                rc = set_err(l->err, l->errlen, -ENOMEM, "out of memory");
+            goto out;
+        }
+        if (stat(path, &st) != 0 || !is_wanted(&st, name, want))
+            goto out;
     }
-    if (stat(path, &st) != 0 || !is_wanted(&st, name, want))
-        goto out;
+    const char *shown = joined ? joined : path; /* the name as listed, for messages */
     if (!is_under(path, l->table_path)) {
         rc = set_err(l->err, l->errlen, DPP_EPATH, "table \"%s\": \"%s\" leads outside the table",
-                     l->table_name, rel(l, joined));
+                     l->table_name, rel(l, shown));
         goto out;
     }
     if (S_ISREG(st.st_mode)) {
@@ -242,14 +305,14 @@ static int list_entry(listing_t *l, const char *dir, const char *name, int want,
         path = NULL;
         if (rc)
             set_err(l->err, l->errlen, rc, "out of memory");
-    } else if (is_under(dir, path)) {
+    } else if (is_under(dir, path)) { /* only a symlink can lead there */
         rc = set_err(l->err, l->errlen, -ELOOP,
                      "table \"%s\": \"%s\" loops back to a folder above it", l->table_name,
-                     rel(l, joined));
+                     rel(l, shown));
     } else if (depth >= MAX_PARTITION_DEPTH) {
         rc = set_err(l->err, l->errlen, -ELOOP,
                      "table \"%s\": partitions nested deeper than %d levels at \"%s\"",
-                     l->table_name, MAX_PARTITION_DEPTH, rel(l, joined));
+                     l->table_name, MAX_PARTITION_DEPTH, rel(l, shown));
     } else {
         if (depth == 0)
             l->nparts++;
@@ -283,7 +346,7 @@ static int list_dir(listing_t *l, const char *dir, int want, int depth)
         }
         if (is_skipped_name(ent->d_name))
             continue; /* also "." and ".." */
-        rc = list_entry(l, dir, ent->d_name, want, depth);
+        rc = list_entry(l, d, dir, ent, want, depth);
         if (rc)
             break;
     }
@@ -380,13 +443,15 @@ static void keep_one_name(listing_t *l)
 }
 
 int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
-                         size_t *nfiles, char *err, size_t errlen)
+                         dpp_table_stat_t **stats, size_t *nfiles, char *err, size_t errlen)
 {
     listing_t l = {.err = err, .errlen = errlen};
     char *resolved = NULL;
     int rc;
 
     *files = NULL;
+    if (stats)
+        *stats = NULL;
     *nfiles = 0;
     resolved = realpath(table_path, NULL);
     if (!resolved)
@@ -420,13 +485,21 @@ int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char **
     }
     keep_one_name(&l);
     char **paths = l.nfiles ? malloc(l.nfiles * sizeof *paths) : NULL;
-    if (l.nfiles && paths == NULL) {
+    dpp_table_stat_t *seen = stats && l.nfiles ? malloc(l.nfiles * sizeof *seen) : NULL;
+    if (l.nfiles && (paths == NULL || (stats && seen == NULL))) {
+        free(paths);
+        free(seen);
         rc = set_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < l.nfiles; i++)
+    for (size_t i = 0; i < l.nfiles; i++) {
         paths[i] = l.files[i].path;
+        if (seen)
+            seen[i] = l.files[i].stat;
+    }
     *files = paths;
+    if (stats)
+        *stats = seen;
     *nfiles = l.nfiles;
     l.nfiles = 0;
     rc = 0;

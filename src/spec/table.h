@@ -5,6 +5,7 @@
 #define DPP_SPEC_TABLE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "spec/spec.h"
 
@@ -16,8 +17,10 @@ int dpp_path_is_relative_inside(const char *path);
  * already resolved (realpath gives it back unchanged: no symlink or ".."
  * appeared since the master resolved it) and, with roots (n > 0, each
  * resolved), inside one of them; else DPP_EPATH (or -errno when it cannot
- * be resolved). */
-int dpp_path_check_under(const char *path, char *const *roots, size_t n);
+ * be resolved). The folder last found resolved is remembered per thread:
+ * the next file in it costs two stats, not a readlink per component. With
+ * st not NULL, a 0 return fills it with the file's stat. */
+int dpp_path_check_under(const char *path, char *const *roots, size_t n, struct stat *st);
 
 /* Resolves `table` (relative to a data root) with realpath against each root
  * in order and returns the first that exists as a directory and lies under
@@ -29,12 +32,20 @@ int dpp_path_check_under(const char *path, char *const *roots, size_t n);
 int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
                       char *err, size_t errlen);
 
+/* What a listing saw of a data file (stat), so that nobody stats it again. */
+typedef struct dpp_table_stat {
+    uint64_t size;
+    int64_t mtime_ns;
+} dpp_table_stat_t;
+
 /* Lists the data files of the spec's partitions (every `key=value` folder
  * when spec->npartitions is 0, or the table folder itself when it has none):
  * regular files, sorted by path, skipping names that start with '.' or '_'
  * and `.idx` sidecars. A named partition that does not exist is DPP_ESPEC
  * with err `partitions[i]: no partition "..." in table "..."`. *files is an
  * array of *nfiles malloc'd absolute paths; free with dpp_table_files_free().
+ * With stats not NULL, *stats is a malloc'd array of what the listing saw of
+ * each file (NULL when there are none); the caller frees it.
  *
  * Details: every entry is resolved with realpath and the returned paths are
  * real paths, deduplicated (an alias symlink does not read a file twice).
@@ -46,7 +57,7 @@ int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table
  * is -ELOOP. spec->table is used only in messages. No files is not an error:
  * 0 with *files NULL and *nfiles 0. On error *files is NULL. */
 int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
-                         size_t *nfiles, char *err, size_t errlen);
+                         dpp_table_stat_t **stats, size_t *nfiles, char *err, size_t errlen);
 void dpp_table_files_free(char **files, size_t nfiles);
 
 #endif

@@ -228,17 +228,23 @@ int dpp_conn_connect(dpp_conn_t *c, const struct sockaddr *addr, dpp_conn_connec
     return uv_tcp_connect(&c->connect_req, &c->tcp, addr, on_connected);
 }
 
+/* Done with the frames of one write: w and those chained after it (frames
+ * released together). */
 static void on_written(uv_write_t *req, int status)
 {
     write_req_t *w = dpp_container_of(req, write_req_t, req);
     dpp_conn_t *c = w->conn;
-    c->queued -= w->bytes;
-    if (status < 0)
-        c->dropped += w->bytes;
-    free(w->head);
-    if (w->payload_free)
-        w->payload_free(w->payload, w->payload_arg);
-    free(w);
+    while (w) {
+        write_req_t *next = w->next;
+        c->queued -= w->bytes;
+        if (status < 0)
+            c->dropped += w->bytes;
+        free(w->head);
+        if (w->payload_free)
+            w->payload_free(w->payload, w->payload_arg);
+        free(w);
+        w = next;
+    }
     if (status < 0 && status != UV_ECANCELED) {
         dpp_conn_close(c, status);
         return;
@@ -251,24 +257,36 @@ static void on_written(uv_write_t *req, int status)
     }
 }
 
+/* Writes w and the frames chained after it as one uv_write (one writev,
+ * one TCP push for a whole loop turn's answers); on_written frees them
+ * all. */
 static int write_now(write_req_t *w)
 {
-    uv_buf_t bufs[2] = {uv_buf_init((char *)w->head, (unsigned)w->head_len),
-                        uv_buf_init(w->payload, (unsigned)w->payload_len)};
-    return uv_write(&w->req, (uv_stream_t *)&w->conn->tcp, bufs, w->payload_len ? 2 : 1,
-                    on_written);
+    uv_buf_t small[16] = {{0}}, *bufs = small;
+    size_t n = 0;
+    for (const write_req_t *x = w; x; x = x->next)
+        n += 1 + (x->payload_len > 0);
+    if (n > sizeof small / sizeof small[0] && (bufs = malloc(n * sizeof *bufs)) == NULL)
+        return -ENOMEM;
+    n = 0;
+    for (const write_req_t *x = w; x; x = x->next) {
+        bufs[n++] = uv_buf_init((char *)x->head, (unsigned)x->head_len);
+        if (x->payload_len)
+            bufs[n++] = uv_buf_init(x->payload, (unsigned)x->payload_len);
+    }
+    /* libuv copies the buffer array */
+    int rc = uv_write(&w->req, (uv_stream_t *)&w->conn->tcp, bufs, (unsigned)n, on_written);
+    if (bufs != small)
+        free(bufs);
+    return rc;
 }
 
 void dpp_conn_release(dpp_conn_t *c, int write)
 {
     write_req_t *w = c->held_head;
     c->held_head = c->held_tail = NULL;
-    while (w) {
-        write_req_t *next = w->next;
-        if (!write || write_now(w) != 0) /* dropped, or the socket failed */
-            on_written(&w->req, UV_ECANCELED);
-        w = next;
-    }
+    if (w && (!write || write_now(w) != 0)) /* dropped, or the socket failed */
+        on_written(&w->req, UV_ECANCELED);
     int how = c->held_close;
     c->held_close = 0;
     if (how == 1)
@@ -300,10 +318,15 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
     w->head_len = head_len;
     w->payload_len = len;
     if (c->hold && *c->hold) {
-        if (c->held_tail)
+        if (c->held_tail) {
             c->held_tail->next = w;
-        else
+        } else {
             c->held_head = w;
+            if (c->held_list) {
+                c->held_next = *c->held_list;
+                *c->held_list = c;
+            }
+        }
         c->held_tail = w;
     } else if ((rc = write_now(w)) != 0) {
         goto fail;
@@ -342,4 +365,14 @@ int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
     e.code = code;
     e.message = text;
     return dpp_conn_send(c, DPP_MSG_ERROR, &e.base);
+}
+
+void dpp_conn_release_list(dpp_conn_t **list, int write)
+{
+    while (*list) {
+        dpp_conn_t *c = *list;
+        *list = c->held_next;
+        c->held_next = NULL;
+        dpp_conn_release(c, write);
+    }
 }

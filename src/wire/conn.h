@@ -43,9 +43,14 @@ struct dpp_conn {
     uint64_t dropped;  /* bytes queued and never written (the connection closed first) */
     /* While *hold is non-zero, frames wait in the connection (not written)
      * until dpp_conn_release(): the master holds what it says until the
-     * journal records it depends on are durable (group commit). NULL: no
-     * hold. */
+     * journal records it depends on are durable (group commit), and what is
+     * released together goes out in one write. NULL: no hold. A connection
+     * whose first frame is held puts itself on *held_list (linked by
+     * held_next), so that its owner releases the few that hold frames
+     * without looking at every connection. */
     const int *hold;
+    struct dpp_conn **held_list;
+    struct dpp_conn *held_next;
     struct write_req *held_head, *held_tail;
     int held_close; /* closed while frames were held: 1 close, 2 finish, after release */
     int error;      /* why the connection closed; 0 when its owner closed it */
@@ -83,10 +88,13 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
 int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Writes the frames held while *c->hold was set, in order (write = 0:
- * drops them, e.g. when what they depend on could not be made durable);
- * then carries out a close or finish asked for meanwhile. */
+/* Writes the frames held while *c->hold was set, in order and in one write
+ * (write = 0: drops them, e.g. when what they depend on could not be made
+ * durable); then carries out a close or finish asked for meanwhile. */
 void dpp_conn_release(dpp_conn_t *c, int write);
+
+/* Releases every connection on *list (see held_list) and empties it. */
+void dpp_conn_release_list(dpp_conn_t **list, int write);
 
 /* Closes c once (later calls do nothing); error is kept in c->error.
  * Frames still queued are dropped; frames held (c->hold) are written first,

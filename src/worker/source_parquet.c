@@ -85,7 +85,7 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     (void)reader; /* Parquet is read by column, not through the record reader */
     s->ops = &dpp_source_parquet;
     s->task = t;
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
                         rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
@@ -245,7 +245,7 @@ static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_resul
 static int pq_index_task(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
                          dpp_split_result_t *res)
 {
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc)
         return dpp_source_fail(res, rc, "file %s: %s", t->rel_path,
                                rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));

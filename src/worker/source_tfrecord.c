@@ -40,7 +40,7 @@ static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     s->ops = &dpp_source_tfrecord;
     s->reader = reader;
     s->task = t;
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc == 0)
         rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
     if (rc)
@@ -72,13 +72,11 @@ static void tf_close(dpp_source_t *s)
 
 static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res)
 {
-    int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots);
+    struct stat st;
+    int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, &st);
     if (prc)
         return dpp_source_fail(res, prc, "file %s: %s", t->rel_path,
                                prc == DPP_EPATH ? outside_roots : dpp_strerror(prc));
-    struct stat st;
-    if (stat(t->path, &st) != 0)
-        return dpp_source_fail(res, -errno, "file %s: %s", t->rel_path, strerror(errno));
     res->file_size = (uint64_t)st.st_size;
     res->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 

@@ -57,7 +57,7 @@ static int resolve(const char *root, char *const *roots, size_t nroots, const ch
     if (realpath(joined, real) == NULL)
         return dpp_errf(-errno, err, errlen, "vocabulary %s (under %s): %s", file, root,
                         strerror(errno));
-    if (nroots > 0 && dpp_path_check_under(real, roots, nroots) != 0)
+    if (nroots > 0 && dpp_path_check_under(real, roots, nroots, NULL) != 0)
         return dpp_errf(DPP_EPATH, err, errlen,
                         "vocabulary %s: resolves outside the worker's data roots", file);
     return 0;

@@ -85,6 +85,11 @@ struct dpp_worker {
     int pipe_started;
     mlink_t *mlink;
     mlink_state_t mstate;
+    /* While the pipeline's results are reported, frames to the master are
+     * held (conn.hold) and go out in one write at the end: a burst of small
+     * index tasks is one write, not one per INDEX_DONE. */
+    int cork;
+    dpp_conn_t *corked;
     uint64_t worker_id;
     unsigned heartbeat_ms;
     int lease_requested;
@@ -461,6 +466,8 @@ static void connect_master(dpp_worker_t *w)
         schedule_reconnect(w);
         return;
     }
+    ml->conn.hold = &w->cork;
+    ml->conn.held_list = &w->corked;
     w->mlink = ml;
     w->mstate = MLINK_CONNECTING;
     if (dpp_conn_connect(&ml->conn, (struct sockaddr *)&w->master_ss, on_master_connected) != 0)
@@ -538,6 +545,7 @@ static void on_pipeline_ready(uv_async_t *a)
     dpp_split_result_t *results;
     dpp_pipeline_take(&w->pipe, &blocks, &results);
     unsigned gen = dpp_pipeline_generation(&w->pipe);
+    w->cork = 1;
     while (blocks) {
         dpp_out_block_t *b = blocks;
         blocks = b->next;
@@ -575,6 +583,8 @@ static void on_pipeline_ready(uv_async_t *a)
         free(r);
     }
     request_leases(w);
+    w->cork = 0;
+    dpp_conn_release_list(&w->corked, 1);
 }
 
 /* A draining worker is done when its running tasks are finished and every

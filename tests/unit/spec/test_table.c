@@ -253,7 +253,8 @@ static void check_lists(const char *table_rel, const char *name, const char *con
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err, sizeof(err));
+    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, NULL, &nfiles, err,
+                                  sizeof(err));
     if (rc)
         print_error("table \"%s\": %d %s\n", name, rc, err);
     assert_int_equal(rc, 0);
@@ -273,12 +274,43 @@ static void check_list_fails(const char *table_rel, const char *name, const char
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    assert_int_equal(
-        dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err, sizeof(err)),
-        want_rc);
+    assert_int_equal(dpp_table_list_files(in_base(tp, table_rel), &spec, &files, NULL, &nfiles, err,
+                                          sizeof(err)),
+                     want_rc);
     assert_string_equal(err, want_err);
     assert_null(files);
     assert_int_equal(nfiles, 0);
+}
+
+/* The worker's check of paths the master sends, including the folder it
+ * remembers: a file or folder swapped for a symlink after a first check
+ * (a file in the folder checked just before) is still refused. */
+static void test_check_under(void **state)
+{
+    (void)state;
+    char p[PATH_MAX], q[PATH_MAX], root[PATH_MAX];
+    char *roots[] = {root};
+    in_base(root, "root1");
+    make_dir("root1/chk");
+    make_file("root1/chk/a");
+    make_file("root1/chk/b");
+    make_link("../../outside/secret", "root1/chk/link");
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/a"), roots, 1, NULL), 0);
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/b"), roots, 1, NULL),
+                     0); /* remembered */
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/link"), roots, 1, NULL), DPP_EPATH);
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/.."), roots, 1, NULL), DPP_EPATH);
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/gone"), roots, 1, NULL), -ENOENT);
+    assert_int_equal(dpp_path_check_under(in_base(p, "outside/secret"), roots, 1, NULL), DPP_EPATH);
+    assert_int_equal(dpp_path_check_under("relative/a", roots, 1, NULL), DPP_EPATH);
+    /* chk, once checked, becomes a symlink to a folder outside with the same names */
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/a"), roots, 1, NULL), 0);
+    make_dir("outside/chk");
+    make_file("outside/chk/b");
+    assert_int_equal(rename(in_base(p, "root1/chk"), in_base(q, "root1/chk.old")), 0);
+    make_link("../outside/chk", "root1/chk");
+    assert_int_equal(dpp_path_check_under(in_base(p, "root1/chk/b"), roots, 1, NULL), DPP_EPATH);
+    assert_int_equal(unlink(in_base(p, "root1/chk")), 0);
 }
 
 static void test_list_flat(void **state)
@@ -385,7 +417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve),         cmocka_unit_test(test_list_flat),
         cmocka_unit_test(test_list_partitions), cmocka_unit_test(test_list_errors),
-        cmocka_unit_test(test_list_unreadable),
+        cmocka_unit_test(test_list_unreadable), cmocka_unit_test(test_check_under),
     };
     return cmocka_run_group_tests(tests, build_tree, remove_tree);
 }
