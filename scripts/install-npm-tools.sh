@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the npm packages the tests use as independent references (DuckDB's
-# Node API, for the Parquet conformance tests) into a cache folder outside the
-# tree: $DPP_NPM_CACHE, default $HOME/.cache/dpp-npm.
+# Installs the npm packages the tests use as independent references into a
+# cache folder outside the tree ($DPP_NPM_CACHE, default $HOME/.cache/dpp-npm):
+# DuckDB's Node API (Parquet conformance, sums of generated tables) and
+# hyparquet (a second Parquet reader for dpp-gen's files, gen_check.sh).
 #
 # Idempotent: when the pinned version is already there it touches no network.
 # When the registry cannot be reached it says so on stderr and exits 0: the
@@ -12,12 +13,17 @@ set -euo pipefail
 # Pinned: tests/data/parquet-testing/expected.jsonl was produced by this version
 # (see tests/parquet/regen_expected.sh). Change both together.
 DUCKDB_NODE_API_VERSION="1.5.6-r.1"
+PACKAGES=(
+    "@duckdb/node-api@$DUCKDB_NODE_API_VERSION"
+    "hyparquet@1.33.0"
+    "hyparquet-compressors@1.1.2"
+)
 
 cache="${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}"
-pkg_json="$cache/node_modules/@duckdb/node-api/package.json"
 
-installed_version() {
+installed_version() { # NAME
     # Read with sed, not node: the check must work before anything else does.
+    local pkg_json="$cache/node_modules/$1/package.json"
     [ -f "$pkg_json" ] || return 0
     sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkg_json" | head -n 1
 }
@@ -25,7 +31,10 @@ installed_version() {
 # The native binding is a separate package; a half-finished install can leave
 # node-api without it, so check that it loads, not only that it is present.
 usable() {
-    [ "$(installed_version)" = "$DUCKDB_NODE_API_VERSION" ] || return 1
+    local spec
+    for spec in "${PACKAGES[@]}"; do
+        [ "$(installed_version "${spec%@*}")" = "${spec##*@}" ] || return 1
+    done
     command -v node >/dev/null || return 1
     (cd "$cache" && node -e 'require("@duckdb/node-api")' >/dev/null 2>&1)
 }
@@ -49,12 +58,12 @@ if usable; then
     exit 0
 fi
 
-echo "install-npm-tools: installing @duckdb/node-api@$DUCKDB_NODE_API_VERSION into $cache" >&2
+echo "install-npm-tools: installing ${PACKAGES[*]} into $cache" >&2
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 rc=0
 timeout 150 npm install --no-audit --no-fund --save-exact --fetch-retries=1 --fetch-timeout=60000 \
-    --prefix "$cache" "@duckdb/node-api@$DUCKDB_NODE_API_VERSION" >"$log" 2>&1 || rc=$?
+    --prefix "$cache" "${PACKAGES[@]}" >"$log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
     # 124: timeout(1) ended it, which here means a registry that never answers.
     unreachable='ENOTFOUND|EAI_AGAIN|ECONN(REFUSED|RESET)|ETIMEDOUT|network|fetch failed|ERR_SOCKET'
@@ -69,8 +78,8 @@ if [ "$rc" -ne 0 ]; then
     exit 1
 fi
 if ! usable; then
-    echo "install-npm-tools: @duckdb/node-api@$DUCKDB_NODE_API_VERSION installed" \
-        "but does not load" >&2
+    echo "install-npm-tools: ${PACKAGES[*]} installed, but a version differs" \
+        "or DuckDB does not load" >&2
     exit 1
 fi
-echo "install-npm-tools: @duckdb/node-api@$DUCKDB_NODE_API_VERSION ready" >&2
+echo "install-npm-tools: ${PACKAGES[*]} ready" >&2

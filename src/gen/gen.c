@@ -114,10 +114,12 @@ static void usage(FILE *f)
                "row group. --index is refused: a Parquet file's footer and offset index\n"
                "are its index. --strings changes nothing (s1 is always written).\n"
                "\n"
-               "--nulls (both formats): each of i1..i13 is null with probability 1/32, by a\n"
-               "draw of its own per (seed, row_id, feature), so the values that stay are\n"
-               "those written without --nulls; a null is an absent feature in TFRecord and\n"
-               "a null in Parquet. Without --nulls every value is present.\n");
+               "--nulls (both formats): each of i1..i13 and s1 is null with probability\n"
+               "1/32, and each list c1..c26 null with probability 1/32 and empty with\n"
+               "probability 1/32, by a draw of its own per (seed, row_id, feature), so the\n"
+               "values that stay are those written without --nulls; a null is an absent\n"
+               "feature in TFRecord and a null in Parquet. Without --nulls every value is\n"
+               "present and every list holds 1-8 ids.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -390,10 +392,19 @@ static void row_fill(dpp_gen_row_t *r, const gen_args_t *a, uint64_t row_id)
         if (a->nulls && draw(key, 2 + j, 3) % NULL_ONE_IN == 0)
             r->dense_null |= 1u << j;
     }
-    for (unsigned j = 0; j < NSPARSE; j++)
+    r->sparse_null = 0;
+    for (unsigned j = 0; j < NSPARSE; j++) {
         r->n_ids[j] = (uint8_t)sparse_ids(key, j, r->ids[j]);
+        /* draw 63 is one sparse_ids never uses (it takes 0..2 * MAX_IDS) */
+        uint64_t d = a->nulls ? draw(key, 2 + NDENSE + j, 63) % NULL_ONE_IN : 2;
+        if (d == 0)
+            r->sparse_null |= 1u << j;
+        if (d <= 1)
+            r->n_ids[j] = 0; /* null, or present and empty */
+    }
     r->s1_len =
         (uint8_t)snprintf(r->s1, sizeof(r->s1), "v%u", (unsigned)(draw(key, F_S1, 0) % S1_VOCAB));
+    r->s1_null = a->nulls && draw(key, F_S1, 3) % NULL_ONE_IN == 0;
 }
 
 static void row_msg_init(row_msg_t *m)
@@ -450,8 +461,8 @@ static void row_msg_init(row_msg_t *m)
     }
 }
 
-/* Points the message at m->row, filled by row_fill. A null i-value is an
- * absent feature; s1 is the last feature, with --strings only. */
+/* Points the message at m->row, filled by row_fill. A null i-value, list
+ * or s1 is an absent feature; s1 is the last feature, with --strings only. */
 static void row_msg_fill(row_msg_t *m, const gen_args_t *a)
 {
     size_t n = 0;
@@ -460,9 +471,10 @@ static void row_msg_fill(row_msg_t *m, const gen_args_t *a)
         m->ints[2 + j].n_value = m->row.n_ids[j];
     m->s1_value.len = m->row.s1_len;
     for (unsigned i = 0; i < NFEAT; i++)
-        if (!(i >= 2 && i < 2 + NDENSE && (m->row.dense_null >> (i - 2) & 1)))
+        if (!(i >= 2 && i < 2 + NDENSE && (m->row.dense_null >> (i - 2) & 1)) &&
+            !(i >= 2 + NDENSE && (m->row.sparse_null >> (i - 2 - NDENSE) & 1)))
             m->entry_ptr[n++] = &m->entry[i];
-    if (a->strings)
+    if (a->strings && !m->row.s1_null)
         m->entry_ptr[n++] = &m->entry[F_S1];
     m->features.n_feature = n;
 }

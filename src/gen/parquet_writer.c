@@ -788,8 +788,15 @@ static void column_add(column_t *c, const dpp_gen_row_t *r)
         c->page_values++;
         break;
     case COL_SPARSE:
-        /* Lists are never empty or null here, so every entry is at the full
-         * definition level 2; repetition 0 starts a row. */
+        /* A null list is one entry at definition level 0, an empty one at 1
+         * (the list is there, no element); every id is at the full level 2.
+         * Repetition 0 starts a row. */
+        if (r->n_ids[c->j] == 0) {
+            u32_push(&c->rep, 0);
+            u32_push(&c->def, r->sparse_null >> c->j & 1 ? 0 : 1);
+            c->page_values++;
+            break;
+        }
         for (unsigned k = 0; k < r->n_ids[c->j]; k++) {
             plain_key_i64(key, r->ids[c->j][k]);
             u32_push(&c->rep, k ? 1 : 0);
@@ -803,6 +810,11 @@ static void column_add(column_t *c, const dpp_gen_row_t *r)
         key[0] = (uint8_t)n;
         key[1] = key[2] = key[3] = 0;
         memcpy(key + 4, r->s1, n);
+        if (r->s1_null) {
+            u32_push(&c->def, 0);
+            c->page_values++;
+            break;
+        }
         u32_push(&c->def, 1);
         u32_push(&c->idx, dict_index(&c->dict, key, 4 + n));
         c->page_values++;

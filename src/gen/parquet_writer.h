@@ -24,7 +24,9 @@ typedef struct dpp_gen_row {
     int64_t label;
     float dense[DPP_GEN_NDENSE];
     uint32_t dense_null;            /* bit j set: dense[j] (column i<j+1>) is null */
-    uint8_t n_ids[DPP_GEN_NSPARSE]; /* 1..DPP_GEN_MAX_IDS */
+    uint8_t n_ids[DPP_GEN_NSPARSE]; /* 0..DPP_GEN_MAX_IDS (0: empty, with --nulls only) */
+    uint32_t sparse_null;           /* bit j set: list c<j+1> is null */
+    int s1_null;
     int64_t ids[DPP_GEN_NSPARSE][DPP_GEN_MAX_IDS];
     uint8_t s1_len;
     char s1[DPP_GEN_S1_MAX]; /* not NUL-terminated */

@@ -426,6 +426,11 @@ static int decode_values(dpp_pq_col_t *c, dpp_pq_encoding_t enc, const uint8_t *
         int64_t *d = *dst;
         for (size_t i = 0; i < n; i++)
             d[i] = s[i];
+    } else if (t == DPP_PQ_INT32 && c->col->is_unsigned) {
+        const uint32_t *s = c->tmp; /* UINT_32 up to 2^32 - 1: zero-extended */
+        int64_t *d = *dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
     } else if (t == DPP_PQ_INT32) {
         const int32_t *s = c->tmp;
         int64_t *d = *dst;

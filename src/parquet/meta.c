@@ -29,7 +29,8 @@
 
 enum { REQUIRED = 0, OPTIONAL = 1, REPEATED = 2 }; /* FieldRepetitionType */
 enum { CONV_MAP = 1, CONV_MAP_KEY_VALUE = 2, CONV_LIST = 3, CONV_DECIMAL = 5 };
-enum { LOGICAL_MAP = 2, LOGICAL_LIST = 3, LOGICAL_DECIMAL = 5 }; /* LogicalType members */
+enum { CONV_UINT_8 = 11, CONV_UINT_64 = 14 }; /* UINT_8, UINT_16, UINT_32, UINT_64 */
+enum { LOGICAL_MAP = 2, LOGICAL_LIST = 3, LOGICAL_DECIMAL = 5, LOGICAL_INTEGER = 10 };
 
 static const char *const TYPE_NAMES[] = {
     "BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY",
@@ -41,6 +42,7 @@ typedef struct schema_elem {
     const uint8_t *name;
     uint32_t name_len;
     int32_t type, type_length, repetition, num_children, converted, logical;
+    int is_unsigned; /* INTEGER(isSigned = false) as logical type */
     size_t at;        /* footer offset, for errors */
     int16_t def, rep; /* levels of the node, root excluded */
 } schema_elem_t;
@@ -122,15 +124,39 @@ static const char *type_name(int32_t type)
     return type >= 0 && type <= DPP_PQ_FIXED_LEN_BYTE_ARRAY ? TYPE_NAMES[type] : "an unknown type";
 }
 
-/* The member of a LogicalType union that is set. */
-static int parse_logical_type(dpp_pq_thrift_t *r, int32_t *member)
+/* IntType (parquet.thrift): bitWidth = 1, isSigned = 2. */
+static int parse_int_type(dpp_pq_thrift_t *r, int *is_unsigned)
 {
     dpp_pq_tfield_t f = {0};
     int rc;
     while ((rc = dpp_pq_thrift_field(r, &f)) == 0 && f.type != DPP_PQ_T_STOP) {
-        if (*member < 0)
-            *member = f.id;
-        if ((rc = dpp_pq_thrift_skip(r, &f)) != 0)
+        int is_signed;
+        if (f.id == 2 && (rc = dpp_pq_thrift_bool(r, &f, &is_signed)) == 0)
+            *is_unsigned = !is_signed;
+        else if (f.id != 2)
+            rc = dpp_pq_thrift_skip(r, &f);
+        if (rc)
+            return rc;
+    }
+    return rc;
+}
+
+/* The member of a LogicalType union that is set (and of an INTEGER, its
+ * signedness). */
+static int parse_logical_type(dpp_pq_thrift_t *r, schema_elem_t *e)
+{
+    dpp_pq_tfield_t f = {0};
+    int rc;
+    while ((rc = dpp_pq_thrift_field(r, &f)) == 0 && f.type != DPP_PQ_T_STOP) {
+        if (e->logical < 0)
+            e->logical = f.id;
+        if (f.id == LOGICAL_INTEGER && f.type == DPP_PQ_T_STRUCT) {
+            if ((rc = dpp_pq_thrift_enter(r, &f)) == 0)
+                rc = parse_int_type(r, &e->is_unsigned);
+        } else {
+            rc = dpp_pq_thrift_skip(r, &f);
+        }
+        if (rc)
             return rc;
     }
     return rc;
@@ -170,7 +196,7 @@ static int parse_schema_elem(dpp_pq_thrift_t *r, schema_elem_t *e)
             break;
         case 10:
             if ((rc = dpp_pq_thrift_enter(r, &f)) == 0)
-                rc = parse_logical_type(r, &e->logical);
+                rc = parse_logical_type(r, e);
             break;
         default:
             rc = dpp_pq_thrift_skip(r, &f);
@@ -260,6 +286,8 @@ static int add_column(parser_t *p, const schema_elem_t *e, const uint32_t *stack
         .converted_type = e->converted,
         .logical_type = e->logical,
         .is_decimal = e->converted == CONV_DECIMAL || e->logical == LOGICAL_DECIMAL,
+        .is_unsigned = (e->converted >= CONV_UINT_8 && e->converted <= CONV_UINT_64) ||
+                       e->is_unsigned,
     };
     return 0;
 }

@@ -98,6 +98,7 @@ typedef struct dpp_pq_column {
     int32_t converted_type; /* parquet.thrift ConvertedType, -1 when unset */
     int32_t logical_type;   /* field id of the LogicalType union member set, -1 when unset */
     int is_decimal;         /* DECIMAL by converted or logical type */
+    int is_unsigned;        /* UINT_8..UINT_64, or INTEGER(isSigned = false) */
 } dpp_pq_column_t;
 
 /* A column chunk of a row group. */

@@ -386,7 +386,10 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
             ops++;
             nops--;
         } else if (nops > 0 && ops[0].op == DPP_OP_VOCAB) {
-            return DPP_ETYPE; /* a vocabulary maps strings, and these are numbers */
+            if (r->kind != DPP_FEAT_ABSENT)
+                return DPP_ETYPE; /* a vocabulary maps strings, and these are numbers */
+            ops++; /* absent (a null string or list): an empty list, nothing to look up */
+            nops--;
         } else if (r->kind != DPP_FEAT_ABSENT) {
             /* one pass; a list longer than the scratch is read again once grown */
             if ((rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0)

@@ -7,8 +7,8 @@ every column DuckDB reads as a primitive or a list of primitives, dpp's
 nulls, non-null values, empty lists and sum (numbers) or hash (strings);
 for every column DuckDB reports unsupported for dpp (structs, maps,
 decimals, nested lists), dpp must refuse it with a message naming the file
-and the column. Sums are compared with a relative tolerance: dpp hands
-doubles over as float32. Exits 1 naming every difference."""
+and the column. Integer sums (int_sum) are compared exactly; float sums
+with a relative tolerance: dpp hands doubles over as float32. Exits 1 naming every difference."""
 import json
 import math
 import sys
@@ -69,7 +69,12 @@ def main():
                     bad.append(f"{where}: {key} {a.get(key)}, DuckDB {e[key]}")
             if "hash" in e and str(e["hash"]) != str(a.get("hash")):
                 bad.append(f"{where}: hash {a.get('hash')}, DuckDB {e['hash']}")
-            if "sum" in e and not close(float(e["sum"]), float(a.get("sum", "nan"))):
+            if "int_sum" in e:
+                # integers, booleans, timestamps: exact (a double would let an
+                # INT96 timestamp be off by an hour and still compare equal)
+                if str(e["int_sum"]) != str(a.get("int_sum")):
+                    bad.append(f"{where}: int_sum {a.get('int_sum')}, DuckDB {e['int_sum']}")
+            elif "sum" in e and not close(float(e["sum"]), float(a.get("sum", "nan"))):
                 bad.append(f"{where}: sum {a.get('sum')}, DuckDB {e['sum']}")
             checked += 1
     for b in bad:

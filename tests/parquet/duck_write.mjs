@@ -28,6 +28,7 @@
 //   d1     DOUBLE   100 values, never NULL, not exact in float
 //   b1     BOOLEAN  about 1/3 true, ~4% NULL
 //   n32    INTEGER  the whole int32 range, never NULL
+//   u32    UINTEGER the whole uint32 range (INT32 annotated unsigned), never NULL
 //
 // Exit 77: DuckDB not installed.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -97,7 +98,8 @@ SELECT
          ELSE 'cat_' || CAST(mix(i, 52) % 37 AS VARCHAR) END AS s1,
     CAST(mix(mix(i, 61) % 100, 105) - 2147483648 AS DOUBLE) / 65536 * 1.0000001 AS d1,
     CASE WHEN mix(i, 71) % 25 = 0 THEN NULL ELSE mix(i, 72) % 3 = 0 END AS b1,
-    CAST(mix(i, 81) - 2147483648 AS INTEGER) AS n32
+    CAST(mix(i, 81) - 2147483648 AS INTEGER) AS n32,
+    CAST(mix(i, 91) AS UINTEGER) AS u32
 FROM (${pieces(rows)}) t(i)`;
 }
 

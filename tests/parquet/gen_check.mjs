@@ -60,7 +60,7 @@ async function duckdbSums(files) {
     cols.push(`count(${n}) AS "${n}.present"`, `sum(${n}::BIGINT) AS "${n}.sum"`,
       `sum(row_id::HUGEINT * ${n}::BIGINT) AS "${n}.xrow"`);
   for (const n of sparse)
-    cols.push(`sum(len(${n})) AS "${n}.lens"`, `sum(list_sum(${n})::HUGEINT) AS "${n}.ids"`,
+    cols.push(`count(*) - count(${n}) AS "${n}.absent"`, `sum(len(${n})) AS "${n}.lens"`, `sum(list_sum(${n})::HUGEINT) AS "${n}.ids"`,
       `sum(row_id::HUGEINT * list_sum(${n})::HUGEINT) AS "${n}.xrow"`);
   cols.push('count(s1) AS "s1.present"', 'count(DISTINCT s1) AS "s1.distinct"',
     'sum(substr(s1, 2)::BIGINT) AS "s1.num"',
@@ -95,7 +95,7 @@ const sortKeys = (o) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => 
 async function hyparquetSums(files) {
   const acc = { rows: 0n, label: 0n, row_id: 0n, files: {}, dense: {}, sparse: {}, s1: null };
   for (const n of dense) acc.dense[n] = { present: 0n, sum: 0n, xrow: 0n };
-  for (const n of sparse) acc.sparse[n] = { lens: 0n, ids: 0n, xrow: 0n };
+  for (const n of sparse) acc.sparse[n] = { absent: 0n, lens: 0n, ids: 0n, xrow: 0n };
   acc.s1 = { present: 0n, distinct: new Set(), num: 0n, xrow: 0n };
   for (const f of files) {
     const buf = readFileSync(f);
@@ -117,6 +117,10 @@ async function hyparquetSums(files) {
       }
       for (const n of sparse) {
         const s = acc.sparse[n];
+        if (r[n] === null || r[n] === undefined) { // a null list (--nulls)
+          s.absent++;
+          continue;
+        }
         const t = r[n].reduce((x, y) => x + BigInt(y), 0n);
         s.lens += BigInt(r[n].length);
         s.ids += t;

@@ -114,7 +114,7 @@ def main():
     root = sys.argv[1]
     s = {"rows": 0, "label": 0, "row_id": 0, "files": {},
          "dense": {n: {"present": 0, "sum": 0, "xrow": 0} for n in DENSE},
-         "sparse": {n: {"lens": 0, "ids": 0, "xrow": 0} for n in SPARSE},
+         "sparse": {n: {"absent": 0, "lens": 0, "ids": 0, "xrow": 0} for n in SPARSE},
          "s1": {"present": 0, "distinct": set(), "num": 0, "xrow": 0}}
     for d, _, names in os.walk(root):
         for name in names:
@@ -136,8 +136,10 @@ def main():
                         s["dense"][n]["sum"] += v
                         s["dense"][n]["xrow"] += rid * v
                 for n in SPARSE:
-                    t = sum(f[n])
-                    s["sparse"][n]["lens"] += len(f[n])
+                    ids = f.get(n, [])  # absent with --nulls: a null list
+                    s["sparse"][n]["absent"] += n not in f
+                    t = sum(ids)
+                    s["sparse"][n]["lens"] += len(ids)
                     s["sparse"][n]["ids"] += t
                     s["sparse"][n]["xrow"] += rid * t
                 if "s1" in f:

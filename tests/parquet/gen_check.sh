@@ -38,16 +38,9 @@ have_packages() {
         -f $cache/node_modules/hyparquet-compressors/src/index.js ]]
 }
 if ! have_packages; then
-    command -v npm >/dev/null || skip "npm is not installed and $cache lacks the readers"
-    mkdir -p "$cache"
-    log "installing @duckdb/node-api hyparquet hyparquet-compressors into $cache"
-    # Another test or helper may be installing into the same folder.
-    (
-        flock 9
-        have_packages || npm install --prefix "$cache" --no-audit --no-fund \
-            @duckdb/node-api hyparquet hyparquet-compressors >&2
-    ) 9>"$cache/.install.lock" || skip "npm install into $cache failed"
-    have_packages || skip "the readers are still missing from $cache"
+    # scripts/install-npm-tools.sh (make test runs it first) pins the versions
+    bash "$here/../../scripts/install-npm-tools.sh" || true
+    have_packages || skip "DuckDB and hyparquet are not in $cache (no npm registry?)"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpp-gen-check.XXXXXX")

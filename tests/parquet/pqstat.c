@@ -3,7 +3,8 @@
  * reads from each file, as the statistics tests/parquet/duck_stats.mjs has
  * DuckDB compute, one JSON line per file: rows, and per top-level column
  * its nulls, empty lists, non-null values, their sum (numbers) or the
- * wrapping sum of FNV-1a 64 of each value (strings). A column dpp refuses
+ * wrapping sum of FNV-1a 64 of each value (strings); integer columns also
+ * their exact sum (int_sum, as DuckDB's HUGEINT sum). A column dpp refuses
  * is {"error": "<dpp's message>"}; a file dpp cannot open is
  * {"file": ..., "error": ...}. compare.py holds the two side by side. */
 #include <inttypes.h>
@@ -16,9 +17,26 @@
 typedef struct stats {
     uint64_t nulls, empty, values;
     double sum;
+    __int128 int_sum; /* integers: exact, as DuckDB sums them */
     uint64_t hash;
-    int strings, list;
+    int strings, integers, list;
 } stats_t;
+
+/* v in decimal (printf has no conversion for 128 bits). */
+static void print_int128(__int128 v)
+{
+    char digits[48];
+    size_t n = 0;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    do {
+        digits[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        putchar('-');
+    while (n)
+        putchar(digits[--n]);
+}
 
 static uint64_t fnv1a(const uint8_t *s, size_t n)
 {
@@ -77,6 +95,7 @@ static void add_slot(stats_t *st, const uint8_t *slot, size_t len)
             int64_t v;
             memcpy(&v, r.list + 8 * i, 8);
             st->sum += (double)v;
+            st->int_sum += v;
         }
     }
     if (st->list && n == 0)
@@ -93,6 +112,7 @@ static int stat_field(dpp_pq_file_t *f, const dpp_pq_field_t *field, stats_t *st
     st->list = field->shape == DPP_PQ_LIST;
     dpp_pq_type_t t = f->meta.columns[field->column].type;
     st->strings = t == DPP_PQ_BYTE_ARRAY || t == DPP_PQ_FIXED_LEN_BYTE_ARRAY;
+    st->integers = t != DPP_PQ_FLOAT && t != DPP_PQ_DOUBLE && !st->strings;
     dpp_pq_dctx_t dctx = {0};
     dpp_pq_buf_t b = {0};
     for (uint32_t g = 0; g < f->meta.nrow_groups && rc == 0; g++) {
@@ -151,6 +171,11 @@ int main(int argc, char **argv)
                 printf(",\"hash\":\"%" PRIu64 "\"", st.hash);
             else
                 printf(",\"sum\":%.17g", st.sum);
+            if (st.integers) {
+                printf(",\"int_sum\":\"");
+                print_int128(st.int_sum);
+                printf("\"");
+            }
             printf("}");
         }
         printf("}}\n");
