@@ -304,7 +304,27 @@ static int failed(const dpp_pq_col_t *c, char *err, size_t errlen)
     return dpp_errf(c->failed, err, errlen, "%s", c->failmsg);
 }
 
-/* Makes file bytes [off, off + len) readable at *p through the window. */
+/* The bytes a span of the caller holds from off on (0: none), at *p. */
+static size_t in_spans(const dpp_pq_file_t *f, uint64_t off, const uint8_t **p)
+{
+    for (size_t i = 0; i < f->nspans; i++) {
+        const dpp_pq_span_t *s = &f->spans[i];
+        if (off >= s->off && off - s->off < s->len) {
+            *p = s->data + (off - s->off);
+            return s->len - (size_t)(off - s->off);
+        }
+    }
+    return 0;
+}
+
+const uint8_t *dpp_pq_file_bytes(const dpp_pq_file_t *f, uint64_t off, size_t len)
+{
+    const uint8_t *p = NULL;
+    return len > 0 && in_spans(f, off, &p) >= len ? p : NULL;
+}
+
+/* Makes file bytes [off, off + len) readable at *p: in a span the caller
+ * read, or through the window. */
 static int fetch(dpp_pq_col_t *c, uint64_t off, size_t len, const uint8_t **p)
 {
     uint64_t limit = c->f->size - 8; /* the footer's length and magic are no page's */
@@ -312,6 +332,8 @@ static int fetch(dpp_pq_col_t *c, uint64_t off, size_t len, const uint8_t **p)
         return fail(c, DPP_ECORRUPT,
                     "%zu bytes at offset %" PRIu64 " run past the data (%" PRIu64 " bytes)", len,
                     off, limit);
+    if (len > 0 && in_spans(c->f, off, p) >= len)
+        return 0;
     if (off < c->win_off || off + len > c->win_off + c->win_len) {
         size_t want = len > WINDOW_MIN ? len : WINDOW_MIN;
         if (want > limit - off)
@@ -343,6 +365,13 @@ static int read_header(dpp_pq_col_t *c, dpp_pq_page_header_t *h, size_t *hlen)
     uint64_t limit = c->f->size - 8;
     size_t want = HEADER_GUESS;
     c->page_off = c->pos;
+    /* Inside a span, first try the bytes it has: the last page of a chunk
+     * may end closer than HEADER_GUESS. A header that does not fit asks for
+     * more, through the window. */
+    const uint8_t *in = NULL;
+    size_t avail = in_spans(c->f, c->pos, &in);
+    if (avail > 0 && avail < want)
+        want = avail;
     for (;;) {
         const uint8_t *p;
         if (c->pos >= limit)
@@ -844,13 +873,20 @@ static void load_locs(dpp_pq_col_t *c)
     if (k->offset_index_offset < 0 || k->offset_index_length <= 0 ||
         (uint64_t)k->offset_index_offset + (uint64_t)k->offset_index_length > c->f->size)
         return;
-    uint8_t *buf = malloc((size_t)k->offset_index_length);
+    size_t len = (size_t)k->offset_index_length;
+    const uint8_t *bytes = NULL;
+    uint8_t *buf = NULL;
+    if (in_spans(c->f, (uint64_t)k->offset_index_offset, &bytes) < len) {
+        if ((buf = malloc(len)) == NULL ||
+            pread_full(c->f->fd, buf, len, (uint64_t)k->offset_index_offset) != 0) {
+            free(buf);
+            return;
+        }
+        c->bytes_read += len;
+        bytes = buf;
+    }
     char why[256];
-    if (buf &&
-        pread_full(c->f->fd, buf, (size_t)k->offset_index_length,
-                   (uint64_t)k->offset_index_offset) == 0 &&
-        dpp_pq_offset_index_parse(buf, (size_t)k->offset_index_length, &c->locs, &c->nlocs, why,
-                                  sizeof why) != 0) {
+    if (dpp_pq_offset_index_parse(bytes, len, &c->locs, &c->nlocs, why, sizeof why) != 0) {
         c->locs = NULL;
         c->nlocs = 0;
     }
@@ -874,13 +910,16 @@ int dpp_pq_col_skip(dpp_pq_col_t *c, uint64_t n, char *err, size_t errlen)
             if ((uint64_t)c->locs[i].first_row_index <= n)
                 best = i;
         if (best > 0 && c->locs[best].offset >= (int64_t)c->pos) {
-            /* A dictionary page comes first in the chunk. */
+            /* A dictionary page comes first in the chunk, before the first
+             * data page the index lists (none when that is the chunk's
+             * first page: nothing to read there). */
             dpp_pq_page_header_t h;
             size_t hlen;
             const uint8_t *raw;
-            if ((rc = read_header(c, &h, &hlen)) != 0 ||
-                (h.type == DPP_PQ_DICTIONARY_PAGE && ((rc = page_body(c, &h, hlen, &raw)) != 0 ||
-                                                      (rc = load_dictionary(c, &h, raw)) != 0)))
+            if ((int64_t)c->pos < c->locs[0].offset &&
+                ((rc = read_header(c, &h, &hlen)) != 0 ||
+                 (h.type == DPP_PQ_DICTIONARY_PAGE && ((rc = page_body(c, &h, hlen, &raw)) != 0 ||
+                                                       (rc = load_dictionary(c, &h, raw)) != 0))))
                 return failed(c, err, errlen);
             /* values_left counts level entries; the index counts rows, the
              * same thing only without repetition. With it, the chunk's end

@@ -6,7 +6,8 @@
  * row's value or list appended to a row buffer in the form
  * dpp_pq_row_decode() turns into feature references (format/
  * example_decode.h, native lists). Memory per column: its window, one
- * decompressed page and its dictionary; a row group never has to fit. */
+ * decompressed page and its dictionary; a row group never has to fit.
+ * Bytes a caller read ahead (dpp_pq_file_t.spans) are used in place. */
 #ifndef DPP_PARQUET_COLUMN_H
 #define DPP_PARQUET_COLUMN_H
 
@@ -18,6 +19,13 @@
 #include "parquet/encoding.h"
 #include "parquet/meta.h"
 
+/* File bytes [off, off + len) that a caller read ahead, at data. */
+typedef struct dpp_pq_span {
+    uint64_t off;
+    size_t len;
+    const uint8_t *data;
+} dpp_pq_span_t;
+
 /* An open file and its footer. */
 typedef struct dpp_pq_file {
     int fd;
@@ -25,6 +33,13 @@ typedef struct dpp_pq_file {
     int64_t mtime_ns;
     const char *name; /* for messages: the caller's, e.g. the path relative to the table */
     dpp_pq_meta_t meta;
+    /* Bytes the caller read ahead for the columns it opens (the worker: a
+     * split's pages, in a few coalesced reads): a column takes the pages and
+     * offset indexes these hold in place and reads through its own window
+     * only what they do not. The caller keeps them valid while the file's
+     * columns are read. NULL: none. */
+    const dpp_pq_span_t *spans;
+    size_t nspans;
 } dpp_pq_file_t;
 
 /* Opens path and decodes its footer. Returns 0, -errno (open, read) or
@@ -33,6 +48,10 @@ typedef struct dpp_pq_file {
 int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err,
                      size_t errlen);
 void dpp_pq_file_close(dpp_pq_file_t *f);
+
+/* File bytes [off, off + len) when one of f's spans holds them all, else
+ * NULL. */
+const uint8_t *dpp_pq_file_bytes(const dpp_pq_file_t *f, uint64_t off, size_t len);
 
 /* Whether a field can be read as a dpp feature: 0, or DPP_ETYPE with a
  * sentence naming the file and the column (a MAP, a struct, a list of

@@ -42,7 +42,7 @@ typedef struct schema_elem {
     const uint8_t *name;
     uint32_t name_len;
     int32_t type, type_length, repetition, num_children, converted, logical;
-    int is_unsigned; /* INTEGER(isSigned = false) as logical type */
+    int is_unsigned;  /* INTEGER(isSigned = false) as logical type */
     size_t at;        /* footer offset, for errors */
     int16_t def, rep; /* levels of the node, root excluded */
 } schema_elem_t;
@@ -286,8 +286,8 @@ static int add_column(parser_t *p, const schema_elem_t *e, const uint32_t *stack
         .converted_type = e->converted,
         .logical_type = e->logical,
         .is_decimal = e->converted == CONV_DECIMAL || e->logical == LOGICAL_DECIMAL,
-        .is_unsigned = (e->converted >= CONV_UINT_8 && e->converted <= CONV_UINT_64) ||
-                       e->is_unsigned,
+        .is_unsigned =
+            (e->converted >= CONV_UINT_8 && e->converted <= CONV_UINT_64) || e->is_unsigned,
     };
     return 0;
 }

@@ -615,3 +615,137 @@ void dpp_reader_close(dpp_reader_t *r)
     r->scratch_len = 0;
     r->stuck = 0;
 }
+
+size_t dpp_reader_ranges_max(const dpp_reader_t *r)
+{
+    return (size_t)r->max_record + DPP_TFRECORD_OVERHEAD;
+}
+
+/* A read of dpp_reader_read_ranges in flight: the rest of one piece. */
+typedef struct piece {
+    uint8_t *dst;
+    uint64_t off;
+    size_t left;
+} piece_t;
+
+static int submit_piece(dpp_reader_t *r, int fd, piece_t *p, uint64_t id)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    if (sqe == NULL)
+        return -EBUSY; /* never: at most depth pieces are in flight */
+    io_uring_prep_read(sqe, fd, p->dst, (unsigned)p->left, p->off);
+    io_uring_sqe_set_data64(sqe, id);
+    return 0;
+}
+
+/* Books a piece's result: 1 when it must be read on, 0 when done, or an
+ * error. */
+static int piece_done(dpp_reader_t *r, piece_t *p, int res)
+{
+    if (res == -EAGAIN || res == -EINTR)
+        return 1;
+    if (res < 0)
+        return res;
+    if (res == 0)
+        return DPP_ETRUNCATED;
+    r->stats.bytes_read += (uint64_t)res;
+    p->dst += res;
+    p->off += (uint64_t)res;
+    p->left -= (size_t)res;
+    return p->left > 0;
+}
+
+int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, size_t n)
+{
+    if (r->fd >= 0)
+        return DPP_EINVAL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ranges[i].len > dpp_reader_ranges_max(r) - total)
+            return DPP_ETOOBIG;
+        total += ranges[i].len;
+    }
+    int rc = grow_scratch(r, total);
+    if (rc)
+        return rc;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        ranges[i].data = r->scratch + at;
+        at += ranges[i].len;
+    }
+    /* Pieces in file order: range i cut into reads of at most chunk bytes. */
+    size_t ri = 0, rdone = 0;
+    int failed = 0;
+    if (!r->use_uring) {
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            piece_t p = {(uint8_t *)ranges[i].data, ranges[i].off, ranges[i].len};
+            while (p.left > 0 && rc == 0) {
+                ssize_t got = pread(fd, p.dst, p.left, (off_t)p.off);
+                int more = piece_done(r, &p, got < 0 ? -errno : (int)got);
+                rc = more < 0 ? more : 0;
+            }
+        }
+        return rc;
+    }
+    piece_t *inflight = calloc(r->depth, sizeof *inflight);
+    if (inflight == NULL)
+        return -ENOMEM;
+    unsigned busy = 0;
+    for (;;) {
+        /* fill every free slot with the next piece */
+        for (unsigned k = 0; k < r->depth && !failed && ri < n; k++) {
+            if (inflight[k].left > 0)
+                continue;
+            size_t len = ranges[ri].len - rdone;
+            if (len > r->chunk)
+                len = r->chunk;
+            inflight[k] =
+                (piece_t){(uint8_t *)ranges[ri].data + rdone, ranges[ri].off + rdone, len};
+            if ((rc = submit_piece(r, fd, &inflight[k], k)) != 0) {
+                inflight[k].left = 0;
+                failed = 1;
+                break;
+            }
+            busy++;
+            rdone += len;
+            if (rdone == ranges[ri].len) {
+                ri++;
+                rdone = 0;
+            }
+            while (ri < n && ranges[ri].len == 0)
+                ri++;
+        }
+        if (busy == 0)
+            break;
+        int src;
+        do
+            src = io_uring_submit_and_wait(&r->ring, 1);
+        while (src == -EINTR || src == -EAGAIN || src == -EBUSY);
+        if (src < 0) {
+            /* The ring is broken; what is in flight cannot be waited for
+             * either. Never seen: the reader is then unusable. */
+            DPP_ERROR("io_uring_submit_failed error=\"%s\"", dpp_strerror(src));
+            rc = src;
+            break;
+        }
+        struct io_uring_cqe *cqe;
+        unsigned head, seen = 0;
+        io_uring_for_each_cqe(&r->ring, head, cqe)
+        {
+            piece_t *p = &inflight[io_uring_cqe_get_data64(cqe)];
+            int more = piece_done(r, p, cqe->res);
+            seen++;
+            if (more == 1 && !failed && submit_piece(r, fd, p, (uint64_t)(p - inflight)) == 0)
+                continue;
+            if (more < 0 && rc == 0)
+                rc = more;
+            if (more != 0)
+                failed = 1; /* no new pieces; drain what is in flight */
+            p->left = 0;
+            busy--;
+        }
+        io_uring_cq_advance(&r->ring, seen);
+    }
+    free(inflight);
+    return rc;
+}

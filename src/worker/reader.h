@@ -96,6 +96,30 @@ int dpp_reader_stuck(const dpp_reader_t *r);
  * open. */
 void dpp_reader_close(dpp_reader_t *r);
 
+/* A byte range of a file, for dpp_reader_read_ranges(). */
+typedef struct dpp_read_range {
+    uint64_t off;
+    size_t len;
+    const uint8_t *data; /* out: where its bytes are */
+} dpp_read_range_t;
+
+/* The most bytes one dpp_reader_read_ranges() call may read: the record
+ * scratch's bound (max_record + 16), which the call uses as its buffer, so
+ * that a reader's memory stays dpp_reader_memory_bound() whichever format
+ * its thread reads. */
+size_t dpp_reader_ranges_max(const dpp_reader_t *r);
+
+/* Reads ranges[0..n) of fd (opened by the caller) back to back into the
+ * reader's scratch, with up to `depth` reads of at most chunk_bytes in
+ * flight on the ring (pread without one): a columnar format reads what a
+ * split needs of a file at once, not a column at a time. Sets each range's
+ * data (owned by r, valid until the next call on r). No file may be open on
+ * r (the scratch is shared with straddling records). Returns 0;
+ * DPP_ETOOBIG when the lengths add up to more than dpp_reader_ranges_max()
+ * (nothing read); DPP_ETRUNCATED when the file ends inside a range; -errno
+ * for a read error; DPP_EINVAL with a file open; -ENOMEM. */
+int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, size_t n);
+
 /* Counters since dpp_reader_new(). */
 void dpp_reader_get_stats(const dpp_reader_t *r, dpp_reader_stats_t *out);
 

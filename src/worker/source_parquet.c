@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Parquet source (source.h). A split is a range of rows inside one row
  * group (the index cuts row groups every split_rows rows); only the column
- * chunks of the spec's features are read, each streamed page by page
- * (src/parquet/column.h), and a row travels as one slot per projected
- * feature, decoded back into native feature references. Index tasks read
- * the footer only. */
+ * chunks of the spec's features are read: what the split needs of them (the
+ * pages holding its rows, when the file has offset indexes) in a few
+ * coalesced reads through the thread's io_uring reader, then each column
+ * decoded page by page (src/parquet/column.h); a row travels as one slot
+ * per projected feature, decoded back into native feature references.
+ * Index tasks read the footer only. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -26,11 +28,18 @@ typedef struct pq_proj {
     char **names;
 } pq_proj_t;
 
+/* Reads this close together are one read: a request costs more than the
+ * gap's bytes (a network filesystem's round trip, a syscall), as DuckDB's
+ * and Arrow's readers coalesce. */
+#define HOLE_BYTES (64u << 10)
+
 typedef struct pq_split {
     dpp_pq_file_t file;
+    dpp_pq_span_t *spans; /* what was read ahead, in the reader's scratch */
     dpp_pq_dctx_t dctx;
     const pq_proj_t *proj;
     dpp_pq_col_t **cols; /* per slot; NULL where the file lacks the feature */
+    uint32_t *leaf;      /* per slot: the leaf column cols[i] reads */
     dpp_pq_buf_t row;
     uint64_t left; /* rows of the range still to produce */
     int stuck;     /* the error that ended reading, repeated */
@@ -79,10 +88,180 @@ static int stop_reading(pq_split_t *x, int err, uint64_t offset, const char *why
 
 static int pq_skip(dpp_source_t *s, uint64_t n);
 
+/* A byte range [off, end) of the file. */
+typedef struct want {
+    uint64_t off, end;
+} want_t;
+
+static int by_offset(const void *a, const void *b)
+{
+    const want_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sorts w[0..n) and merges ranges that overlap or lie within HOLE_BYTES of
+ * each other. Returns the ranges left. */
+static size_t coalesce(want_t *w, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(w, n, sizeof *w, by_offset);
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (w[i].off <= w[k].end + HOLE_BYTES) {
+            if (w[i].end > w[k].end)
+                w[k].end = w[i].end;
+        } else {
+            w[++k] = w[i];
+        }
+    }
+    return k + 1;
+}
+
+/* Reads w[0..n) (coalesced) through the reader, as many as fit its scratch
+ * in file order; fills spans[0..) and returns how many were read (0 when
+ * the reads failed: the columns then read for themselves and report what
+ * is wrong, with the offset). */
+static size_t read_wants(dpp_reader_t *reader, int fd, const want_t *w, size_t n,
+                         dpp_pq_span_t *spans, uint64_t *bytes)
+{
+    dpp_read_range_t *rr = calloc(n + 1, sizeof *rr);
+    if (rr == NULL)
+        return 0;
+    size_t k = 0, total = 0, max = dpp_reader_ranges_max(reader);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = (size_t)(w[i].end - w[i].off);
+        if (len > max - total)
+            continue; /* streamed by its columns' windows instead */
+        rr[k++] = (dpp_read_range_t){.off = w[i].off, .len = len};
+        total += len;
+    }
+    int rc = dpp_reader_read_ranges(reader, fd, rr, k);
+    if (rc) {
+        DPP_DEBUG("parquet_read_ahead_failed error=\"%s\" effect=\"columns read for themselves\"",
+                  dpp_strerror(rc));
+        k = 0;
+    }
+    for (size_t i = 0; i < k; i++)
+        spans[i] = (dpp_pq_span_t){rr[i].off, rr[i].len, rr[i].data};
+    *bytes += rc ? 0 : total;
+    free(rr);
+    return k;
+}
+
+/* Where chunk k's pages start and end. */
+static want_t chunk_bytes(const dpp_pq_chunk_t *k)
+{
+    uint64_t start = (uint64_t)k->data_page_offset;
+    /* Some writers set dictionary_page_offset 0 for "none". */
+    if (k->dictionary_page_offset > 0 && (uint64_t)k->dictionary_page_offset < start)
+        start = (uint64_t)k->dictionary_page_offset;
+    return (want_t){start, start + (uint64_t)k->total_compressed_size};
+}
+
+/* What rows [r0, r1) of a row group need of chunk k, appended to w: the
+ * whole chunk, or with its offset index (locs) the pages before the first
+ * data page (the dictionary) and the data pages that hold those rows. A
+ * repeated column also needs the page after: its last row ends where the
+ * next entry starts a row, which the reader sees there. */
+static size_t chunk_wants(const dpp_pq_chunk_t *k, int repeated, const dpp_pq_page_loc_t *locs,
+                          size_t nlocs, uint64_t r0, uint64_t r1, want_t *w)
+{
+    want_t all = chunk_bytes(k);
+    size_t p0 = 0, p1 = 0;
+    for (size_t i = 0; i < nlocs; i++) {
+        if ((uint64_t)locs[i].first_row_index <= r0)
+            p0 = i;
+        if ((uint64_t)locs[i].first_row_index < r1)
+            p1 = i;
+    }
+    if (repeated && p1 + 1 < nlocs)
+        p1++;
+    if (nlocs == 0 || locs[0].offset < (int64_t)all.off || locs[p1].compressed_page_size < 0 ||
+        (uint64_t)locs[p1].offset + (uint64_t)locs[p1].compressed_page_size > all.end) {
+        w[0] = all; /* no offset index, or one that does not fit the chunk */
+        return 1;
+    }
+    size_t n = 0;
+    if ((uint64_t)locs[0].offset > all.off)
+        w[n++] = (want_t){all.off, (uint64_t)locs[0].offset};
+    w[n++] = (want_t){(uint64_t)locs[p0].offset,
+                      (uint64_t)locs[p1].offset + (uint64_t)locs[p1].compressed_page_size};
+    return n;
+}
+
+/* Whether chunk k has an offset index inside the file. */
+static int has_offset_index(const dpp_pq_chunk_t *k, uint64_t size)
+{
+    return k->offset_index_offset >= 0 && k->offset_index_length > 0 &&
+           (uint64_t)k->offset_index_offset + (uint64_t)k->offset_index_length <= size;
+}
+
+/* Reads ahead what rows [r0, r1) of row group g need of the projected
+ * columns (x->cols), in coalesced reads through the reader. A split of
+ * part of a row group reads the columns' offset indexes first (one read,
+ * usually: writers put them together), to read only the pages it needs. */
+static void read_ahead(pq_split_t *x, dpp_reader_t *reader, uint32_t g, uint64_t r0, uint64_t r1,
+                       uint64_t *bytes)
+{
+    const dpp_pq_meta_t *m = &x->file.meta;
+    const dpp_pq_row_group_t *rg = &m->row_groups[g];
+    size_t n = x->proj->n;
+    int part = r0 > 0 || r1 < (uint64_t)rg->num_rows;
+    want_t *w = calloc(3 * n + 1, sizeof *w);
+    dpp_pq_span_t *spans = calloc(3 * n + 1, sizeof *spans);
+    dpp_pq_page_loc_t **locs = calloc(n + 1, sizeof *locs);
+    size_t *nlocs = calloc(n + 1, sizeof *nlocs);
+    size_t nw = 0;
+    if (w == NULL || spans == NULL || locs == NULL || nlocs == NULL)
+        goto out;
+    for (size_t i = 0; part && i < n; i++) {
+        const dpp_pq_chunk_t *k = x->cols[i] ? &rg->chunks[x->leaf[i]] : NULL;
+        if (k && has_offset_index(k, x->file.size))
+            w[nw++] = (want_t){(uint64_t)k->offset_index_offset,
+                               (uint64_t)k->offset_index_offset + (uint64_t)k->offset_index_length};
+    }
+    size_t nidx = read_wants(reader, x->file.fd, w, coalesce(w, nw), spans, bytes);
+    x->file.spans = spans;
+    x->file.nspans = nidx;
+    nw = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (x->cols[i] == NULL)
+            continue;
+        const dpp_pq_chunk_t *k = &rg->chunks[x->leaf[i]];
+        char why[128];
+        const uint8_t *idx;
+        if (nidx > 0 && has_offset_index(k, x->file.size) &&
+            (idx = dpp_pq_file_bytes(&x->file, (uint64_t)k->offset_index_offset,
+                                     (size_t)k->offset_index_length)) != NULL &&
+            dpp_pq_offset_index_parse(idx, (size_t)k->offset_index_length, &locs[i], &nlocs[i], why,
+                                      sizeof why) != 0)
+            nlocs[i] = 0; /* a bad index: the whole chunk, skipped by its headers */
+        int repeated = m->columns[x->leaf[i]].max_rep > 0;
+        nw += chunk_wants(k, repeated, locs[i], nlocs[i], r0, r1, &w[nw]);
+        if (nlocs[i] > 0) /* again for the column's skip, read with the pages */
+            w[nw++] = (want_t){(uint64_t)k->offset_index_offset,
+                               (uint64_t)k->offset_index_offset + (uint64_t)k->offset_index_length};
+    }
+    /* the offset indexes' bytes are about to be overwritten */
+    x->file.spans = NULL;
+    x->file.nspans = 0;
+    x->file.nspans = read_wants(reader, x->file.fd, w, coalesce(w, nw), spans, bytes);
+    x->file.spans = spans;
+    x->spans = spans;
+    spans = NULL;
+out:
+    for (size_t i = 0; locs && i < n; i++)
+        free(locs[i]);
+    free(locs);
+    free(nlocs);
+    free(w);
+    free(spans);
+}
+
 static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, const void *proj,
                    const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
 {
-    (void)reader; /* Parquet is read by column, not through the record reader */
     s->ops = &dpp_source_parquet;
     s->task = t;
     int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
@@ -91,7 +270,10 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
                         rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
     const pq_proj_t *p = proj;
     pq_split_t *x = calloc(1, sizeof *x);
-    if (x == NULL || (x->cols = calloc(p->n + 1, sizeof *x->cols)) == NULL) {
+    if (x == NULL || (x->cols = calloc(p->n + 1, sizeof *x->cols)) == NULL ||
+        (x->leaf = calloc(p->n + 1, sizeof *x->leaf)) == NULL) {
+        if (x)
+            free(x->cols);
         free(x);
         return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", t->rel_path);
     }
@@ -128,10 +310,12 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
                             "file %s: column \"%s\" is compressed with %s, which dpp does not "
                             "read (it reads SNAPPY, GZIP, ZSTD, LZ4, LZ4_RAW, BROTLI)",
                             t->rel_path, f->name, dpp_pq_codec_name(codec));
+        x->leaf[i] = f->column;
         if ((rc = dpp_pq_col_open(&x->cols[i], &x->file, g, f, &x->dctx)) != 0)
             return dpp_errf(rc, err, errlen, "file %s: out of memory", t->rel_path);
     }
     uint64_t skip = t->record_start - (uint64_t)rg->first_row;
+    read_ahead(x, reader, g, skip, skip + range, &s->bytes_read);
     if (skip > 0)
         pq_skip(s, skip); /* a damaged page on the way: next() reports it */
     x->left = range;
@@ -211,6 +395,8 @@ static void pq_close(dpp_source_t *s)
         dpp_pq_col_free(x->cols[i]);
     }
     free(x->cols);
+    free(x->leaf);
+    free(x->spans);
     dpp_pq_file_close(&x->file);
     dpp_pq_dctx_free(&x->dctx);
     dpp_pq_buf_free(&x->row);

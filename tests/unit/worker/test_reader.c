@@ -615,6 +615,64 @@ static void test_random_configs(void **state)
     image_free(&im);
 }
 
+/* dpp_reader_read_ranges: random sets of ranges of a file, every config
+ * (chunk sizes that cut ranges into many pieces, depths that keep several in
+ * flight, io_uring and pread), hold exactly the file's bytes (compared with
+ * the bytes written); a range past the end is DPP_ETRUNCATED, too many bytes
+ * DPP_ETOOBIG, a file open on the reader DPP_EINVAL; the reader still reads
+ * records afterwards. */
+static void test_read_ranges(void **state)
+{
+    image_t im = {0};
+    char path[PATH_MAX];
+    (void)state;
+    unsetenv("DPP_FORCE_PREAD");
+    image_standard(&im, 200);
+    path_in(path, sizeof path, tmpdir, "ranges.bin");
+    write_file(path, im.data, im.len);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    uint64_t x = 12345;
+    for (size_t c = 0; c < NCONFIGS; c++) {
+        if (configs[c].direct)
+            continue; /* the caller's fd decides; these are not direct */
+        dpp_reader_config_t cfg = configs[c];
+        cfg.max_record = im.len; /* room for every byte of the file at once */
+        dpp_reader_t *r;
+        assert_int_equal(dpp_reader_new(&r, &cfg), 0);
+        for (int round = 0; round < 20; round++) {
+            dpp_read_range_t rr[9];
+            size_t n = (size_t)(round % 9) + 1, total = 0;
+            for (size_t i = 0; i < n; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                uint64_t off = (x >> 33) % im.len;
+                size_t len = (size_t)((x >> 13) % (im.len - off + 1));
+                if (total + len > im.len)
+                    len = im.len - total;
+                total += len;
+                rr[i] = (dpp_read_range_t){.off = off, .len = len};
+            }
+            assert_int_equal(dpp_reader_read_ranges(r, fd, rr, n), 0);
+            for (size_t i = 0; i < n; i++)
+                if (rr[i].len)
+                    assert_memory_equal(rr[i].data, im.data + rr[i].off, rr[i].len);
+        }
+        dpp_read_range_t past = {.off = im.len - 10, .len = 11};
+        assert_int_equal(dpp_reader_read_ranges(r, fd, &past, 1), DPP_ETRUNCATED);
+        dpp_read_range_t two[2] = {{.off = 0, .len = im.len}, {.off = 0, .len = 17}};
+        assert_int_equal(dpp_reader_read_ranges(r, fd, two, 2), DPP_ETOOBIG);
+        assert_int_equal(dpp_reader_read_ranges(r, fd, two, 1), 0);
+        assert_memory_equal(two[0].data, im.data, im.len);
+        check_range(&cfg, path, &im, 0, UINT64_MAX, 0, im.n, 0, 0);
+        assert_int_equal(dpp_reader_open(r, path, 0, UINT64_MAX), 0);
+        assert_int_equal(dpp_reader_read_ranges(r, fd, two, 1), DPP_EINVAL);
+        dpp_reader_close(r);
+        dpp_reader_free(r);
+    }
+    close(fd);
+    image_free(&im);
+}
+
 static void test_memory_bound(void **state)
 {
     (void)state;
@@ -659,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_direct_refused),
         cmocka_unit_test(test_random_configs),
         cmocka_unit_test(test_memory_bound),
+        cmocka_unit_test(test_read_ranges),
         cmocka_unit_test(test_force_pread_env),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
