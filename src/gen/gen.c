@@ -53,6 +53,7 @@ typedef struct gen_args {
     int index;       /* also write part-NNNNN.tfrecord.idx sidecars */
     gen_format_t format;
     dpp_gen_codec_t codec;   /* Parquet only */
+    int page_version;        /* Parquet only: 1 or 2 */
     uint64_t row_group_rows; /* Parquet only */
     int nulls;               /* null about 1 in NULL_ONE_IN i-values */
     int strings;             /* TFRecord: also write s1 (Parquet always has it) */
@@ -79,7 +80,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
                "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet]\n"
                "               [--index] [--nulls] [--strings]\n"
-               "               [--compression zstd|snappy|none] [--row-group-rows N] [--help]\n"
+               "               [--compression zstd|snappy|none] [--row-group-rows N]\n"
+               "               [--page-version 1|2] [--help]\n"
                "\n"
                "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord\n"
                "(or .parquet), P partitions on consecutive days from --start-date (default\n"
@@ -104,15 +106,18 @@ static void usage(FILE *f)
                "  optional group c1..c26 (LIST) { repeated group list {\n"
                "      required int64 element; } }\n"
                "  optional binary s1 (STRING);\n"
-               "Data pages v1 of at most 8192 rows and 16384 values, cut at row boundaries\n"
+               "Data pages of at most 8192 rows and 16384 values, cut at row boundaries\n"
                "(so list columns' pages end earlier than the others'); c1..c26 and s1\n"
                "dictionary-encoded (a PLAIN dictionary page and RLE_DICTIONARY data pages),\n"
                "the rest PLAIN; levels in the RLE/bit-packed hybrid. Each column chunk has\n"
                "an OffsetIndex (page offsets, sizes, first rows), written after the row\n"
                "groups. --compression zstd (default, level 3), snappy or none compresses\n"
                "every page. --row-group-rows N (default 65536, at most 4194304) rows per\n"
-               "row group. --index is refused: a Parquet file's footer and offset index\n"
-               "are its index. --strings changes nothing (s1 is always written).\n"
+               "row group. --page-version 1 (default) writes DATA_PAGE headers, 2 writes\n"
+               "DATA_PAGE_V2 (levels uncompressed before the compressed values; with\n"
+               "--compression none, is_compressed false). --index is refused: a Parquet\n"
+               "file's footer and offset index are its index. --strings changes nothing\n"
+               "(s1 is always written).\n"
                "\n"
                "--nulls (both formats): each of i1..i13 and s1 is null with probability\n"
                "1/32, and each list c1..c26 null with probability 1/32 and empty with\n"
@@ -181,6 +186,7 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         {"index", no_argument, NULL, 'i'},
         {"format", required_argument, NULL, 'f'},
         {"compression", required_argument, NULL, 'c'},
+        {"page-version", required_argument, NULL, 'P'},
         {"row-group-rows", required_argument, NULL, 'g'},
         {"nulls", no_argument, NULL, 'n'},
         {"strings", no_argument, NULL, 'S'},
@@ -253,6 +259,14 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
                 return -1;
             }
             parquet_only = "--compression";
+            break;
+        case 'P':
+            if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
+                fprintf(stderr, "dpp-gen: --page-version: expected 1 or 2, got \"%s\"\n", optarg);
+                return -1;
+            }
+            a->page_version = optarg[0] - '0';
+            parquet_only = "--page-version";
             break;
         case 'g':
             if (parse_u64("--row-group-rows", optarg, MAX_ROW_GROUP_ROWS, &a->row_group_rows) != 0)
@@ -670,6 +684,7 @@ static int generate(const gen_args_t *a)
         dpp_gen_pq_opts_t o = {
             .codec = a->codec,
             .row_group_rows = a->row_group_rows,
+            .page_version = a->page_version,
             .created_by = "dpp-gen " DPP_VERSION,
         };
         w->pq = dpp_gen_pq_new(&o);

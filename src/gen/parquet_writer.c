@@ -22,7 +22,7 @@ enum { PT_INT64 = 2, PT_FLOAT = 4, PT_BYTE_ARRAY = 6 };
 enum { REP_REQUIRED = 0, REP_OPTIONAL = 1, REP_REPEATED = 2 };
 enum { CONV_UTF8 = 0, CONV_LIST = 3 };
 enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
-enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
+enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3 };
 
 /* ---- growable byte buffers ---------------------------------------------- */
 
@@ -163,6 +163,12 @@ static void tw_i16(tw_t *t, int16_t id, int16_t v)
     buf_varint(t->b, zigzag(v));
 }
 
+/* A bool field: the compact protocol puts the value in the field's type. */
+static void tw_bool(tw_t *t, int16_t id, int v)
+{
+    tw_field(t, id, v ? CT_TRUE : CT_FALSE);
+}
+
 static void tw_i32(tw_t *t, int16_t id, int32_t v)
 {
     tw_field(t, id, CT_I32);
@@ -294,6 +300,15 @@ static void level_block(buf_t *b, const u32vec_t *levels, unsigned max_level)
     uint32_t len = (uint32_t)(b->len - at - 4);
     for (unsigned k = 0; k < 4; k++)
         b->p[at + k] = (uint8_t)(len >> (8 * k));
+}
+
+/* Levels of a DATA_PAGE_V2: the hybrid runs without the length prefix (the
+ * page header says their length). Returns the bytes appended. */
+static size_t level_runs(buf_t *b, const u32vec_t *levels, unsigned max_level)
+{
+    size_t at = b->len;
+    hybrid_encode(b, levels->v, levels->n, bit_width(max_level));
+    return b->len - at;
 }
 
 /* ---- dictionaries --------------------------------------------------------- */
@@ -461,7 +476,7 @@ struct dpp_gen_pq {
     uint64_t rg_rows, file_rows;
     row_group_meta_t *rgs;
     size_t nrgs, rgs_cap;
-    buf_t body, comp, header, meta; /* scratch */
+    buf_t body, comp, header, meta, levels; /* scratch */
     ZSTD_CCtx *zctx;
 };
 
@@ -549,6 +564,7 @@ void dpp_gen_pq_free(dpp_gen_pq_t *w)
     buf_free(&w->comp);
     buf_free(&w->header);
     buf_free(&w->meta);
+    buf_free(&w->levels);
     ZSTD_freeCCtx(w->zctx);
     free(w->created_by);
     free(w);
@@ -631,7 +647,37 @@ static void page_header(dpp_gen_pq_t *w, int type, size_t uncompressed, size_t c
     tw_end(&t);
 }
 
-/* Closes the column's open page into its chunk buffer. */
+/* PageHeader of a DATA_PAGE_V2 into w->header: sizes include the levels
+ * (stored uncompressed before the values, rep_len + def_len bytes). */
+static void page_header_v2(dpp_gen_pq_t *w, const column_t *c, size_t uncompressed,
+                           size_t compressed, size_t rep_len, size_t def_len, int encoding)
+{
+    tw_t t;
+    uint64_t nulls = 0;
+    for (size_t i = 0; i < c->def.n; i++)
+        nulls += c->def.v[i] < (uint32_t)c->max_def;
+
+    w->header.len = 0;
+    tw_begin(&t, &w->header);
+    tw_i32(&t, 1, PAGE_DATA_V2);
+    tw_i32(&t, 2, (int32_t)uncompressed);
+    tw_i32(&t, 3, (int32_t)compressed);
+    tw_struct(&t, 8); /* DataPageHeaderV2 */
+    tw_i32(&t, 1, (int32_t)c->page_values);
+    tw_i32(&t, 2, (int32_t)nulls);
+    tw_i32(&t, 3, (int32_t)c->page_rows);
+    tw_i32(&t, 4, encoding);
+    tw_i32(&t, 5, (int32_t)def_len);
+    tw_i32(&t, 6, (int32_t)rep_len);
+    if (w->o.codec == DPP_GEN_CODEC_NONE)
+        tw_bool(&t, 7, 0); /* is_compressed (default true) */
+    tw_end(&t);
+    tw_end(&t);
+}
+
+/* Closes the column's open page into its chunk buffer: a DATA_PAGE (levels
+ * and values compressed together) or a DATA_PAGE_V2 (levels first, as they
+ * are; then the values, compressed). */
 static int flush_page(dpp_gen_pq_t *w, column_t *c)
 {
     const uint8_t *data;
@@ -640,11 +686,19 @@ static int flush_page(dpp_gen_pq_t *w, column_t *c)
 
     if (c->page_rows == 0)
         return 0;
-    w->body.len = 0;
+    int v2 = w->o.page_version == 2;
+    int encoding = c->dict_encoded ? ENC_RLE_DICTIONARY : ENC_PLAIN;
+    size_t rep_len = 0, def_len = 0;
+    w->levels.len = 0;
     if (c->max_rep)
-        level_block(&w->body, &c->rep, c->max_rep);
+        v2 ? (void)(rep_len = level_runs(&w->levels, &c->rep, c->max_rep))
+           : level_block(&w->levels, &c->rep, c->max_rep);
     if (c->max_def)
-        level_block(&w->body, &c->def, c->max_def);
+        v2 ? (void)(def_len = level_runs(&w->levels, &c->def, c->max_def))
+           : level_block(&w->levels, &c->def, c->max_def);
+    w->body.len = 0;
+    if (!v2)
+        buf_put(&w->body, w->levels.p, w->levels.len);
     if (c->dict_encoded) {
         unsigned width = c->dict.n > 1 ? bit_width((uint32_t)(c->dict.n - 1)) : 0;
         buf_byte(&w->body, (uint8_t)width);
@@ -654,8 +708,11 @@ static int flush_page(dpp_gen_pq_t *w, column_t *c)
     }
     if ((rc = compress_body(w, &data, &len)) != 0)
         return w->err = rc;
-    page_header(w, PAGE_DATA, w->body.len, len, c->page_values,
-                c->dict_encoded ? ENC_RLE_DICTIONARY : ENC_PLAIN);
+    size_t lv = v2 ? w->levels.len : 0;
+    if (v2)
+        page_header_v2(w, c, lv + w->body.len, lv + len, rep_len, def_len, encoding);
+    else
+        page_header(w, PAGE_DATA, w->body.len, len, c->page_values, encoding);
 
     if (c->nlocs == c->locs_cap) {
         c->locs_cap = c->locs_cap ? 2 * c->locs_cap : 16;
@@ -663,13 +720,14 @@ static int flush_page(dpp_gen_pq_t *w, column_t *c)
     }
     c->locs[c->nlocs++] = (page_loc_t){
         .offset = c->pages.len,
-        .size = (uint32_t)(w->header.len + len),
+        .size = (uint32_t)(w->header.len + lv + len),
         .first_row = c->chunk_rows,
     };
     buf_put(&c->pages, w->header.p, w->header.len);
+    buf_put(&c->pages, w->levels.p, lv);
     buf_put(&c->pages, data, len);
-    c->uncompressed += w->header.len + w->body.len;
-    c->compressed += w->header.len + len;
+    c->uncompressed += w->header.len + lv + w->body.len;
+    c->compressed += w->header.len + lv + len;
     c->num_values += c->page_values;
     c->chunk_rows += c->page_rows;
     c->page_rows = c->page_values = 0;

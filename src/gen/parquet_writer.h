@@ -42,6 +42,7 @@ typedef enum dpp_gen_codec {
 typedef struct dpp_gen_pq_opts {
     dpp_gen_codec_t codec;
     uint64_t row_group_rows; /* at least 1 */
+    int page_version;        /* 1 (DATA_PAGE) or 2 (DATA_PAGE_V2); 0: 1 */
     const char *created_by;  /* copied */
 } dpp_gen_pq_opts_t;
 

@@ -44,9 +44,9 @@ dpp_refsum_check "$spec1" "$tfroot/criteo" "$DPP_TMP/read1.jsonl"
 dpp_wait_done "$DPP_SESSION"
 
 # ---- case 2 ----
-dpp_step "case 2: nulls, snappy, splits inside row groups, 2 ranks, s1 hashed"
+dpp_step "case 2: nulls, snappy, DATA_PAGE_V2, splits inside row groups, 2 ranks, s1 hashed"
 dpp_gen --rows 20000 --shards 3 --partitions 1 --seed 99 --format parquet --nulls \
-    --compression snappy --row-group-rows 5000 --out "$root/nulls"
+    --compression snappy --page-version 2 --row-group-rows 5000 --out "$root/nulls"
 dpp_gen --rows 20000 --shards 3 --partitions 1 --seed 99 --nulls --strings --out "$tfroot/nulls"
 spec2=$DPP_TMP/nulls.json
 cat >"$spec2" <<'EOF'

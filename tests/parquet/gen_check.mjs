@@ -241,15 +241,36 @@ function checkFile(path, stats) {
         if (next && l.offset + l.size !== next.offset) fail(`${at}: page ${k} does not end where page ${k + 1} starts`);
         if (!next && l.offset + l.size !== end) fail(`${at}: last page ends at ${l.offset + l.size}, chunk at ${end}`);
         const { h, len } = pageHeader(buf, l.offset);
-        if (h.field_1 !== 0) return fail(`${at}: page ${k} has type ${h.field_1}, not DATA_PAGE`);
+        // DATA_PAGE (0): levels with a length prefix, compressed with the
+        // values. DATA_PAGE_V2 (3): levels first, uncompressed, their lengths
+        // in the header; then the values, compressed unless is_compressed
+        // is false.
+        const v2 = h.field_1 === 3;
+        if (h.field_1 !== 0 && !v2) return fail(`${at}: page ${k} has type ${h.field_1}, not a data page`);
+        stats[v2 ? 'v2pages' : 'v1pages']++;
         if (len + h.field_3 !== l.size) fail(`${at}: page ${k}: header + compressed ${len + h.field_3} != ${l.size}`);
-        const n = h.field_5.field_1;
+        const dh = v2 ? h.field_8 : h.field_5;
+        const n = dh.field_1;
+        const encoding = v2 ? dh.field_4 : dh.field_2;
         values += n;
         if (!rep && n !== rowsInPage) fail(`${at}: page ${k}: ${n} values for ${rowsInPage} rows`);
+        if (v2 && dh.field_3 !== rowsInPage) fail(`${at}: page ${k}: num_rows ${dh.field_3}, ${rowsInPage} by the offset index`);
         stats.pages++;
         // The page body, decompressed, and its hybrid runs.
         let body = buf.subarray(l.offset + len, l.offset + l.size);
-        if (md.codec !== 'UNCOMPRESSED') body = compressors[md.codec](body, h.field_2);
+        const levelLen = v2 ? [dh.field_6, dh.field_5] : null; // rep, def
+        if (v2) {
+          const lv = levelLen[0] + levelLen[1];
+          let vals = body.subarray(lv);
+          if (dh.field_7 !== false && md.codec !== 'UNCOMPRESSED') vals = compressors[md.codec](vals, h.field_2 - lv);
+          if (dh.field_7 === false && md.codec !== 'UNCOMPRESSED') fail(`${at}: page ${k}: is_compressed false under ${md.codec}`);
+          const whole = new Uint8Array(lv + vals.length);
+          whole.set(body.subarray(0, lv));
+          whole.set(vals, lv);
+          body = whole;
+        } else if (md.codec !== 'UNCOMPRESSED') {
+          body = compressors[md.codec](body, h.field_2);
+        }
         if (body.length !== h.field_2) return fail(`${at}: page ${k} body is ${body.length}, header says ${h.field_2}`);
         // Levels: the rows a page holds are its repetition level zeros, so
         // first_row_index is checked for list columns too.
@@ -257,8 +278,14 @@ function checkFile(path, stats) {
         let present = n;
         for (const [max, kind] of [[rep, 'rep'], [def, 'def']]) {
           if (!max) continue;
-          const blen = body[p] | (body[p + 1] << 8) | (body[p + 2] << 16) | (body[p + 3] << 24);
-          const lv = walkHybrid(body, p + 4, p + 4 + blen, bitWidth(max), stats);
+          let blen;
+          if (v2) {
+            blen = levelLen[kind === 'rep' ? 0 : 1];
+          } else {
+            blen = body[p] | (body[p + 1] << 8) | (body[p + 2] << 16) | (body[p + 3] << 24);
+            p += 4;
+          }
+          const lv = walkHybrid(body, p, p + blen, bitWidth(max), stats);
           if (lv.length < n || lv.length - n >= 8) fail(`${at}: page ${k}: ${kind} levels hold ${lv.length} values for ${n}`);
           lv.length = n;
           if (lv.some((v) => v > max)) fail(`${at}: page ${k}: ${kind} level above ${max}`);
@@ -267,20 +294,21 @@ function checkFile(path, stats) {
             if (lv[0] !== 0 || starts !== rowsInPage) fail(`${at}: page ${k}: ${starts} rows by the repetition levels, ${rowsInPage} by the offset index`);
           } else {
             present = lv.filter((v) => v === max).length;
+            if (v2 && dh.field_2 !== n - present) fail(`${at}: page ${k}: num_nulls ${dh.field_2}, levels say ${n - present}`);
           }
-          p += 4 + blen;
+          p += blen;
         }
-        if (h.field_5.field_2 === 8) {
+        if (encoding === 8) {
           const w = body[p];
           const idx = walkHybrid(body, p + 1, body.length, w, stats);
           if (idx.length < present || idx.length - present >= 8) fail(`${at}: page ${k}: ${idx.length} indices for ${present} values`);
           idx.length = present;
           if (idx.some((v) => v >= dictSize)) fail(`${at}: page ${k}: index past the ${dictSize}-entry dictionary`);
-        } else if (h.field_5.field_2 === 0) {
+        } else if (encoding === 0) {
           const size = md.type === 'FLOAT' ? 4 : 8;
           if (body.length - p !== present * size) fail(`${at}: page ${k}: ${body.length - p} value bytes for ${present} values`);
         } else {
-          fail(`${at}: page ${k}: encoding ${h.field_5.field_2}`);
+          fail(`${at}: page ${k}: encoding ${encoding}`);
         }
       });
       if (values !== Number(md.num_values)) fail(`${at}: pages hold ${values} values, metadata says ${md.num_values}`);
@@ -295,7 +323,7 @@ if (!files.length) {
   console.error(`gen_check: no .parquet files under ${dir}`);
   process.exit(1);
 }
-const stats = { files: files.length, pages: 0, dictPages: 0, rle: 0, bitpacked: 0 };
+const stats = { files: files.length, pages: 0, v1pages: 0, v2pages: 0, dictPages: 0, rle: 0, bitpacked: 0 };
 let footerRows = 0;
 for (const f of files) {
   try {

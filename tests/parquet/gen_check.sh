@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # dpp-gen --format parquet against readers that share no code with dpp:
-# every codec, with and without --nulls, is read by DuckDB and hyparquet
+# every codec and both page versions, with and without --nulls, is read by
+# DuckDB and hyparquet
 # (gen_check.mjs, which also checks each offset index against its pages and
 # decodes every level and index run), and its sums must equal those of the
 # TFRecord table of the same arguments read by a plain tf.Example parser
@@ -71,18 +72,28 @@ for nulls in "" --nulls; do
     tf=$tmp/tf$nulls
     "$gen" "${table[@]}" --format tfrecord --strings $nulls --out "$tf" >/dev/null
     python3 "$here/gen_check.py" "$tf" >"$tmp/tf$nulls.json"
-    for codec in zstd snappy none; do
-        name="parquet $codec${nulls:+ $nulls}"
-        pq=$tmp/pq-$codec$nulls
+    # DATA_PAGE (v1) with each codec; DATA_PAGE_V2 compressed and not
+    for variant in zstd snappy none zstd-v2 none-v2; do
+        codec=${variant%-v2}
+        pages=1
+        [[ $variant == *-v2 ]] && pages=2
+        name="parquet $variant${nulls:+ $nulls}"
+        pq=$tmp/pq-$variant$nulls
         "$gen" "${table[@]}" "${rg[@]}" --format parquet --compression "$codec" $nulls \
-            --out "$pq" >/dev/null
+            --page-version "$pages" --out "$pq" >/dev/null
         node "$here/gen_check.mjs" "$pq" >"$pq.json" || fail "$name: the readers found problems"
         compare "$name" "$pq.json" "$tmp/tf$nulls.json"
-        read -r rows rle bitpacked < <(python3 -c '
+        read -r rows rle bitpacked v1pages v2pages < <(python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(j["sums"]["rows"], j["structure"]["rle"], j["structure"]["bitpacked"])' "$pq.json")
+s = j["structure"]
+print(j["sums"]["rows"], s["rle"], s["bitpacked"], s["v1pages"], s["v2pages"])' "$pq.json")
         [[ $rows == 20011 ]] || fail "$name: $rows rows"
+        if ((pages == 2)); then
+            ((v1pages == 0 && v2pages > 0)) || fail "$name: $v1pages v1 and $v2pages v2 pages"
+        else
+            ((v2pages == 0 && v1pages > 0)) || fail "$name: $v1pages v1 and $v2pages v2 pages"
+        fi
         ((rle > 0 && bitpacked > 0)) || fail "$name: runs: $rle RLE, $bitpacked bit-packed; want both"
         log "$name: $rows rows, $rle RLE and $bitpacked bit-packed runs, equal to TFRecord"
         passed=$((passed + 1))
