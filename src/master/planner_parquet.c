@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Parquet planner (planner.h). A Parquet file is indexed by its footer
  * (src/worker/source_parquet.c): the result is the row count and the first
- * row of every range (each row group, cut every split_rows rows), then the
- * row count; range b holds rows [bounds[b], bounds[b + 1]), never across a
- * row group. Byte positions are the worker's to find from the footer. */
+ * row of every range (each row group, cut about every split_rows rows, at a
+ * page boundary within a quarter of split_rows when the offset index shows
+ * one), then the row count; range b holds rows [bounds[b], bounds[b + 1]),
+ * at most 1.5 x split_rows of them, never across a row group. Byte
+ * positions are the worker's to find from the footer. */
 #include <stdio.h>
 
 #include "planner.h"
@@ -16,11 +18,14 @@ static int pq_check(uint64_t records, const uint64_t *bounds, size_t n, unsigned
                  n, (unsigned long long)records);
         return 0;
     }
+    uint64_t longest = (uint64_t)split_rows + split_rows / 2;
     for (size_t i = 1; i < n; i++) {
-        if (bounds[i] <= bounds[i - 1] || bounds[i] - bounds[i - 1] > split_rows) {
-            snprintf(err, errlen, "range %zu (rows %llu to %llu) is empty or longer than %u rows",
+        if (bounds[i] <= bounds[i - 1] || bounds[i] - bounds[i - 1] > longest) {
+            snprintf(err, errlen,
+                     "range %zu (rows %llu to %llu) is empty or longer than %llu rows (1.5 x "
+                     "split_rows)",
                      i - 1, (unsigned long long)bounds[i - 1], (unsigned long long)bounds[i],
-                     split_rows);
+                     (unsigned long long)longest);
             return 0;
         }
     }

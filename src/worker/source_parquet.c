@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/errtext.h"
 #include "base/log.h"
@@ -404,8 +405,55 @@ static void pq_close(dpp_source_t *s)
     s->state = NULL;
 }
 
+/* The first rows of the pages of row group g's largest column chunk (the
+ * one whose pages cost most to decode twice), from its offset index: at
+ * most cap of them into rows, in order. Returns how many (0: no usable
+ * offset index). */
+static size_t page_starts(const dpp_pq_file_t *f, uint32_t g, uint64_t *rows, size_t cap)
+{
+    const dpp_pq_row_group_t *rg = &f->meta.row_groups[g];
+    const dpp_pq_chunk_t *big = NULL;
+    for (uint32_t c = 0; c < f->meta.ncolumns; c++)
+        if (big == NULL || rg->chunks[c].total_compressed_size > big->total_compressed_size)
+            big = &rg->chunks[c];
+    if (big == NULL || !has_offset_index(big, f->size) || big->offset_index_length > (64 << 20))
+        return 0;
+    size_t len = (size_t)big->offset_index_length, n = 0, nlocs = 0;
+    uint8_t *buf = malloc(len);
+    dpp_pq_page_loc_t *locs = NULL;
+    char why[128];
+    if (buf && pread(f->fd, buf, len, (off_t)big->offset_index_offset) == (ssize_t)len &&
+        dpp_pq_offset_index_parse(buf, len, &locs, &nlocs, why, sizeof why) == 0)
+        for (size_t i = 0; i < nlocs && n < cap; i++)
+            if (locs[i].first_row_index > 0 && locs[i].first_row_index < rg->num_rows)
+                rows[n++] = (uint64_t)locs[i].first_row_index;
+    free(locs);
+    free(buf);
+    return n;
+}
+
+/* Where a range of a row group after `prev` (rows relative to the group) is
+ * cut near `target`: at the page start of the group's largest chunk nearest
+ * to it within a quarter of split_rows, so that neighbouring splits decode
+ * no page of that column twice; at target where no page starts that near.
+ * A range then holds at most 1.5 x split_rows rows (planner_parquet.c). */
+static uint64_t cut_near(const uint64_t *starts, size_t n, uint64_t target, uint64_t prev,
+                         uint32_t split_rows)
+{
+    uint64_t best = target, dist = split_rows / 4 + 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = starts[i] > target ? starts[i] - target : target - starts[i];
+        if (starts[i] > prev && d < dist) {
+            best = starts[i];
+            dist = d;
+        }
+    }
+    return best;
+}
+
 /* The index of a Parquet file is its footer: the row count, and a range
- * starting at every row group and every split_rows rows inside one. */
+ * starting at every row group and about every split_rows rows inside one,
+ * at a page boundary where the group's largest chunk has an offset index. */
 static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_result_t *res)
 {
     const dpp_pq_meta_t *m = &f->meta;
@@ -415,16 +463,37 @@ static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_resul
     res->bounds = malloc(n * sizeof *res->bounds);
     if (res->bounds == NULL)
         return dpp_source_fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
-    size_t k = 0;
+    size_t k = 0, cap = 0;
+    uint64_t *starts = NULL;
     for (uint32_t g = 0; g < m->nrow_groups; g++) {
         const dpp_pq_row_group_t *rg = &m->row_groups[g];
-        for (uint64_t r = 0; r < (uint64_t)rg->num_rows; r += t->split_rows)
-            res->bounds[k++] = (uint64_t)rg->first_row + r;
+        uint64_t rows = (uint64_t)rg->num_rows;
+        res->bounds[k++] = (uint64_t)rg->first_row;
+        if (rows <= t->split_rows)
+            continue;
+        /* pages of a sane writer hold at least a few rows each */
+        size_t want = rows / 2 + 1 < 65536 ? rows / 2 + 1 : 65536;
+        if (want > cap) {
+            free(starts);
+            cap = want;
+            if ((starts = malloc(cap * sizeof *starts)) == NULL)
+                cap = 0;
+        }
+        size_t ns = cap ? page_starts(f, g, starts, cap) : 0;
+        uint64_t prev = 0;
+        for (uint64_t target = t->split_rows; target < rows; target += t->split_rows) {
+            uint64_t cut = cut_near(starts, ns, target, prev, t->split_rows);
+            if (cut <= prev || cut >= rows)
+                continue;
+            res->bounds[k++] = (uint64_t)rg->first_row + cut;
+            prev = cut;
+        }
     }
+    free(starts);
     res->bounds[k++] = (uint64_t)m->num_rows;
     res->nbounds = k;
     res->records = (uint64_t)m->num_rows;
-    res->from_sidecar = 1; /* the footer: nothing scanned */
+    res->from_sidecar = 1; /* the footer (and offset indexes): no data page read */
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gen/parquet_writer.h"
 #include "parquet/column.h"
@@ -190,11 +191,78 @@ static void test_part_reads_its_pages(void **state)
     assert_true(read_split(NULL, 9000, 10) < chunks / 5);
 }
 
+/* An index task with split_rows 10,000 over the 200,000-row group: 20
+ * ranges, cut k at the page start of the largest chunk (its offset index,
+ * read here) nearest to row 10,000 k within 2,500 rows, or at 10,000 k
+ * where none is that near; none longer than 15,000 rows. */
+static void test_index_cuts_at_pages(void **state)
+{
+    (void)state;
+    dpp_task_t t = {.kind = DPP_TASK_INDEX,
+                    .path = path,
+                    .rel_path = "t.parquet",
+                    .split_rows = 10000,
+                    .format = DPP_FORMAT_PARQUET};
+    dpp_pipeline_config_t cfg = {.threads = 1};
+    dpp_split_result_t res = {0};
+    assert_int_equal(dpp_source_parquet.index(&cfg, &t, &res), 0);
+    assert_int_equal(res.records, ROWS);
+    assert_int_equal(res.nbounds, 21);
+    assert_int_equal(res.bounds[0], 0);
+    assert_int_equal(res.bounds[res.nbounds - 1], ROWS);
+
+    dpp_pq_file_t f;
+    char err[256];
+    assert_int_equal(dpp_pq_file_open(&f, path, "t.parquet", err, sizeof err), 0);
+    const dpp_pq_row_group_t *rg = &f.meta.row_groups[0];
+    const dpp_pq_chunk_t *big = &rg->chunks[0];
+    for (uint32_t c = 1; c < f.meta.ncolumns; c++)
+        if (rg->chunks[c].total_compressed_size > big->total_compressed_size)
+            big = &rg->chunks[c];
+    uint8_t *buf = malloc((size_t)big->offset_index_length);
+    assert_int_equal(
+        pread(f.fd, buf, (size_t)big->offset_index_length, (off_t)big->offset_index_offset),
+        big->offset_index_length);
+    dpp_pq_page_loc_t *locs;
+    size_t nlocs;
+    assert_int_equal(dpp_pq_offset_index_parse(buf, (size_t)big->offset_index_length, &locs, &nlocs,
+                                               err, sizeof err),
+                     0);
+    assert_true(nlocs > 20); /* pages of at most 8192 rows */
+    size_t at_pages = 0;
+    for (size_t i = 1; i + 1 < res.nbounds; i++) {
+        /* the nearest page start within 2,500 rows of the target, or the target */
+        uint64_t target = i * 10000, want = target, dist = 2501;
+        for (size_t p = 0; p < nlocs; p++) {
+            uint64_t r = (uint64_t)locs[p].first_row_index;
+            uint64_t d = r > target ? r - target : target - r;
+            if (d < dist) {
+                want = r;
+                dist = d;
+            }
+        }
+        if (res.bounds[i] != want)
+            print_error("cut %zu at row %llu, expected %llu\n", i,
+                        (unsigned long long)res.bounds[i], (unsigned long long)want);
+        assert_int_equal(res.bounds[i], want);
+        at_pages += want != target;
+    }
+    assert_true(at_pages > 0);
+    for (size_t i = 1; i < res.nbounds; i++)
+        assert_true(res.bounds[i] > res.bounds[i - 1] &&
+                    res.bounds[i] - res.bounds[i - 1] <= 15000);
+    free(locs);
+    free(buf);
+    free(res.bounds);
+    dpp_pq_file_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_row_group),
         cmocka_unit_test(test_part_reads_its_pages),
+        cmocka_unit_test(test_index_cuts_at_pages),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
