@@ -9,6 +9,7 @@
 #include <snappy-c.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "base/alloc.h"
@@ -622,7 +623,7 @@ static int compress_body(dpp_gen_pq_t *w, const uint8_t **data, size_t *len)
 
 /* PageHeader of a data page (v1) or a dictionary page, into w->header. */
 static void page_header(dpp_gen_pq_t *w, int type, size_t uncompressed, size_t compressed,
-                        uint64_t num_values, int encoding)
+                        uint64_t num_values, int encoding, uint32_t crc)
 {
     tw_t t;
 
@@ -631,6 +632,7 @@ static void page_header(dpp_gen_pq_t *w, int type, size_t uncompressed, size_t c
     tw_i32(&t, 1, type);
     tw_i32(&t, 2, (int32_t)uncompressed);
     tw_i32(&t, 3, (int32_t)compressed);
+    tw_i32(&t, 4, (int32_t)crc);
     if (type == PAGE_DATA) {
         tw_struct(&t, 5); /* DataPageHeader */
         tw_i32(&t, 1, (int32_t)num_values);
@@ -650,7 +652,8 @@ static void page_header(dpp_gen_pq_t *w, int type, size_t uncompressed, size_t c
 /* PageHeader of a DATA_PAGE_V2 into w->header: sizes include the levels
  * (stored uncompressed before the values, rep_len + def_len bytes). */
 static void page_header_v2(dpp_gen_pq_t *w, const column_t *c, size_t uncompressed,
-                           size_t compressed, size_t rep_len, size_t def_len, int encoding)
+                           size_t compressed, size_t rep_len, size_t def_len, int encoding,
+                           uint32_t crc)
 {
     tw_t t;
     uint64_t nulls = 0;
@@ -662,6 +665,7 @@ static void page_header_v2(dpp_gen_pq_t *w, const column_t *c, size_t uncompress
     tw_i32(&t, 1, PAGE_DATA_V2);
     tw_i32(&t, 2, (int32_t)uncompressed);
     tw_i32(&t, 3, (int32_t)compressed);
+    tw_i32(&t, 4, (int32_t)crc);
     tw_struct(&t, 8); /* DataPageHeaderV2 */
     tw_i32(&t, 1, (int32_t)c->page_values);
     tw_i32(&t, 2, (int32_t)nulls);
@@ -709,10 +713,11 @@ static int flush_page(dpp_gen_pq_t *w, column_t *c)
     if ((rc = compress_body(w, &data, &len)) != 0)
         return w->err = rc;
     size_t lv = v2 ? w->levels.len : 0;
+    uint32_t crc = (uint32_t)crc32(crc32(0, w->levels.p, (uInt)lv), data, (uInt)len);
     if (v2)
-        page_header_v2(w, c, lv + w->body.len, lv + len, rep_len, def_len, encoding);
+        page_header_v2(w, c, lv + w->body.len, lv + len, rep_len, def_len, encoding, crc);
     else
-        page_header(w, PAGE_DATA, w->body.len, len, c->page_values, encoding);
+        page_header(w, PAGE_DATA, w->body.len, len, c->page_values, encoding, crc);
 
     if (c->nlocs == c->locs_cap) {
         c->locs_cap = c->locs_cap ? 2 * c->locs_cap : 16;
@@ -750,7 +755,8 @@ static int write_chunk(dpp_gen_pq_t *w, column_t *c, chunk_meta_t *m)
         buf_put(&w->body, c->dict.plain.p, c->dict.plain.len);
         if ((rc = compress_body(w, &data, &len)) != 0)
             return w->err = rc;
-        page_header(w, PAGE_DICTIONARY, w->body.len, len, c->dict.n, ENC_PLAIN);
+        page_header(w, PAGE_DICTIONARY, w->body.len, len, c->dict.n, ENC_PLAIN,
+                    (uint32_t)crc32(0, data, (uInt)len));
         m->dict_page_offset = w->pos;
         if ((rc = out(w, w->header.p, w->header.len)) != 0 || (rc = out(w, data, len)) != 0)
             return rc;

@@ -172,6 +172,7 @@ typedef struct split_ctx {
     const dpp_pipeline_config_t *cfg;
     const dpp_task_t *task;
     const plan_t *plan;
+    const dpp_source_t *src; /* the open split's, for what a stuck source found */
     dpp_split_result_t *res; /* the split's, for errors found deep inside */
     ZSTD_CCtx *zctx;
     int compress;
@@ -479,6 +480,16 @@ static void ctx_close(split_ctx_t *x)
     dpp_block_builder_close(&x->builder);
 }
 
+/* ": <what the source found>" once it is stuck, for messages; else "". */
+static const char *stuck_why(const split_ctx_t *x, const char **sep)
+{
+    const dpp_source_t *src = x->src;
+    const char *why =
+        src && src->ops && src->ops->why && src->ops->stuck(src) ? src->ops->why(src) : NULL;
+    *sep = why ? ": " : "";
+    return why ? why : "";
+}
+
 /* Takes one record's outcome (add_record's result or a reader error).
  * Returns 0 to go on, or the error that ends the split (set in res). */
 static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_t off)
@@ -499,14 +510,15 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
         return rc;
     }
     dpp_rejects_count(&res->rejects, rc, 1);
+    const char *sep, *why = stuck_why(x, &sep);
     if (x->plan->spec.on_corrupt_fail) {
-        set_error(res, rc, "file %s: %s at offset %" PRIu64 " (on_corrupt: fail)", t->rel_path,
-                  dpp_reject_words(rc), off);
+        set_error(res, rc, "file %s: %s at offset %" PRIu64 "%s%s (on_corrupt: fail)", t->rel_path,
+                  dpp_reject_words(rc), off, sep, why);
         return rc;
     }
     if (dpp_rejects_total(&res->rejects) <= MAX_LOGGED_REJECTS)
-        DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s\"", t->rel_path, off,
-                 dpp_reject_words(rc));
+        DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s%s%s\"", t->rel_path, off,
+                 dpp_reject_words(rc), sep, why);
     return 0;
 }
 
@@ -527,14 +539,15 @@ static int lose_rest(split_ctx_t *x, dpp_split_result_t *res, int err, uint64_t 
     if (n == 0)
         return 0;
     dpp_rejects_count(&res->rejects, err, n);
-    DPP_WARN("records_lost file=%s offset=%" PRIu64 " records=%" PRIu64 " reason=\"%s\"",
-             x->task->rel_path, off, n, dpp_reject_words(err));
+    const char *sep, *why = stuck_why(x, &sep);
+    DPP_WARN("records_lost file=%s offset=%" PRIu64 " records=%" PRIu64 " reason=\"%s%s%s\"",
+             x->task->rel_path, off, n, dpp_reject_words(err), sep, why);
     if (!x->plan->spec.on_corrupt_fail)
         return 0;
     set_error(res, err,
-              "file %s: %s at offset %" PRIu64 ", %" PRIu64
+              "file %s: %s at offset %" PRIu64 "%s%s, %" PRIu64
               " records after it lost (on_corrupt: fail)",
-              x->task->rel_path, dpp_reject_words(err), off, n);
+              x->task->rel_path, dpp_reject_words(err), off, sep, why, n);
     return err;
 }
 
@@ -692,6 +705,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
+    x.src = &src;
     if ((rc = plan.src->open(&src, reader, t, plan.proj, cfg, err, sizeof err)) != 0) {
         set_error(res, rc, "%s", err);
         goto out;

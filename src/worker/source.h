@@ -71,6 +71,11 @@ typedef struct dpp_source_ops {
      * framing is lost), so reading stops; 0 when the next row is sound. */
     int (*stuck)(const dpp_source_t *s);
 
+    /* Optional: once stuck, what the format found, as a phrase for the
+     * split's error and log ("column \"c12\", row group 0: page CRC
+     * mismatch"), owned by s; NULL when it has nothing to add. */
+    const char *(*why)(const dpp_source_t *s);
+
     /* Decodes a row's bytes: refs[i] for feature slot i of proj, pointing
      * into data. Returns 0 or a row error (DPP_EEXAMPLE...). */
     int (*decode)(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs);

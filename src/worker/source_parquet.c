@@ -45,6 +45,7 @@ typedef struct pq_split {
     uint64_t left; /* rows of the range still to produce */
     int stuck;     /* the error that ended reading, repeated */
     uint64_t stuck_offset;
+    char why[512]; /* what the column reader said of it */
 } pq_split_t;
 
 static void projection_free(void *proj)
@@ -80,8 +81,10 @@ static const char *outside_roots =
 /* Reading stopped at offset for err (a page error): later calls repeat it. */
 static int stop_reading(pq_split_t *x, int err, uint64_t offset, const char *why)
 {
-    if (!x->stuck)
+    if (!x->stuck) {
         DPP_WARN("parquet_read_failed %s", why);
+        snprintf(x->why, sizeof x->why, "%s", why);
+    }
     x->stuck = err;
     x->stuck_offset = offset;
     return err;
@@ -379,6 +382,19 @@ static int pq_stuck(const dpp_source_t *s)
     return x && x->stuck != 0;
 }
 
+static const char *pq_why(const dpp_source_t *s)
+{
+    const pq_split_t *x = s->state;
+    if (x == NULL || !x->stuck || !x->why[0])
+        return NULL;
+    /* the split's message names the file already */
+    size_t n = x->file.name ? strlen(x->file.name) : 0;
+    if (n && strncmp(x->why, "file ", 5) == 0 && strncmp(x->why + 5, x->file.name, n) == 0 &&
+        strncmp(x->why + 5 + n, ": ", 2) == 0)
+        return x->why + 7 + n;
+    return x->why;
+}
+
 static int pq_decode(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
     const pq_proj_t *p = proj;
@@ -540,6 +556,7 @@ const dpp_source_ops_t dpp_source_parquet = {
     .skip = pq_skip,
     .next = pq_next,
     .stuck = pq_stuck,
+    .why = pq_why,
     .decode = pq_decode,
     .close = pq_close,
     .index = pq_index_task,

@@ -5,17 +5,31 @@
 # shares none with dpp: the two formats must give the same sums). Case 1:
 # examples/criteo.json, zstd, 2 epochs. Case 2: nulls, snappy, row groups
 # cut into splits inside them (ranges the same as the TFRecord index cuts,
-# so that the ranks see the same plan), 2 ranks, a string feature hashed,
+# so that the ranks see the same plan: one page per chunk, so no cut moves
+# to a page start), 2 ranks, a string feature hashed,
 # and the same spec over the TFRecord table's BytesList. Case 3: the string
 # feature through a vocabulary with OOV buckets, shuffled. Case 4: bad files (not
 # Parquet, a cut footer) under on_corrupt fail and skip. Case 5: a column
 # dpp does not read (a struct) named by a spec. Case 6: the tables DuckDB
 # wrote (every codec, its V1 and V2 encodings; tests/data/parquet-duckdb)
-# against the sums DuckDB computes for the same spec in SQL.
+# against the sums DuckDB computes for the same spec in SQL, and their
+# DECIMAL column refused by name. Case 7: a damaged data page under
+# on_corrupt fail (the session fails naming file and offset) and skip (the
+# rows delivered and the rows counted as rejected add up to the file's).
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dpp_setup parquet "$DPP_REFSUM"
+
+# read_fails SPEC NAME PATTERN WHAT: a session of SPEC must fail (dppctl read
+# exits 3) with a message matching PATTERN (grep), else the test fails with WHAT.
+read_fails() {
+    local rc=0
+    dpp_submit "$1"
+    dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/$2.out" 2>&1 || rc=$?
+    cat -- "$DPP_TMP/$2.out"
+    ((rc == 3)) && grep -q -- "$3" "$DPP_TMP/$2.out" || dpp_fail "$4 (exit $rc)"
+}
 
 root=$DPP_TMP/root
 tfroot=$DPP_TMP/tfroot
@@ -118,12 +132,8 @@ cat -- "$DPP_TMP/vocab.jsonl"
 dpp_refsum_check "$spec3" "$tfroot/nulls" "$DPP_TMP/vocab.jsonl"
 # a vocabulary that is not there fails the session naming it
 sed 's/vocab\/s1.txt/vocab\/nope.txt/' "$spec3" >"$DPP_TMP/novocab.json"
-dpp_submit "$DPP_TMP/novocab.json"
-rc=0
-dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/novocab.out" 2>&1 || rc=$?
-cat -- "$DPP_TMP/novocab.out"
-((rc == 3)) && grep -q 'vocab/nope.txt' "$DPP_TMP/novocab.out" ||
-    dpp_fail "a missing vocabulary should fail the session naming it (exit $rc)"
+read_fails "$DPP_TMP/novocab.json" novocab 'vocab/nope.txt' \
+    "a missing vocabulary should fail the session naming it"
 
 # ---- case 4 ----
 dpp_step "case 4: a file that is not Parquet and one with its footer cut"
@@ -161,12 +171,8 @@ cat >"$DPP_TMP/struct.json" <<'EOF'
 {"table": "structs", "format": "parquet", "batch_size": 4,
  "features": {"sparse": [{"name": "b_struct"}]}, "label": {"name": "label"}}
 EOF
-dpp_submit "$DPP_TMP/struct.json"
-rc=0
-dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/struct.out" 2>&1 || rc=$?
-cat -- "$DPP_TMP/struct.out"
-((rc == 3)) && grep -q 'nulls.snappy.parquet: column "b_struct" is a struct' "$DPP_TMP/struct.out" ||
-    dpp_fail "a struct column should fail the session naming file and column (exit $rc)"
+read_fails "$DPP_TMP/struct.json" struct 'nulls.snappy.parquet: column "b_struct" is a struct' \
+    "a struct column should fail the session naming file and column"
 
 # ---- case 6 ----
 dpp_step "case 6: DuckDB-written tables against DuckDB's sums"
@@ -187,4 +193,49 @@ if [[ -d $cache/node_modules/@duckdb/node-api ]]; then
 fi
 python3 "$DPP_SOURCE_DIR/tests/parquet/compare_sums.py" "$expected" "$DPP_TMP/duck.jsonl" ||
     dpp_fail "dpp's sums differ from DuckDB's"
+# a DECIMAL column is refused by name (DuckDB's tables have one)
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+s["features"]["dense"].append({"name": "dec"})
+json.dump(s, open(sys.argv[2], "w"))' "$duck/criteo_spec.json" "$DPP_TMP/decimal.json"
+read_fails "$DPP_TMP/decimal.json" decimal 'column "dec" is a DECIMAL' \
+    "a DECIMAL column should fail the session naming file and column"
+
+# ---- case 7 ----
+dpp_step "case 7: a damaged data page, under on_corrupt fail and skip"
+mkdir -p "$root/damaged/ds=1"
+dpp_gen --rows 20000 --shards 1 --partitions 1 --seed 7 --format parquet --row-group-rows 20000 \
+    --out "$DPP_TMP/damaged-src"
+f=$(echo "$DPP_TMP"/damaged-src/*/part-00000.parquet)
+size=$(stat -c %s "$f")
+cp "$f" "$root/damaged/ds=1/a.parquet"
+# 64 bytes of 0xff in the middle of the file: inside a page of some column
+printf '\xff%.0s' $(seq 64) | dd of="$root/damaged/ds=1/a.parquet" bs=1 seek=$((size / 2)) \
+    conv=notrunc status=none
+for mode in fail skip; do
+    cat >"$DPP_TMP/damaged-$mode.json" <<JSON
+{"table": "damaged", "format": "parquet", "batch_size": 1000, "on_corrupt": "$mode",
+ "features": {"dense": [$(for i in $(seq 1 13); do printf '%s{"name": "i%d", "transforms": [{"op": "fill_missing", "value": 0}]}' "${sep-}" "$i"; sep=", "; done; unset sep)],
+              "sparse": [$(for i in $(seq 1 26); do printf '%s{"name": "c%d"}' "${sep-}" "$i"; sep=", "; done; unset sep)]},
+ "label": {"name": "label"}}
+JSON
+    dpp_submit "$DPP_TMP/damaged-$mode.json"
+    rc=0
+    dpp_ctl read "$DPP_SESSION" --output json >"$DPP_TMP/damaged-$mode.out" 2>&1 || rc=$?
+    cat -- "$DPP_TMP/damaged-$mode.out"
+    if [[ $mode == fail ]]; then
+        ((rc == 3)) && grep -q 'a.parquet: corrupted record at offset [0-9]*: column "c[0-9]*", row group 0, page at offset [0-9]*: page CRC mismatch' "$DPP_TMP/damaged-$mode.out" ||
+            dpp_fail "on_corrupt fail: a damaged page should fail the session naming file and offset (exit $rc)"
+    else
+        ((rc == 0)) || dpp_fail "on_corrupt skip: exit $rc"
+        got=$(sed -n 's/.*"rows":\([0-9]*\),.*/\1/p' "$DPP_TMP/damaged-$mode.out" | tail -1)
+        dpp_ctl status "$DPP_SESSION" --output json >"$DPP_TMP/damaged-status.json"
+        lost=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(sum(int(v) for v in s.get("rejects", {}).values()))' "$DPP_TMP/damaged-status.json")
+        dpp_log "skip: $got rows delivered, $lost rejected"
+        ((got < 20000 && got + lost == 20000)) ||
+            dpp_fail "on_corrupt skip: $got rows delivered and $lost rejected, expected 20000 in all"
+    fi
+done
 dpp_log "ok"

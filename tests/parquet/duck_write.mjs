@@ -29,6 +29,8 @@
 //   b1     BOOLEAN  about 1/3 true, ~4% NULL
 //   n32    INTEGER  the whole int32 range, never NULL
 //   u32    UINTEGER the whole uint32 range (INT32 annotated unsigned), never NULL
+//   dec    DECIMAL(10,2), m1 MAP(VARCHAR, BIGINT), ll BIGINT[][]: shapes dpp
+//          refuses, by file and column, when a spec names them
 //
 // Exit 77: DuckDB not installed.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -99,7 +101,10 @@ SELECT
     CAST(mix(mix(i, 61) % 100, 105) - 2147483648 AS DOUBLE) / 65536 * 1.0000001 AS d1,
     CASE WHEN mix(i, 71) % 25 = 0 THEN NULL ELSE mix(i, 72) % 3 = 0 END AS b1,
     CAST(mix(i, 81) - 2147483648 AS INTEGER) AS n32,
-    CAST(mix(i, 91) AS UINTEGER) AS u32
+    CAST(mix(i, 91) AS UINTEGER) AS u32,
+    CAST(mix(i, 92) % 100000 / 100 AS DECIMAL(10, 2)) AS dec,
+    MAP {'k': CAST(mix(i, 93) % 7 AS BIGINT)} AS m1,
+    [[mix(i, 94) % 5], []]::BIGINT[][] AS ll
 FROM (${pieces(rows)}) t(i)`;
 }
 

@@ -192,6 +192,28 @@ const levelsOf = (name) =>
   name.startsWith('c') ? { rep: 1, def: 2 } : name.startsWith('i') || name === 's1' ? { rep: 0, def: 1 } : { rep: 0, def: 0 };
 const bitWidth = (max) => (max === 0 ? 0 : 32 - Math.clz32(max));
 
+// CRC-32 (zlib's, the one PageHeader.crc holds), over the page's stored
+// bytes; written out here rather than taken from dpp or zlib.
+const CRC_TABLE = (() => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
+function crc32(bytes) {
+  let c = -1;
+  for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  return (c ^ -1) | 0;
+}
+
+function checkCrc(at, what, h, stored) {
+  if (h.field_4 === undefined) return fail(`${at}: ${what} has no CRC`);
+  if ((h.field_4 | 0) !== crc32(stored)) fail(`${at}: ${what}: CRC ${h.field_4}, the bytes give ${crc32(stored)}`);
+}
+
 function pageHeader(buf, offset) {
   const r = reader(buf, offset);
   const h = deserializeTCompactProtocol(r);
@@ -228,6 +250,7 @@ function checkFile(path, stats) {
         const { h, len } = pageHeader(buf, dictOff);
         if (h.field_1 !== 2) fail(`${at}: page at the dictionary offset has type ${h.field_1}`);
         if (dictOff + len + h.field_3 !== dataOff) fail(`${at}: dictionary page does not end at data_page_offset`);
+        checkCrc(at, 'dictionary page', h, buf.subarray(dictOff + len, dictOff + len + h.field_3));
         dictSize = h.field_7.field_1;
         stats.dictPages++;
       }
@@ -258,6 +281,7 @@ function checkFile(path, stats) {
         stats.pages++;
         // The page body, decompressed, and its hybrid runs.
         let body = buf.subarray(l.offset + len, l.offset + l.size);
+        checkCrc(at, `page ${k}`, h, body);
         const levelLen = v2 ? [dh.field_6, dh.field_5] : null; // rep, def
         if (v2) {
           const lv = levelLen[0] + levelLen[1];
