@@ -1080,6 +1080,30 @@ static void test_lying_pages(void **state)
     assert_int_equal(st[0].values, 20);
     assert_true(st[0].sum == 90.0);
 
+    /* DATA_PAGE_V2 of a required column whose header still gives level
+     * lengths (writers may write a level block at max level 0): the bytes
+     * are passed over, the values read after them. */
+    syn_begin(&s, SYN_REQUIRED);
+    bytes_t v2body = {0};
+    b_put(&v2body, (const uint8_t *)"\x03\x00\x05\x07\x01", 5); /* 2 + 3 bytes of "levels" */
+    b_put(&v2body, body.p, body.len);
+    page_hdr_t h2 = {.type = DPP_PQ_DATA_PAGE_V2,
+                     .uncompressed = -1,
+                     .compressed = -1,
+                     .num_values = 10,
+                     .encoding = DPP_PQ_PLAIN,
+                     .num_rows = 10,
+                     .rep_len = 2,
+                     .def_len = 3};
+    syn_page(&s, &h2, v2body.p, v2body.len, 0);
+    free(v2body.p);
+    path = syn_finish(&s, &(syn_end_t){10, 10, 0}, "v2-levels-at-0.parquet");
+    o = read_file(path, "v2-levels-at-0.parquet", st, 1);
+    if (o.open_rc || o.read_rc)
+        fail_msg("v2-levels-at-0.parquet: %s", o.err);
+    assert_int_equal(st[0].values, 10);
+    assert_true(st[0].sum == 45.0);
+
     /* compressed_page_size of ~2 GiB: refused by the header's limits. */
     syn_begin(&s, SYN_REQUIRED);
     h.compressed = h.uncompressed = 0x7ffffff0;
