@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_master: how much master work a split costs. Starts a dpp-master
-// process on a synthetic table of many small splits, then plays W workers
-// and one trainer over real connections, as fast as the master answers:
-// each worker asks for a lease, reports the split produced, and the trainer
-// acknowledges it (no data moves: the master never reads rows). Prints
-// splits per second and the master's CPU time per split, which is what
-// decides how many workers and trainers one master can serve.
+// bench_master: how much master work a split costs, and how many splits per
+// second one master moves. Starts a dpp-master process on a synthetic table
+// of many small splits, then plays W workers and R trainer ranks over real
+// connections on one libuv loop, each worker keeping one lease request
+// outstanding: a worker answers an index task at once, reports a split
+// produced as soon as it is leased, and that split's rank acknowledges it
+// (no data moves: the master never reads rows). Prints splits per second
+// through lease -> done -> consumed, the master's CPU time per split, the
+// lease latency percentiles the workers saw, and the master's memory per
+// split and per file, which decide how many workers, trainers and files one
+// master can serve.
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,13 +22,71 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wire/frame.h"
-#include "wire/net.h"
+#include <uv.h>
+
 #include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
+#include "wire/conn.h"
+#include "wire/frame.h"
+#include "wire/handshake.h"
+#include "wire/net.h"
 
 #define RECORD_BYTES 100 /* the files are never read: only their sizes count */
+#define MAX_WORKERS 4000
+#define MAX_RANKS 256
+
+typedef struct bench bench_t;
+
+/* A split a simulated worker holds while it "works" on it. */
+typedef struct held {
+    uint64_t lease_id;
+    uint32_t split_id, rank, epoch, rows;
+} held_t;
+
+/* One simulated worker or trainer rank: a connection to the master. */
+typedef struct sim {
+    dpp_conn_t conn;
+    dpp_auth_state_t auth;
+    bench_t *b;
+    int is_rank;
+    unsigned rank;
+    int ready;          /* handshake done (worker: and registered) */
+    uint64_t worker_id; /* worker */
+    uint64_t asked_ns;  /* worker: when its lease request went out */
+    uint64_t client_id; /* rank */
+    uv_timer_t work;    /* worker: its splits' work time */
+    held_t *held;       /* worker: the splits leased to it, [threads] */
+    size_t nheld;
+} sim_t;
+
+struct bench {
+    uv_loop_t *loop;
+    struct sockaddr_storage addr;
+    dpp_auth_t auth;
+    sim_t *workers, *ranks;
+    unsigned nworkers, nranks, prefetch, threads, work_ms;
+    unsigned ready_ranks, ready_workers;
+    char session[32];
+    uint64_t records, split_rows;
+    uint64_t *bounds;
+    size_t nbounds;
+    uint64_t total, done, indexed, attaches;
+    uint64_t *lat; /* lease latencies of split leases, ns */
+    size_t nlat, lat_cap;
+    uint64_t first_split_ns, last_ns;
+    double cpu_first_split;
+    size_t rss_first_split;
+    pid_t master;
+    uv_timer_t timer;
+    /* Frames are held in their connections (conn.hold) and written once per
+     * loop turn, as the daemons do: a turn's frames to the master on one
+     * connection are one write. */
+    int hold;
+    dpp_conn_t *held;
+    uv_prepare_t flush;
+    int failed;
+};
 
 static void die(const char *what, int rc)
 {
@@ -32,6 +94,7 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
+/* utime + stime of pid from /proc, seconds. */
 static double cpu_seconds(pid_t pid)
 {
     char path[64], buf[1024];
@@ -48,6 +111,256 @@ static double cpu_seconds(pid_t pid)
     /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
     sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* VmRSS of pid, bytes. */
+static size_t rss_bytes(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+static void send_or_die(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m)
+{
+    int rc = dpp_conn_send(c, type, m);
+    if (rc)
+        die(dpp_msg_name(type), rc);
+}
+
+static void attach(sim_t *r)
+{
+    Dpp__AttachRequest a = DPP__ATTACH_REQUEST__INIT;
+    a.session_id = r->b->session;
+    a.rank = r->rank;
+    a.prefetch_splits = r->b->prefetch;
+    a.client_id = r->client_id;
+    send_or_die(&r->conn, DPP_MSG_ATTACH, &a.base);
+}
+
+static void ask_lease(sim_t *w)
+{
+    Dpp__LeaseRequest lr = DPP__LEASE_REQUEST__INIT;
+    lr.max_leases = w->b->threads; /* one split per pipeline thread, as dpp-worker asks */
+    lr.max_index_tasks = 16 * w->b->threads;
+    w->asked_ns = dpp_now_ns();
+    send_or_die(&w->conn, DPP_MSG_LEASE, &lr.base);
+}
+
+static void start_workers(bench_t *b)
+{
+    for (unsigned k = 0; k < b->nworkers; k++)
+        dpp_handshake_hello(&b->workers[k].conn, &b->workers[k].auth, &b->auth, "worker");
+}
+
+static void finish(bench_t *b)
+{
+    b->last_ns = dpp_now_ns();
+    uv_timer_stop(&b->timer);
+    for (unsigned k = 0; k < b->nworkers; k++) {
+        dpp_conn_close(&b->workers[k].conn, 0);
+        uv_close((uv_handle_t *)&b->workers[k].work, NULL);
+    }
+    for (unsigned r = 0; r < b->nranks; r++)
+        dpp_conn_close(&b->ranks[r].conn, 0);
+    uv_close((uv_handle_t *)&b->timer, NULL);
+    b->hold = 0;
+    dpp_conn_release_list(&b->held, 1);
+    uv_close((uv_handle_t *)&b->flush, NULL);
+}
+
+/* The worker's splits are made: it reports each, the split's rank
+ * acknowledges it (its client has the blocks), and the worker asks again. */
+static void on_work_done(uv_timer_t *t)
+{
+    sim_t *w = dpp_container_of(t, sim_t, work);
+    bench_t *b = w->b;
+    for (size_t i = 0; i < w->nheld; i++) {
+        const held_t *h = &w->held[i];
+        Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
+        d.lease_id = h->lease_id;
+        d.session_id = b->session;
+        d.split_id = h->split_id;
+        d.blocks = 2;
+        d.rows = h->rows;
+        send_or_die(&w->conn, DPP_MSG_SPLIT_DONE, &d.base);
+        Dpp__SplitConsumed c = DPP__SPLIT_CONSUMED__INIT;
+        c.session_id = b->session;
+        c.rank = h->rank;
+        c.epoch = h->epoch;
+        c.split_id = h->split_id;
+        send_or_die(&b->ranks[h->rank].conn, DPP_MSG_SPLIT_CONSUMED, &c.base);
+        b->done++;
+    }
+    w->nheld = 0;
+    if (b->done < b->total)
+        ask_lease(w);
+    else
+        finish(b);
+}
+
+static void on_lease_reply(sim_t *w, const Dpp__LeaseReply *rep)
+{
+    bench_t *b = w->b;
+    uint64_t now = dpp_now_ns();
+    for (size_t i = 0; i < rep->n_leases; i++) {
+        const Dpp__Lease *l = rep->leases[i];
+        if (l->kind == DPP__LEASE__KIND__INDEX) {
+            Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
+            d.lease_id = l->lease_id;
+            d.session_id = l->session_id;
+            d.file = l->split_id;
+            d.records = b->records;
+            d.boundaries = b->bounds;
+            d.n_boundaries = b->nbounds;
+            send_or_die(&w->conn, DPP_MSG_INDEX_DONE, &d.base);
+            b->indexed++;
+            continue;
+        }
+        if (b->first_split_ns == 0) {
+            b->first_split_ns = now;
+            b->cpu_first_split = cpu_seconds(b->master);
+            b->rss_first_split = rss_bytes(b->master);
+        }
+        if (b->nlat == b->lat_cap) {
+            b->lat_cap = b->lat_cap ? 2 * b->lat_cap : 1 << 16;
+            b->lat = realloc(b->lat, b->lat_cap * sizeof *b->lat);
+        }
+        b->lat[b->nlat++] = now - w->asked_ns;
+        if (l->rank >= b->nranks || w->nheld >= b->threads)
+            die("a lease for an unknown rank, or more than asked for", DPP_EINVAL);
+        w->held[w->nheld++] =
+            (held_t){l->lease_id, l->split_id, l->rank, l->epoch, (uint32_t)l->record_take};
+    }
+    if (w->nheld > 0)
+        uv_timer_start(&w->work, on_work_done, b->work_ms, 0);
+    else if (b->done < b->total)
+        ask_lease(w); /* index tasks only: answered already */
+}
+
+static void on_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMessage *msg)
+{
+    sim_t *s = dpp_container_of(c, sim_t, conn);
+    bench_t *b = s->b;
+    char err[256];
+    switch (f->type) {
+    case DPP_MSG_HELLO_REPLY:
+        if (dpp_handshake_answer(c, &s->auth, &b->auth, s->is_rank ? "client" : "worker",
+                                 (const Dpp__HelloReply *)msg, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_master: handshake: %s\n", err);
+            exit(1);
+        }
+        if (s->is_rank) {
+            attach(s);
+        } else {
+            Dpp__RegisterRequest reg = DPP__REGISTER_REQUEST__INIT;
+            reg.data_addr = "127.0.0.1:1";
+            reg.threads = b->threads;
+            send_or_die(c, DPP_MSG_REGISTER, &reg.base);
+        }
+        break;
+    case DPP_MSG_ATTACH_REPLY:
+        b->attaches++;
+        if (!s->ready) {
+            s->ready = 1;
+            /* workers start once every rank is attached: the master leases
+             * only for attached ranks */
+            if (++b->ready_ranks == b->nranks)
+                start_workers(b);
+        }
+        break;
+    case DPP_MSG_REGISTER_REPLY:
+        s->worker_id = ((const Dpp__RegisterReply *)msg)->worker_id;
+        s->ready = 1;
+        b->ready_workers++;
+        ask_lease(s);
+        break;
+    case DPP_MSG_LEASE_REPLY:
+        on_lease_reply(s, (const Dpp__LeaseReply *)msg);
+        break;
+    case DPP_MSG_HEARTBEAT:
+        break;
+    case DPP_MSG_ERROR:
+        fprintf(stderr, "bench_master: the master said: %s\n", ((const Dpp__Error *)msg)->message);
+        exit(1);
+    default:
+        fprintf(stderr, "bench_master: unexpected %s\n", dpp_msg_name(f->type));
+        exit(1);
+    }
+}
+
+static void on_closed(dpp_conn_t *c)
+{
+    sim_t *s = dpp_container_of(c, sim_t, conn);
+    if (s->b->done < s->b->total) {
+        fprintf(stderr, "bench_master: the master closed a connection: %s\n",
+                c->error ? dpp_strerror(c->error) : "closed");
+        exit(1);
+    }
+}
+
+static void on_connected(dpp_conn_t *c, int status)
+{
+    sim_t *s = dpp_container_of(c, sim_t, conn);
+    if (status != 0)
+        die("connect", status);
+    /* ranks say HELLO first; workers once every rank is attached */
+    if (s->is_rank)
+        dpp_handshake_hello(c, &s->auth, &s->b->auth, "client");
+}
+
+/* Every second: ranks stay attached, workers alive. */
+static void on_timer(uv_timer_t *t)
+{
+    bench_t *b = dpp_container_of(t, bench_t, timer);
+    for (unsigned r = 0; r < b->nranks; r++)
+        if (b->ranks[r].ready)
+            attach(&b->ranks[r]);
+    for (unsigned k = 0; k < b->nworkers; k++) {
+        sim_t *w = &b->workers[k];
+        if (!w->ready)
+            continue;
+        Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+        hb.worker_id = w->worker_id;
+        send_or_die(&w->conn, DPP_MSG_HEARTBEAT, &hb.base);
+    }
+}
+
+static void connect_sim(bench_t *b, sim_t *s)
+{
+    s->b = b;
+    if (dpp_conn_init(b->loop, &s->conn, on_frame, on_closed, s) != 0 ||
+        dpp_conn_connect(&s->conn, (struct sockaddr *)&b->addr, on_connected) != 0)
+        die("connect", -EIO);
+    s->conn.hold = &b->hold;
+    s->conn.held_list = &b->held;
+}
+
+static void on_flush(uv_prepare_t *h)
+{
+    bench_t *b = dpp_container_of(h, bench_t, flush);
+    dpp_conn_release_list(&b->held, 1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct_ms(const uint64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    size_t i = (size_t)(p * (double)(n - 1));
+    return (double)v[i] / 1e6;
 }
 
 static ProtobufCMessage *call(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *m,
@@ -67,48 +380,82 @@ static ProtobufCMessage *call(dpp_sync_conn_t *c, uint16_t type, const ProtobufC
     return r;
 }
 
-static void send_only(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *m)
+/* Waits until the master says the session is done (it has taken every
+ * acknowledgement the bench sent). */
+static void wait_done(const char *addr, const char *session)
 {
-    int rc = dpp_sync_send(c, type, m, 30000);
+    dpp_sync_conn_t ctl;
+    int rc = dpp_sync_connect(&ctl, addr, "ctl", 10000, NULL);
     if (rc)
-        die(dpp_msg_name(type), rc);
+        die("connect", rc);
+    for (int i = 0; i < 3000; i++) {
+        Dpp__StatusRequest q = DPP__STATUS_REQUEST__INIT;
+        q.session_id = (char *)session;
+        Dpp__StatusReply *r =
+            (Dpp__StatusReply *)call(&ctl, DPP_MSG_STATUS, &q.base, DPP_MSG_STATUS_REPLY);
+        int done = r->n_sessions == 1 && strcmp(r->sessions[0]->state, "done") == 0;
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+        if (done)
+            break;
+        usleep(2000);
+    }
+    dpp_sync_close(&ctl);
 }
 
-static void attach(dpp_sync_conn_t *client, const char *session)
+static void usage(void)
 {
-    Dpp__AttachRequest a = DPP__ATTACH_REQUEST__INIT;
-    a.session_id = (char *)session;
-    a.prefetch_splits = 64;
-    protobuf_c_message_free_unpacked(call(client, DPP_MSG_ATTACH, &a.base, DPP_MSG_ATTACH_REPLY),
-                                     NULL);
+    fprintf(stderr,
+            "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S] [--epochs E]\n"
+            "                    [--workers W] [--threads T] [--work-ms D] [--ranks R]\n"
+            "                    [--prefetch P]\n"
+            "F files (default 200) of 1000 records cut into splits of S records\n"
+            "(default 10: 20,000 splits per epoch), E epochs (default 2), W simulated\n"
+            "workers (default 1000) of T pipeline threads (default 4) keeping one lease\n"
+            "request each outstanding for T splits, as dpp-worker does, each split taking\n"
+            "D ms of work (default 60: at most W x T / D splits/s are offered), R trainer\n"
+            "ranks (default 8), each attached with prefetch_splits P (default 512, so\n"
+            "that the ranks' windows do not bound the rate).\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *master_bin = DPP_BINARY_DIR "/dpp-master";
-    unsigned files = 200, records = 1000, split_rows = 10, epochs = 2, nworkers = 16;
+    unsigned files = 200, split_rows = 10, epochs = 2, nworkers = 1000, nranks = 8, prefetch = 512,
+             threads = 4, work_ms = 60;
+    const uint64_t records = 1000;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--master-bin") == 0 && i + 1 < argc)
+        unsigned *opt = NULL;
+        if (strcmp(argv[i], "--master-bin") == 0 && i + 1 < argc) {
             master_bin = argv[++i];
-        else if (strcmp(argv[i], "--files") == 0 && i + 1 < argc)
-            files = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--split-rows") == 0 && i + 1 < argc)
-            split_rows = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--epochs") == 0 && i + 1 < argc)
-            epochs = (unsigned)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc)
-            nworkers = (unsigned)atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S]\n"
-                            "                    [--epochs E] [--workers W]\n"
-                            "F files (default 200) of 1000 records cut into splits of S records\n"
-                            "(default 10: 20,000 splits per epoch), E epochs (default 2), W\n"
-                            "simulated workers (default 16), one simulated trainer.\n");
+            continue;
+        }
+        if (strcmp(argv[i], "--files") == 0)
+            opt = &files;
+        else if (strcmp(argv[i], "--split-rows") == 0)
+            opt = &split_rows;
+        else if (strcmp(argv[i], "--epochs") == 0)
+            opt = &epochs;
+        else if (strcmp(argv[i], "--workers") == 0)
+            opt = &nworkers;
+        else if (strcmp(argv[i], "--work-ms") == 0)
+            opt = &work_ms;
+        else if (strcmp(argv[i], "--threads") == 0)
+            opt = &threads;
+        else if (strcmp(argv[i], "--ranks") == 0)
+            opt = &nranks;
+        else if (strcmp(argv[i], "--prefetch") == 0)
+            opt = &prefetch;
+        if (opt == NULL || i + 1 >= argc) {
+            usage();
             return 2;
         }
+        *opt = (unsigned)atoi(argv[++i]);
     }
-    if (files == 0 || split_rows == 0 || epochs == 0 || nworkers == 0 || nworkers > 1000)
+    if (files == 0 || split_rows == 0 || epochs == 0 || nworkers == 0 || nworkers > MAX_WORKERS ||
+        nranks == 0 || nranks > MAX_RANKS || threads == 0 || threads > 64) {
+        usage();
         return 2;
+    }
     char tmp[] = "/tmp/dpp-bench-master.XXXXXX";
     if (mkdtemp(tmp) == NULL) {
         perror("mkdtemp");
@@ -137,9 +484,14 @@ int main(int argc, char **argv)
     snprintf(state, sizeof state, "%s/state", tmp);
     pid_t pid = fork();
     if (pid == 0) {
+        /* the master's stdout and stderr are not the bench's pipe: a master
+         * left behind must not hold it open */
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDOUT_FILENO);
         execl(master_bin, master_bin, "--listen", "127.0.0.1:0", "--port-file", port_file,
               "--data-root", root, "--state-dir", state, "--log-level", "warn",
-              "--journal-compact-kb", "1048576", (char *)NULL);
+              "--journal-compact-kb", "1048576", "--max-connections", "8192", (char *)NULL);
         perror(master_bin);
         _exit(127);
     }
@@ -160,106 +512,124 @@ int main(int argc, char **argv)
         kill(pid, SIGKILL);
         return 1;
     }
+    size_t rss0 = rss_bytes(pid);
 
-    /* the session: one block per split, nothing to decode */
-    dpp_sync_conn_t ctl, client;
+    /* the session: nothing to decode, the splits' blocks never travel */
+    dpp_sync_conn_t ctl;
     int rc = dpp_sync_connect(&ctl, addr, "ctl", 10000, NULL);
     if (rc)
         die("connect", rc);
     char spec[512];
     snprintf(spec, sizeof spec,
              "{\"table\":\"t\",\"batch_size\":%u,\"epochs\":%u,\"split_rows\":%u,"
-             "\"remainder\":\"keep\",\"features\":{\"dense\":[{\"name\":\"x\"}]},"
+             "\"consumers\":%u,\"remainder\":\"keep\",\"features\":{\"dense\":[{\"name\":\"x\"}]},"
              "\"label\":{\"name\":\"y\"}}",
-             split_rows, epochs, split_rows);
+             split_rows, epochs, split_rows, nranks);
     Dpp__SubmitRequest sub = DPP__SUBMIT_REQUEST__INIT;
     sub.spec_json = spec;
+    uint64_t t_submit = dpp_now_ns();
     Dpp__SubmitReply *sr =
         (Dpp__SubmitReply *)call(&ctl, DPP_MSG_SUBMIT, &sub.base, DPP_MSG_SUBMIT_REPLY);
-    char session[32];
-    snprintf(session, sizeof session, "%s", sr->session_id);
+    double submit_ms = (double)(dpp_now_ns() - t_submit) / 1e6;
+    bench_t b = {.nworkers = nworkers,
+                 .nranks = nranks,
+                 .prefetch = prefetch,
+                 .threads = threads,
+                 .work_ms = work_ms,
+                 .master = pid};
+    snprintf(b.session, sizeof b.session, "%s", sr->session_id);
     protobuf_c_message_free_unpacked(&sr->base, NULL);
     dpp_sync_close(&ctl);
-    if ((rc = dpp_sync_connect(&client, addr, "client", 10000, NULL)) != 0)
-        die("connect", rc);
-    attach(&client, session);
 
-    dpp_sync_conn_t *w = calloc(nworkers, sizeof *w);
-    for (unsigned k = 0; k < nworkers; k++) {
-        if ((rc = dpp_sync_connect(&w[k], addr, "worker", 10000, NULL)) != 0)
-            die("connect", rc);
-        Dpp__RegisterRequest reg = DPP__REGISTER_REQUEST__INIT;
-        reg.data_addr = "127.0.0.1:1";
-        reg.threads = 1;
-        protobuf_c_message_free_unpacked(
-            call(&w[k], DPP_MSG_REGISTER, &reg.base, DPP_MSG_REGISTER_REPLY), NULL);
-    }
-
+    b.loop = uv_default_loop();
+    char host[64];
+    snprintf(host, sizeof host, "%s", addr);
+    char *colon = strrchr(host, ':');
+    *colon = '\0';
+    struct sockaddr_in *sin = (struct sockaddr_in *)&b.addr;
+    if (uv_ip4_addr(host, atoi(colon + 1), sin) != 0)
+        die("address", DPP_EINVAL);
+    b.records = records;
+    b.split_rows = split_rows;
+    b.bounds = calloc(records / split_rows + 2, sizeof *b.bounds);
+    for (uint64_t r = 0; r < records; r += split_rows)
+        b.bounds[b.nbounds++] = r * RECORD_BYTES;
+    b.bounds[b.nbounds++] = records * RECORD_BYTES;
     uint64_t splits_per_epoch = (uint64_t)files * ((records + split_rows - 1) / split_rows);
-    uint64_t total = splits_per_epoch * epochs, done = 0, indexed = 0;
-    double cpu0 = cpu_seconds(pid);
-    uint64_t t0 = dpp_now_ns(), last_attach = t0;
-    uint64_t *bounds = calloc(records / split_rows + 2, sizeof *bounds);
-    for (unsigned k = 0; done < total; k = (k + 1) % nworkers) {
-        if (dpp_now_ns() - last_attach > 1000000000ull) { /* stay attached */
-            attach(&client, session);
-            last_attach = dpp_now_ns();
-        }
-        Dpp__LeaseRequest lr = DPP__LEASE_REQUEST__INIT;
-        lr.max_leases = 1;
-        Dpp__LeaseReply *rep =
-            (Dpp__LeaseReply *)call(&w[k], DPP_MSG_LEASE, &lr.base, DPP_MSG_LEASE_REPLY);
-        for (size_t i = 0; i < rep->n_leases; i++) {
-            const Dpp__Lease *l = rep->leases[i];
-            if (l->kind == DPP__LEASE__KIND__INDEX) {
-                size_t n = 0;
-                for (uint64_t r = 0; r < records; r += split_rows)
-                    bounds[n++] = r * RECORD_BYTES;
-                bounds[n++] = (uint64_t)records * RECORD_BYTES;
-                Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
-                d.lease_id = l->lease_id;
-                d.session_id = l->session_id;
-                d.file = l->split_id;
-                d.records = records;
-                d.boundaries = bounds;
-                d.n_boundaries = n;
-                send_only(&w[k], DPP_MSG_INDEX_DONE, &d.base);
-                indexed++;
-                continue;
-            }
-            Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
-            d.lease_id = l->lease_id;
-            d.session_id = l->session_id;
-            d.split_id = l->split_id;
-            d.blocks = 2;
-            d.rows = l->record_take;
-            send_only(&w[k], DPP_MSG_SPLIT_DONE, &d.base);
-            Dpp__SplitConsumed c = DPP__SPLIT_CONSUMED__INIT;
-            c.session_id = session;
-            c.epoch = l->epoch;
-            c.split_id = l->split_id;
-            send_only(&client, DPP_MSG_SPLIT_CONSUMED, &c.base);
-            done++;
-        }
-        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    b.total = splits_per_epoch * epochs;
+    b.workers = calloc(nworkers, sizeof *b.workers);
+    b.ranks = calloc(nranks, sizeof *b.ranks);
+    for (unsigned r = 0; r < nranks; r++) {
+        b.ranks[r].is_rank = 1;
+        b.ranks[r].rank = r;
+        b.ranks[r].client_id = 0x5eed0000u + r;
+        connect_sim(&b, &b.ranks[r]);
     }
-    double secs = (double)(dpp_now_ns() - t0) / 1e9;
-    double cpu = cpu_seconds(pid) - cpu0;
-    printf("bench_master: %" PRIu64 " splits (%" PRIu64 " per epoch x %u), %" PRIu64
-           " index tasks, %u workers, 1 trainer\n",
-           total, splits_per_epoch, epochs, indexed, nworkers);
-    printf("%.0f splits/s through lease, done and consumed; master CPU %.3f s = %.1f us per "
-           "split (journal fsync included)\n",
-           (double)total / secs, cpu, cpu * 1e6 / (double)total);
-    for (unsigned k = 0; k < nworkers; k++)
-        dpp_sync_close(&w[k]);
-    dpp_sync_close(&client);
+    for (unsigned k = 0; k < nworkers; k++) {
+        b.workers[k].held = calloc(threads, sizeof *b.workers[k].held);
+        uv_timer_init(b.loop, &b.workers[k].work);
+        connect_sim(&b, &b.workers[k]);
+    }
+    uv_timer_init(b.loop, &b.timer);
+    uv_timer_start(&b.timer, on_timer, 1000, 1000);
+    b.hold = 1;
+    uv_prepare_init(b.loop, &b.flush);
+    uv_prepare_start(&b.flush, on_flush);
+    double cpu0 = cpu_seconds(pid);
+    uint64_t t0 = dpp_now_ns();
+    uv_run(b.loop, UV_RUN_DEFAULT);
+    wait_done(addr, b.session);
+    uint64_t t_done = dpp_now_ns();
+    double cpu_end = cpu_seconds(pid);
+    size_t rss_end = rss_bytes(pid);
+
+    double plan_s = (double)(b.first_split_ns - t0) / 1e9;
+    double secs = (double)(t_done - b.first_split_ns) / 1e9;
+    double cpu = cpu_end - b.cpu_first_split;
+    /* the first leases queue behind the workers' first requests, which all
+     * come at once, and the last ones behind the plan's end: the middle 80%
+     * is the steady state a cluster sees */
+    size_t skip = b.nlat / 10;
+    size_t nsteady = b.nlat - 2 * skip;
+    uint64_t *steady = malloc((nsteady + 1) * sizeof *steady);
+    memcpy(steady, b.lat + skip, nsteady * sizeof *steady);
+    qsort(steady, nsteady, sizeof *steady, cmp_u64);
+    qsort(b.lat, b.nlat, sizeof *b.lat, cmp_u64);
+    size_t grown = b.rss_first_split > rss0 ? b.rss_first_split - rss0 : 0;
+    printf("bench_master: %u files, %" PRIu64 " splits per epoch x %u epochs, %u workers of %u "
+           "threads, %u ms a split (at most %.0f splits/s offered), %u ranks (prefetch %u)\n",
+           files, splits_per_epoch, epochs, nworkers, threads, work_ms,
+           work_ms ? (double)nworkers * threads * 1000 / work_ms : 0.0, nranks, prefetch);
+    printf("planning: submit %.1f ms, %" PRIu64 " index tasks, first split leased %.3f s after "
+           "the workers connected (master CPU %.3f s)\n",
+           submit_ms, b.indexed, plan_s, b.cpu_first_split - cpu0);
+    printf("memory: master RSS %.1f MiB idle, %.1f MiB planned (+%.0f bytes per split of an "
+           "epoch, %.0f per file), %.1f MiB at the end\n",
+           (double)rss0 / 1048576, (double)b.rss_first_split / 1048576,
+           (double)grown / (double)splits_per_epoch, (double)grown / files,
+           (double)rss_end / 1048576);
+    printf("splits: %" PRIu64 " in %.3f s = %.0f splits/s through lease, done and consumed\n",
+           b.total, secs, (double)b.total / secs);
+    printf("master CPU: %.3f s = %.2f us per split (journal fsync included)\n", cpu,
+           cpu * 1e6 / (double)b.total);
+    printf("lease latency (request to reply, as the workers saw it): p50 %.2f ms, p99 %.2f ms, "
+           "max %.2f ms over %zu split leases; the middle 80%%: p50 %.2f ms, p99 %.2f ms, "
+           "max %.2f ms\n",
+           pct_ms(b.lat, b.nlat, 0.5), pct_ms(b.lat, b.nlat, 0.99), pct_ms(b.lat, b.nlat, 1.0),
+           b.nlat, pct_ms(steady, nsteady, 0.5), pct_ms(steady, nsteady, 0.99),
+           pct_ms(steady, nsteady, 1.0));
+    free(steady);
+    uv_loop_close(b.loop);
     kill(pid, SIGINT);
     waitpid(pid, NULL, 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_master: could not remove %s\n", tmp);
-    free(bounds);
-    free(w);
+    free(b.lat);
+    free(b.bounds);
+    for (unsigned k = 0; k < nworkers; k++)
+        free(b.workers[k].held);
+    free(b.workers);
+    free(b.ranks);
     return 0;
 }

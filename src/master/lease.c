@@ -44,10 +44,12 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
             int64_t seen = s->rank_seen_ms[r];
             if (seen == 0 || now_ms - seen > RANK_ABSENT_MS)
                 continue;
-            /* From the rank's first unconsumed split; with order
-             * deterministic, no further than its lease window: a grant
-             * looks at a few splits per rank, not at the whole plan. */
-            size_t first = s->rank_first[r], from = dpp_session_rank_cursor(s, r);
+            /* From the rank's first pending split (everything before it
+             * is leased, produced or consumed); with order deterministic,
+             * no further than its lease window past the first unconsumed
+             * one: a grant looks at a few splits per rank, not at the
+             * whole plan or the splits in flight. */
+            size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
             size_t to = dpp_session_lease_end(s, r);
             for (size_t seq = from; seq < to && n < max; seq++)
                 if (s->splits[first + seq].state == SPLIT_PENDING)
@@ -129,40 +131,104 @@ static void count_lease_latency(dpp_master_t *m, double secs)
     m->n.lease_count++;
 }
 
-void dpp_master_grant_peer(dpp_master_t *m, peer_t *p)
+/* Reused buffers of a grant: it runs for every answered request. */
+static void grant_buffers(dpp_master_t *m, size_t max, dpp_lease_pick_t **picks,
+                          Dpp__Lease **leases, Dpp__Lease ***ptrs)
+{
+    if (max > m->grant_cap) {
+        m->grant_cap = max;
+        m->grant_picks = dpp_xrealloc(m->grant_picks, max * sizeof *m->grant_picks);
+        m->grant_leases = dpp_xrealloc(m->grant_leases, max * sizeof *m->grant_leases);
+        m->grant_ptrs = dpp_xrealloc(m->grant_ptrs, max * sizeof *m->grant_ptrs);
+    }
+    *picks = m->grant_picks;
+    *leases = m->grant_leases;
+    *ptrs = m->grant_ptrs;
+}
+
+size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *short_splits)
 {
     /* only a worker with a request waiting gets a reply (one per request) */
     if (peer_role(p) != ROLE_WORKER || p->lease_want == 0 || p->base.conn.closing)
-        return;
+        return 0;
     size_t max_index = p->index_cap > p->index_out ? p->index_cap - p->index_out : 0;
-    size_t max = max_index + p->lease_want;
-    dpp_lease_pick_t *picks = dpp_xcalloc(max, sizeof *picks);
-    Dpp__Lease *leases = dpp_xcalloc(max, sizeof *leases);
-    Dpp__Lease **ptrs = dpp_xcalloc(max, sizeof *ptrs);
-    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, p->lease_want);
+    size_t max_splits = *short_splits ? 0 : p->lease_want;
+    if (*short_index)
+        max_index = 0;
+    size_t max = max_index + max_splits;
+    if (max == 0)
+        return 0;
+    dpp_lease_pick_t *picks;
+    Dpp__Lease *leases, **ptrs;
+    grant_buffers(m, max, &picks, &leases, &ptrs);
+    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, max_splits);
+    size_t nindex = 0;
     for (size_t k = 0; k < n; k++) {
         dpp_master_lease_take(m, &picks[k], p->worker_id);
-        p->index_out += picks[k].index;
+        nindex += picks[k].index;
         fill_lease(&picks[k], &leases[k]);
         ptrs[k] = &leases[k];
     }
+    p->index_out += (unsigned)nindex;
+    if (nindex < max_index)
+        *short_index = 1;
+    if (n - nindex < max_splits)
+        *short_splits = 1;
     if (n > 0) {
         Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
         reply.n_leases = n;
         reply.leases = ptrs;
         p->lease_want = 0;
+        dpp_master_unwait_lease(m, p);
         count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
         dpp_conn_send(&p->base.conn, DPP_MSG_LEASE_REPLY, &reply.base);
     }
-    free(ptrs);
-    free(leases);
-    free(picks);
+    return n;
 }
 
 void dpp_master_grant_leases(dpp_master_t *m)
 {
-    for (peer_t *p = first_peer(m); p; p = next_peer(p))
-        dpp_master_grant_peer(m, p);
+    int short_index = 0, short_splits = 0;
+    m->grant_due = 0;
+    for (peer_t *p = m->waiting, *next; p && !(short_index && short_splits); p = next) {
+        next = p->next;
+        dpp_master_grant_peer(m, p, &short_index, &short_splits);
+    }
+}
+
+void dpp_master_grant_soon(dpp_master_t *m)
+{
+    m->grant_due = 1;
+}
+
+void dpp_master_wait_lease(dpp_master_t *m, peer_t *p)
+{
+    if (p->waiting)
+        return;
+    p->waiting = 1;
+    p->next = NULL;
+    p->prev = m->waiting_tail;
+    if (m->waiting_tail)
+        m->waiting_tail->next = p;
+    else
+        m->waiting = p;
+    m->waiting_tail = p;
+}
+
+void dpp_master_unwait_lease(dpp_master_t *m, peer_t *p)
+{
+    if (!p->waiting)
+        return;
+    p->waiting = 0;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        m->waiting = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        m->waiting_tail = p->prev;
+    p->prev = p->next = NULL;
 }
 
 size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id)
@@ -174,7 +240,7 @@ size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id)
     dpp_log(n ? DPP_LOG_WARN : DPP_LOG_INFO, "worker_lost worker=%" PRIu64 " splits_requeued=%zu",
             worker_id, n);
     if (n > 0)
-        dpp_master_grant_leases(m);
+        dpp_master_grant_soon(m);
     return n;
 }
 

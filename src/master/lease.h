@@ -40,13 +40,27 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
  * new lease id. */
 uint64_t dpp_master_lease_take(dpp_master_t *m, const dpp_lease_pick_t *t, uint64_t worker_id);
 
-/* Answers every waiting LeaseRequest that pending work can serve with the
- * tasks dpp_master_choose_leases() picks for it. */
+/* Answers the waiting LeaseRequests that pending work can serve, oldest
+ * first, with the tasks dpp_master_choose_leases() picks for each; stops
+ * at the first request nothing is left for. */
 void dpp_master_grant_leases(dpp_master_t *m);
 
-/* The same for one worker's connection (a peer_t of master_internal.h). */
+/* Something changed that may serve a waiting request (a split back to
+ * pending, a rank attached or done with a split, a new session): the grant
+ * runs once at the end of the loop turn (master.c), whatever number of
+ * messages asked for it in the turn. */
+void dpp_master_grant_soon(dpp_master_t *m);
+
+/* A worker's LeaseRequest waits (at the end of the list), or no longer
+ * does (answered, or the worker gone). */
 struct peer;
-void dpp_master_grant_peer(dpp_master_t *m, struct peer *p);
+void dpp_master_wait_lease(dpp_master_t *m, struct peer *p);
+void dpp_master_unwait_lease(dpp_master_t *m, struct peer *p);
+
+/* The same for one worker's connection (a peer_t of master_internal.h).
+ * Returns the tasks it could have taken of each kind that were not there:
+ * (*short_index, *short_splits) set when fewer than it asked for were. */
+size_t dpp_master_grant_peer(dpp_master_t *m, struct peer *p, int *short_index, int *short_splits);
 
 /* A worker is gone: every task leased to it (index tasks, and splits leased
  * or produced but not consumed) goes back to pending and is granted to the

@@ -18,6 +18,7 @@
 #include "dpp/error.h"
 #include "index_cache.h"
 #include "master.h"
+#include "lease.h"
 #include "master_internal.h"
 #include "metrics.h"
 #include "peer.h"
@@ -88,14 +89,23 @@ void dpp_master_commit(dpp_master_t *m)
     dpp_conn_release_list(&m->held_conns, rc == 0);
 }
 
+/* The end of a loop turn: what the turn's messages changed is granted to
+ * the waiting workers once, then made durable and said (group commit). */
+static void turn_end(dpp_master_t *m)
+{
+    if (m->grant_due && !m->stopping)
+        dpp_master_grant_leases(m);
+    dpp_master_commit(m);
+}
+
 static void on_prepare(uv_prepare_t *h)
 {
-    dpp_master_commit(dpp_container_of(h, dpp_master_t, commit_prepare));
+    turn_end(dpp_container_of(h, dpp_master_t, commit_prepare));
 }
 
 static void on_check(uv_check_t *h)
 {
-    dpp_master_commit(dpp_container_of(h, dpp_master_t, commit_check));
+    turn_end(dpp_container_of(h, dpp_master_t, commit_check));
 }
 
 static int lock_state_dir(dpp_master_t *m)
@@ -233,6 +243,9 @@ void dpp_master_free(dpp_master_t *m)
         free(m->roots[i]);
     free(m->roots);
     free(m->state_dir);
+    free(m->grant_picks);
+    free(m->grant_leases);
+    free(m->grant_ptrs);
     dpp_journal_close(m->journal);
     if (m->lock_fd >= 0)
         close(m->lock_fd);

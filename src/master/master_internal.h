@@ -48,6 +48,8 @@ typedef struct peer {
     uint64_t lease_since_ns; /* when that request arrived */
     char held_session[24];   /* a client: the session whose rank it holds ("": none) */
     unsigned held_rank;
+    struct peer *prev, *next; /* on the master's waiting list while lease_want > 0 */
+    int waiting;
 } peer_t;
 
 static inline peer_role_t peer_role(const peer_t *p)
@@ -127,6 +129,14 @@ struct dpp_master {
      * change of a loop turn, and a turn's answers to a peer share a write. */
     int commit_pending;
     int hold_frames;
+    /* Workers whose LeaseRequest waits, oldest first (grants go in request
+     * order); grant_due: something changed that may serve them, granted
+     * once at the end of the loop turn (dpp_master_grant_soon). */
+    peer_t *waiting, *waiting_tail;
+    int grant_due;
+    struct dpp_lease_pick *grant_picks; /* a grant's scratch, reused */
+    struct Dpp__Lease *grant_leases, **grant_ptrs;
+    size_t grant_cap;
     dpp_conn_t *held_conns;
     uint64_t commit_records; /* records written since the last sync */
     uv_prepare_t commit_prepare;

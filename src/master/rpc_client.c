@@ -266,7 +266,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     free(r.sparse_weighted);
     free(r.workers);
     if (newly_present)
-        dpp_master_grant_leases(m);
+        dpp_master_grant_soon(m);
 }
 
 void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
@@ -291,6 +291,6 @@ void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
                  s->rows_produced, dpp_rejects_total(&s->rejects));
     else if (more)
         DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
-    dpp_master_grant_leases(m); /* a new epoch, or (order deterministic) splits within reach */
+    dpp_master_grant_soon(m); /* a new epoch, or (order deterministic) splits within reach */
     dpp_master_maybe_compact(m);
 }

@@ -101,7 +101,7 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     Dpp__SubmitReply reply = DPP__SUBMIT_REPLY__INIT;
     reply.session_id = s->id;
     dpp_conn_send(&p->base.conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
-    dpp_master_grant_leases(m);
+    dpp_master_grant_soon(m);
     dpp_master_maybe_compact(m);
     return;
 

@@ -62,7 +62,9 @@ void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
         p->lease_since_ns = dpp_now_ns();
     p->lease_want = want > 64 ? 64 : want;
     p->index_cap = index > 256 ? 256 : index;
-    dpp_master_grant_leases(p->m);
+    if (p->lease_want > 0 || p->index_cap > p->index_out)
+        dpp_master_wait_lease(p->m, p);
+    dpp_master_grant_soon(p->m);
 }
 
 void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
@@ -154,7 +156,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
         DPP_INFO("session_planned session=%s files=%zu splits=%zu state=%s", s->id, s->nfiles,
                  s->nsplits, dpp_session_state_name(s->state));
     if (planned)
-        dpp_master_grant_leases(m);
+        dpp_master_grant_soon(m);
     dpp_master_maybe_compact(m);
 }
 
@@ -163,7 +165,7 @@ void dpp_master_worker_index_done(peer_t *p, const Dpp__IndexDone *msg)
     if (p->index_out > 0) /* one answer per index lease, current or not */
         p->index_out--;
     index_done(p, msg);
-    dpp_master_grant_peer(p->m, p); /* its next index tasks, while its request waits */
+    dpp_master_grant_soon(p->m); /* its next index tasks, while its request waits */
 }
 
 void dpp_master_worker_timeouts(dpp_master_t *m, int64_t now_ms)

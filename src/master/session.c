@@ -51,6 +51,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
+    s->rank_pending = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_pending);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
     s->holders = dpp_xcalloc(s->spec.consumers, sizeof *s->holders);
     for (unsigned r = 0; r < s->spec.consumers; r++)
@@ -85,6 +86,7 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_count);
     free(s->rank_prefetch);
     free(s->rank_cursor);
+    free(s->rank_pending);
     free(s->prev_leases);
     free(s->reports);
     free(s->holders);
@@ -223,6 +225,7 @@ static void plan_splits(dpp_session_t *s)
     free(s->splits);
     s->splits = plan_epoch(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
     memset(s->rank_cursor, 0, s->spec.consumers * sizeof *s->rank_cursor);
+    memset(s->rank_pending, 0, s->spec.consumers * sizeof *s->rank_pending);
     memset(s->counts, 0, sizeof s->counts);
     s->counts[SPLIT_PENDING] = s->nsplits;
 }
@@ -251,8 +254,26 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
     s->counts[s->splits[i].state]--;
     s->counts[st]++;
     s->splits[i].state = st;
-    if (st == SPLIT_PENDING)
-        s->splits[i].lease.lease_id = s->splits[i].lease.worker_id = 0;
+    if (st == SPLIT_PENDING) {
+        dpp_split_t *sp = &s->splits[i];
+        sp->lease.lease_id = sp->lease.worker_id = 0;
+        if (s->rank_pending[sp->rank] > sp->seq)
+            s->rank_pending[sp->rank] = sp->seq; /* a grant looks from here again */
+    }
+}
+
+size_t dpp_session_rank_pending(dpp_session_t *s, unsigned r)
+{
+    /* moves only forward over splits that are not pending, and back in
+     * dpp_session_set() when one becomes pending again: a grant costs what
+     * it hands out, not the splits in flight before them */
+    size_t first = s->rank_first[r], n = s->rank_count[r], *p = &s->rank_pending[r];
+    size_t cur = dpp_session_rank_cursor(s, r);
+    if (*p < cur)
+        *p = cur;
+    while (*p < n && s->splits[first + *p].state != SPLIT_PENDING)
+        (*p)++;
+    return *p;
 }
 
 size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r)

@@ -109,6 +109,7 @@ typedef struct dpp_session {
     size_t *rank_count;         /* [consumers]: splits of each rank this epoch */
     unsigned *rank_prefetch;    /* [consumers]: order deterministic: splits leased ahead */
     size_t *rank_cursor;        /* [consumers]: no split before this position is unconsumed */
+    size_t *rank_pending;       /* [consumers]: no split before this position is pending */
     uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */
     dpp_rank_holder_t *holders; /* [consumers]: which client reads each rank */
@@ -164,6 +165,10 @@ static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned ra
 /* Position of rank r's first split of this epoch that is not consumed
  * (its split count when all are). Amortised O(1). */
 size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r);
+
+/* Rank r's first pending split (position among its splits; rank_count[r]
+ * when none is), found from where the last call left off. */
+size_t dpp_session_rank_pending(dpp_session_t *s, unsigned r);
 
 /* Rank r's splits that may be leased now are the pending ones among
  * positions [dpp_session_rank_cursor(), this end). With order deterministic
