@@ -413,14 +413,14 @@ static void usage(void)
             "workers (default 1000) of T pipeline threads (default 4) keeping one lease\n"
             "request each outstanding for T splits, as dpp-worker does, each split taking\n"
             "D ms of work (default 60: at most W x T / D splits/s are offered), R trainer\n"
-            "ranks (default 8), each attached with prefetch_splits P (default 512, so\n"
+            "ranks (default 8), each attached with prefetch_splits P (default 2048, so\n"
             "that the ranks' windows do not bound the rate).\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *master_bin = DPP_BINARY_DIR "/dpp-master";
-    unsigned files = 200, split_rows = 10, epochs = 2, nworkers = 1000, nranks = 8, prefetch = 512,
+    unsigned files = 200, split_rows = 10, epochs = 2, nworkers = 1000, nranks = 8, prefetch = 2048,
              threads = 4, work_ms = 60;
     const uint64_t records = 1000;
     for (int i = 1; i < argc; i++) {

@@ -7,7 +7,8 @@
 # ($FAULT_SPEC) and expected ids ($FAULT_IDS); extra arguments go to dpp-gen
 # (--index for sidecars). With DPP_FAULT_FORMAT=parquet the table is Parquet,
 # in row groups of 3,000 rows cut into splits of 2,000 (ctest runs the core
-# cases both ways: fault/parquet_*).
+# cases both ways: fault/parquet_*). DPP_FAULT_SPLIT_ROWS=N cuts splits of N
+# rows instead of 2,000 (fault/*_small_splits: many splits at a high rate).
 fault_setup() {
     local rows=$1 format=${DPP_FAULT_FORMAT:-tfrecord}
     shift
@@ -24,7 +25,7 @@ fault_setup() {
   "batch_size": 500,
   "remainder": "keep",
   "epochs": 2,
-  "split_rows": 2000,
+  "split_rows": ${DPP_FAULT_SPLIT_ROWS:-2000},
   "compression": "zstd",
   "features": {
     "dense": [{"name": "i1", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]}],
