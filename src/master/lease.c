@@ -25,12 +25,16 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
         /* from the first file still waiting: a grant costs what it hands
          * out, not the files before it */
         size_t i = s->index_next;
-        while (i < s->nfiles && (s->files[i].indexed || s->files[i].index_lease.lease_id))
+        while (i < s->nfiles && (s->files[i].indexed || s->files[i].index_lease.lease_id)) {
             i++;
+            m->n.grant_scanned++;
+        }
         s->index_next = i;
-        for (; i < s->nfiles && n < max; i++)
+        for (; i < s->nfiles && n < max; i++) {
+            m->n.grant_scanned++;
             if (!s->files[i].indexed && s->files[i].index_lease.lease_id == 0)
                 out[n++] = (dpp_lease_pick_t){.session = s, .i = i, .index = 1};
+        }
     }
     max = n + max_splits;
     for (size_t si = 0; si < m->nsessions && n < max; si++) {
@@ -51,9 +55,11 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
              * whole plan or the splits in flight. */
             size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
             size_t to = dpp_session_lease_end(s, r);
-            for (size_t seq = from; seq < to && n < max; seq++)
+            for (size_t seq = from; seq < to && n < max; seq++) {
+                m->n.grant_scanned++;
                 if (s->splits[first + seq].state == SPLIT_PENDING)
                     out[n++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
+            }
         }
     }
     return n;
@@ -179,6 +185,7 @@ size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *
         reply.n_leases = n;
         reply.leases = ptrs;
         p->lease_want = 0;
+        m->n.lease_replies++;
         dpp_master_unwait_lease(m, p);
         count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
         dpp_conn_send(&p->base.conn, DPP_MSG_LEASE_REPLY, &reply.base);

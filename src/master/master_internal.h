@@ -90,6 +90,10 @@ typedef struct dpp_index_cache {
 typedef struct dpp_master_counters {
     uint64_t sessions_submitted, splits_leased, splits_consumed, splits_released;
     uint64_t index_leased, index_done, resumes, cancels, takeovers;
+    /* files and split positions grants looked at: with the cursors this
+     * stays a small multiple of what they handed out, however many tasks
+     * a session has (tests and /metrics hold it to that) */
+    uint64_t grant_scanned, lease_replies;
     uint64_t rows_produced, rows_filtered, bytes_read;
     dpp_rejects_t rejects;
     uint64_t lease_hist[DPP_LEASE_BUCKETS + 1]; /* the last: +Inf */

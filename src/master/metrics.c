@@ -320,6 +320,13 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_index_tasks_leased_total", "File index tasks leased.",
                         n->index_leased);
     dpp_metrics_counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);
+    dpp_metrics_counter(m, "dpp_lease_replies_total",
+                        "LeaseReply messages sent (each carries one or more leases).",
+                        n->lease_replies);
+    dpp_metrics_counter(m, "dpp_lease_scan_entries_total",
+                        "Files and split positions the grants looked at; a small multiple "
+                        "of the tasks leased, or something scans what it should not.",
+                        n->grant_scanned);
     dpp_metrics_counter(m, "dpp_resumes_total", "Ranks resumed from checkpoint tokens.",
                         n->resumes);
     dpp_metrics_counter(m, "dpp_rank_takeovers_total",

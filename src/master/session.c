@@ -271,8 +271,10 @@ size_t dpp_session_rank_pending(dpp_session_t *s, unsigned r)
     size_t cur = dpp_session_rank_cursor(s, r);
     if (*p < cur)
         *p = cur;
-    while (*p < n && s->splits[first + *p].state != SPLIT_PENDING)
+    while (*p < n && s->splits[first + *p].state != SPLIT_PENDING) {
         (*p)++;
+        s->cursor_steps++;
+    }
     return *p;
 }
 
@@ -281,8 +283,10 @@ size_t dpp_session_rank_cursor(dpp_session_t *s, unsigned r)
     /* moves only forward, and is reset when splits go back (a new plan,
      * a resume) */
     size_t first = s->rank_first[r], n = s->rank_count[r], *cur = &s->rank_cursor[r];
-    while (*cur < n && s->splits[first + *cur].state == SPLIT_CONSUMED)
+    while (*cur < n && s->splits[first + *cur].state == SPLIT_CONSUMED) {
         (*cur)++;
+        s->cursor_steps++;
+    }
     return *cur;
 }
 

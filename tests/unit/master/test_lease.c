@@ -133,6 +133,88 @@ static int picked(const dpp_lease_pick_t *picks, size_t n, const dpp_session_t *
     return 0;
 }
 
+/* At scale: 1,000 files of 100 splits (100,000 splits, 8 ranks) are
+ * indexed and planned, and leased, produced and consumed 64 at a time by
+ * workers that come back for more, with some leases lost and re-leased on
+ * the way. Grants must cost what they hand out: the files, split positions
+ * and cursor moves they look at stay a small multiple of the tasks, and a
+ * grant late in the epoch (most splits consumed) looks at no more than an
+ * early one. Every split is consumed once. */
+static void test_scale(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fixture_init(&fx);
+    dpp_session_t *s = fixture_session("s1", 1000, 1, 8, 10, "keep", "");
+    fixture_add(&fx, s);
+    enum { RECORDS = 1000, TASKS = 64 };
+    dpp_lease_pick_t picks[TASKS];
+    size_t indexed = 0;
+    uint64_t bounds[RECORDS / 10 + 1];
+    for (size_t r = 0; r <= RECORDS / 10; r++)
+        bounds[r] = r * 10 * 100;
+    while (s->state == SESSION_INDEXING) {
+        size_t n = dpp_master_choose_leases(&fx.m, NOW, picks, TASKS, 0);
+        assert_true(n > 0);
+        for (size_t k = 0; k < n; k++) {
+            dpp_master_lease_take(&fx.m, &picks[k], 1);
+            dpp_session_file_indexed(s, picks[k].i, RECORDS, bounds, RECORDS / 10 + 1);
+            indexed++;
+        }
+    }
+    assert_int_equal(indexed, 1000);
+    assert_int_equal(s->nsplits, 100000);
+    assert_true(fx.m.n.grant_scanned <= 2 * 1000);
+    attach_all(s);
+    for (unsigned r = 0; r < 8; r++)
+        s->rank_prefetch[r] = 1000; /* a window wide enough for several grants */
+    uint64_t scanned0 = fx.m.n.grant_scanned, steps0 = s->cursor_steps;
+    /* splits stay in flight (leased, then produced) for DELAY grants
+     * before their clients acknowledge them, as a busy cluster holds
+     * hundreds: a grant must not look at them again */
+    enum { DELAY = 10 };
+    size_t *flight = dpp_xcalloc(DELAY * TASKS, sizeof *flight), nflight = 0, head = 0;
+    size_t consumed = 0, round = 0;
+    uint64_t early = 0, late = 0;
+    while (consumed < s->nsplits) {
+        uint64_t before = fx.m.n.grant_scanned + s->cursor_steps;
+        size_t n = nflight < DELAY * TASKS - TASKS ? grant(&fx, 2 + round % 16, TASKS, picks) : 0;
+        uint64_t cost = fx.m.n.grant_scanned + s->cursor_steps - before;
+        if (round == 20)
+            early = cost;
+        if (consumed > s->nsplits * 9 / 10 && late == 0 && n == TASKS)
+            late = cost;
+        for (size_t k = 0; k < n; k++) {
+            size_t i = picks[k].i;
+            if ((round + k) % 97 == 0) { /* lost: back to pending, leased again later */
+                dpp_session_set(s, i, SPLIT_PENDING);
+                continue;
+            }
+            produce(&fx, s, i);
+            flight[(head + nflight++) % (DELAY * TASKS)] = i;
+        }
+        /* the oldest grant's splits reach their trainers */
+        for (size_t k = 0; k < TASKS && nflight > 0 && (n == 0 || nflight > DELAY * TASKS / 2);
+             k++) {
+            consumed += consume(&fx, s, flight[head]);
+            head = (head + 1) % (DELAY * TASKS);
+            nflight--;
+        }
+        round++;
+    }
+    free(flight);
+    assert_int_equal(s->state, SESSION_DONE);
+    uint64_t looked = fx.m.n.grant_scanned - scanned0 + s->cursor_steps - steps0;
+    print_message("100,000 splits in %zu grants: %llu entries looked at (%.2f a split); a grant "
+                  "early %llu, late %llu\n",
+                  round, (unsigned long long)looked, (double)looked / 100000,
+                  (unsigned long long)early, (unsigned long long)late);
+    assert_true(looked <= 4 * 100000);
+    assert_true(early > 0 && early <= 4 * TASKS);
+    assert_true(late > 0 && late <= 4 * TASKS);
+    fixture_close(&fx);
+}
+
 /* A lost worker's leased and produced-but-not-consumed splits go back to
  * pending and are leased again, under new lease ids; consumed ones never;
  * other workers keep theirs. Index tasks go back the same way. */
@@ -674,6 +756,7 @@ int main(void)
 {
     dpp_log_set_level(DPP_LOG_ERROR); /* worker_lost lines would flood the output */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scale),
         cmocka_unit_test(test_release_and_relet),
         cmocka_unit_test(test_fencing),
         cmocka_unit_test(test_window),
