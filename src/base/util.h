@@ -43,6 +43,15 @@ static inline int64_t dpp_now_ms(void)
     return (int64_t)(dpp_now_ns() / 1000000u);
 }
 
+/* Wall-clock time, milliseconds since 1970: for what outlives the process
+ * (journaled times, what dppctl shows); intervals use dpp_now_ms(). */
+static inline int64_t dpp_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Little-endian loads that work at any alignment on any host. */
 static inline uint32_t dpp_load_le32(const uint8_t *p)
 {

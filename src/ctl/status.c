@@ -54,6 +54,17 @@ static json_t *session_json(const Dpp__SessionStatus *s)
         return NULL;
     if (unbounded(s))
         json_object_set_new(o, "epochs", json_string("unbounded"));
+    /* times: milliseconds since 1970, or null when not known / not set */
+    static const char *const times[] = {"submitted_unix_ms", "planned_unix_ms", "ended_unix_ms",
+                                        "expires_unix_ms", "abandon_unix_ms"};
+    const int64_t values[] = {s->submitted_unix_ms, s->planned_unix_ms, s->ended_unix_ms,
+                              s->expires_unix_ms, s->abandon_unix_ms};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        json_object_set_new(o, times[i], values[i] ? json_integer(values[i]) : json_null());
+    if (s->planned_unix_ms && s->submitted_unix_ms)
+        json_object_set_new(o, "planning_ms",
+                            json_integer(s->planned_unix_ms - s->submitted_unix_ms));
+    json_object_set_new(o, "splits_per_second", json_integer((json_int_t)s->splits_per_second));
     const Dpp__Rejects *rj = s->rejects;
     if (rj) {
         json_t *by = json_object();
@@ -87,6 +98,39 @@ static void print_json(json_t *v)
     fflush(stdout);
 }
 
+/* "3h12m", "45s": how far ahead t (ms since 1970) is; "now" when past. */
+static void in_text(char *out, size_t len, int64_t t)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t secs = (t - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000)) / 1000;
+    if (secs <= 0)
+        snprintf(out, len, "now");
+    else if (secs < 120)
+        snprintf(out, len, "%" PRId64 "s", secs);
+    else if (secs < 7200)
+        snprintf(out, len, "%" PRId64 "m", secs / 60);
+    else if (secs < 2 * 86400)
+        snprintf(out, len, "%" PRId64 "h%02" PRId64 "m", secs / 3600, secs / 60 % 60);
+    else
+        snprintf(out, len, "%" PRId64 "d", secs / 86400);
+}
+
+/* When the master forgets a finished session, or ends a live one nobody
+ * reads: "  expires in 23h59m", "  abandoned in 59m without a client". */
+static void lifetime_text(const Dpp__SessionStatus *s, char *out, size_t len)
+{
+    char in[32];
+    out[0] = '\0';
+    if (s->expires_unix_ms) {
+        in_text(in, sizeof in, s->expires_unix_ms);
+        snprintf(out, len, "  expires in %s", in);
+    } else if (s->abandon_unix_ms) {
+        in_text(in, sizeof in, s->abandon_unix_ms);
+        snprintf(out, len, "  abandoned in %s without a client", in);
+    }
+}
+
 static void epoch_text(const Dpp__SessionStatus *s, char *buf, size_t len)
 {
     if (unbounded(s))
@@ -111,8 +155,9 @@ int ctl_list(const ctl_t *ctl)
             json_array_append_new(arr, session_json(s));
             continue;
         }
-        char epoch[32], splits[48], rejected[48] = "";
+        char epoch[32], splits[48], rejected[48] = "", life[64];
         epoch_text(s, epoch, sizeof epoch);
+        lifetime_text(s, life, sizeof life);
         if (strcmp(s->state, "indexing") == 0)
             snprintf(splits, sizeof splits, "(files %u/%u)", s->files_indexed, s->files);
         else if (unbounded(s))
@@ -122,8 +167,8 @@ int ctl_list(const ctl_t *ctl)
                      s->splits_per_epoch * s->epochs);
         if (s->records_rejected)
             snprintf(rejected, sizeof rejected, "  rejected %" PRIu64, s->records_rejected);
-        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s%s\n", s->session_id, s->state, epoch,
-               splits, s->rows_produced, s->workers, rejected, s->error[0] ? "  error: " : "",
+        printf("%-18s %-8s %-7s %-17s %-12" PRIu64 " %u%s%s%s%s\n", s->session_id, s->state, epoch,
+               splits, s->rows_produced, s->workers, rejected, life, s->error[0] ? "  error: " : "",
                s->error);
     }
     if (ctl->json)
@@ -233,6 +278,16 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
     lines++;
     if (strcmp(s->state, "indexing") == 0) {
         printf("  indexing files: %u/%u%s", s->files_indexed, s->files, eol);
+        lines++;
+    }
+    char life[64];
+    lifetime_text(s, life, sizeof life);
+    if (s->planned_unix_ms || life[0]) {
+        char plan[64] = "";
+        if (s->planned_unix_ms && s->submitted_unix_ms)
+            snprintf(plan, sizeof plan, "planned in %.3f s  ",
+                     (double)(s->planned_unix_ms - s->submitted_unix_ms) / 1e3);
+        printf("  %s%" PRIu64 " splits/s%s%s", plan, s->splits_per_second, life, eol);
         lines++;
     }
     for (size_t i = 0; i < s->n_ranks && strcmp(s->state, "indexing") != 0; i++) {

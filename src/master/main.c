@@ -51,6 +51,12 @@ static const char usage[] =
     "  --idle-timeout-ms N    close a dppctl or client connection silent for N ms\n"
     "                         (clients refresh every second; default 60000)\n"
     "  --max-spec-kb N        largest spec accepted (default 1024)\n"
+    "  --session-retention S  forget a finished session (memory, journal, metrics)\n"
+    "                         S seconds after it ended (default 86400, a day;\n"
+    "                         0: at once); dppctl list shows when\n"
+    "  --session-idle-timeout S  end a session no client has attached to for S\n"
+    "                         seconds as failed, \"abandoned\" (default 3600; 0:\n"
+    "                         never; a spec's idle_timeout_s overrides it)\n"
     "  --max-features N       most features (dense + sparse) a spec may have\n"
     "                         (default 4096)\n"
     "  --max-frame-mb N       largest message a peer may send (default 16)\n"
@@ -81,11 +87,15 @@ int main(int argc, char **argv)
         {"journal-compact-kb", required_argument, NULL, 'j'},
         {"max-spec-kb", required_argument, NULL, 'K'},
         {"max-features", required_argument, NULL, 'F'},
+        {"session-retention", required_argument, NULL, 'R'},
+        {"session-idle-timeout", required_argument, NULL, 'I'},
         DPP_DAEMON_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    dpp_master_config_t cfg = {.listen = "127.0.0.1:7070"};
+    dpp_master_config_t cfg = {.listen = "127.0.0.1:7070",
+                               .session_retention_ms = 86400 * 1000ll,
+                               .session_idle_ms = 3600 * 1000ll};
     const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
     dpp_daemon_options_t dopt = {0};
     unsigned long long v;
@@ -128,6 +138,16 @@ int main(int argc, char **argv)
             if (OPTION_UINT(1, DPP_SPEC_MAX_FEATURES, "features"))
                 return 2;
             cfg.max_features = (unsigned)v;
+            break;
+        case 'R':
+            if (OPTION_UINT(0, 366 * 86400, "seconds"))
+                return 2;
+            cfg.session_retention_ms = (int64_t)v * 1000;
+            break;
+        case 'I':
+            if (OPTION_UINT(0, 366 * 86400, "seconds"))
+                return 2;
+            cfg.session_idle_ms = (int64_t)v * 1000;
             break;
         case 'h':
             fputs(usage, stdout);

@@ -28,12 +28,117 @@
 #include "wire/conn.h"
 #include "wire/net.h"
 
+static uint64_t id_hash(const char *id)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *id; id++)
+        h = (h ^ (uint8_t)*id) * 0x100000001b3ull;
+    return h;
+}
+
+static void index_put(dpp_master_t *m, dpp_session_t *s)
+{
+    size_t mask = m->nby_id - 1, i = id_hash(s->id) & mask;
+    while (m->by_id[i])
+        i = (i + 1) & mask;
+    m->by_id[i] = s;
+}
+
+/* Rebuilds the id index for m->sessions, at least twice their number. */
+static void index_rebuild(dpp_master_t *m)
+{
+    size_t want = 16;
+    while (want < 2 * m->nsessions + 2)
+        want *= 2;
+    free(m->by_id);
+    m->by_id = dpp_xcalloc(want, sizeof *m->by_id);
+    m->nby_id = want;
+    for (size_t i = 0; i < m->nsessions; i++)
+        index_put(m, m->sessions[i]);
+}
+
 dpp_session_t *dpp_master_find_session(dpp_master_t *m, const char *id)
 {
-    for (size_t i = 0; i < m->nsessions; i++)
-        if (strcmp(m->sessions[i]->id, id) == 0)
-            return m->sessions[i];
+    if (m->nby_id == 0)
+        return NULL;
+    size_t mask = m->nby_id - 1;
+    for (size_t i = id_hash(id) & mask; m->by_id[i]; i = (i + 1) & mask)
+        if (strcmp(m->by_id[i]->id, id) == 0)
+            return m->by_id[i];
     return NULL;
+}
+
+void dpp_master_add_session(dpp_master_t *m, dpp_session_t *s)
+{
+    m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
+    m->sessions[m->nsessions++] = s;
+    if (2 * m->nsessions + 2 > m->nby_id)
+        index_rebuild(m);
+    else
+        index_put(m, s);
+}
+
+const double dpp_plan_bounds[DPP_LEASE_BUCKETS] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                                   2.5,  5,    10,  30,   60,  300};
+
+void dpp_master_count_planning(dpp_master_t *m, const dpp_session_t *s)
+{
+    double secs = (double)(s->planned_ms - s->submitted_ms) / 1e3;
+    size_t b = 0;
+    while (b < DPP_LEASE_BUCKETS && secs > dpp_plan_bounds[b])
+        b++;
+    m->n.plan_hist[b]++;
+    m->n.plan_sum += secs;
+    m->n.plan_count++;
+}
+
+int64_t dpp_master_idle_ms(const dpp_master_t *m, const dpp_session_t *s)
+{
+    return s->spec.idle_timeout_s == DPP_SPEC_IDLE_DEFAULT ? m->idle_ms
+                                                           : s->spec.idle_timeout_s * 1000;
+}
+
+/* Sessions past their retention are forgotten (their journal records go
+ * at the next compaction); live ones no client attached to within their
+ * idle timeout end as failed, "abandoned". From the timer. */
+static void session_lifecycle(dpp_master_t *m)
+{
+    int64_t now = dpp_wall_ms();
+    /* first the abandoned (failing one journals, which may compact: the
+     * array must be whole), then the pruning */
+    for (size_t i = 0; i < m->nsessions; i++) {
+        dpp_session_t *s = m->sessions[i];
+        int64_t idle = dpp_master_idle_ms(m, s);
+        if ((s->state != SESSION_INDEXING && s->state != SESSION_RUNNING) || idle <= 0 ||
+            now - s->client_ms < idle)
+            continue;
+        char why[256];
+        snprintf(why, sizeof why,
+                 "abandoned: no client attached for %" PRId64 " s (the idle timeout: the spec's "
+                 "idle_timeout_s, or the master's --session-idle-timeout)",
+                 (now - s->client_ms) / 1000);
+        dpp_master_fail_session(m, s, "cause=abandoned", why);
+        m->n.sessions_abandoned++;
+    }
+    size_t kept = 0, pruned = 0;
+    for (size_t i = 0; i < m->nsessions; i++) {
+        dpp_session_t *s = m->sessions[i];
+        int live = s->state == SESSION_INDEXING || s->state == SESSION_RUNNING;
+        if (!live && s->ended_ms > 0 && now - s->ended_ms >= m->retention_ms) {
+            DPP_INFO("session_pruned session=%s state=%s ended_ms_ago=%" PRId64, s->id,
+                     dpp_session_state_name(s->state), now - s->ended_ms);
+            dpp_session_free(s);
+            pruned++;
+            continue;
+        }
+        m->sessions[kept++] = s;
+    }
+    if (pruned == 0)
+        return;
+    m->nsessions = kept;
+    m->n.sessions_pruned += pruned;
+    index_rebuild(m);
+    dpp_master_compact_pruned(m, pruned);
 }
 
 unsigned dpp_master_live_workers(dpp_master_t *m)
@@ -57,6 +162,19 @@ static void on_timer(uv_timer_t *t)
     dpp_listener_sweep(&m->lst, now);
     dpp_master_worker_timeouts(m, now);
     dpp_master_check_journal(m);
+    session_lifecycle(m);
+    if (now - m->n.rate_ms >= 5000) { /* splits/s over the last few seconds */
+        double dt = (double)(now - m->n.rate_ms) / 1e3;
+        int first = m->n.rate_ms == 0;
+        m->n.splits_rate = first ? 0 : (double)(m->n.splits_consumed - m->n.rate_consumed) / dt;
+        m->n.rate_consumed = m->n.splits_consumed;
+        m->n.rate_ms = now;
+        for (size_t i = 0; i < m->nsessions; i++) {
+            dpp_session_t *s = m->sessions[i];
+            s->splits_rate = first ? 0 : (double)(s->consumed_total - s->rate_consumed) / dt;
+            s->rate_consumed = s->consumed_total;
+        }
+    }
 }
 
 static void count_commit(dpp_master_t *m, double secs)
@@ -134,6 +252,8 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->max_spec_bytes = cfg->max_spec_bytes ? cfg->max_spec_bytes : DPP_SPEC_MAX_BYTES;
     m->max_features = cfg->max_features ? cfg->max_features : DPP_SPEC_MAX_FEATURES;
     m->worker_timeout_ms = cfg->worker_timeout_ms ? cfg->worker_timeout_ms : 10000;
+    m->retention_ms = cfg->session_retention_ms;
+    m->idle_ms = cfg->session_idle_ms;
     m->journal_compact_bytes =
         cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;
     m->state_dir = dpp_xstrdup(cfg->state_dir);
@@ -238,6 +358,7 @@ void dpp_master_free(dpp_master_t *m)
     for (size_t i = 0; i < m->nsessions; i++)
         dpp_session_free(m->sessions[i]);
     free(m->sessions);
+    free(m->by_id);
     dpp_master_index_cache_free(m);
     for (size_t i = 0; i < m->nroots; i++)
         free(m->roots[i]);

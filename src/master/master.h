@@ -27,6 +27,11 @@ typedef struct dpp_master_config {
     size_t max_spec_bytes;        /* submitted spec text (0: 1 MiB) */
     unsigned max_features;        /* dense + sparse features of a spec (0: 4096) */
     uint32_t max_msg_bytes;       /* a frame's message (0: 16 MiB) */
+    /* a finished session is forgotten (memory, journal, metrics) this long
+     * after it ended (0: at the next heartbeat tick); a live one with no
+     * client attached for session_idle_ms ends as failed, "abandoned" (0:
+     * never; a spec's idle_timeout_s overrides it) */
+    int64_t session_retention_ms, session_idle_ms;
 } dpp_master_config_t;
 
 typedef struct dpp_master dpp_master_t;

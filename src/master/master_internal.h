@@ -94,6 +94,15 @@ typedef struct dpp_master_counters {
      * stays a small multiple of what they handed out, however many tasks
      * a session has (tests and /metrics hold it to that) */
     uint64_t grant_scanned, lease_replies;
+    uint64_t sessions_pruned, sessions_abandoned;
+    /* planning time of sessions (submit to every file indexed), seconds */
+    uint64_t plan_hist[DPP_LEASE_BUCKETS + 1];
+    double plan_sum;
+    uint64_t plan_count;
+    /* splits consumed per second over the last few seconds (the timer) */
+    double splits_rate;
+    uint64_t rate_consumed;
+    int64_t rate_ms;
     uint64_t rows_produced, rows_filtered, bytes_read;
     dpp_rejects_t rejects;
     uint64_t lease_hist[DPP_LEASE_BUCKETS + 1]; /* the last: +Inf */
@@ -107,6 +116,8 @@ typedef struct dpp_master_counters {
 
 /* Upper bounds of the lease latency buckets, seconds. */
 extern const double dpp_lease_bounds[DPP_LEASE_BUCKETS];
+/* Upper bounds of the planning time buckets, seconds. */
+extern const double dpp_plan_bounds[DPP_LEASE_BUCKETS];
 
 struct dpp_master {
     uv_loop_t *loop;
@@ -118,8 +129,15 @@ struct dpp_master {
     unsigned heartbeat_ms, worker_timeout_ms;
     char addr[64];
     int lock_fd;
-    dpp_session_t **sessions;
+    dpp_session_t **sessions; /* in submit order */
     size_t nsessions;
+    /* sessions by id: open addressing, a power of two at least twice
+     * nsessions (every message names its session; a retention of a day of
+     * short sessions holds many) */
+    dpp_session_t **by_id;
+    size_t nby_id;
+    int64_t retention_ms, idle_ms; /* --session-retention, --session-idle-timeout (0: never) */
+    size_t pruned_since_compact;
     dpp_index_cache_t index_cache;
     dpp_journal_t *journal;
     /* Group commit: handlers write journal records without syncing and set
@@ -156,8 +174,21 @@ struct dpp_master {
     struct dpp_http *http; /* --http, NULL when not serving */
 };
 
-/* The session with id, or NULL. Valid until the master is freed. */
+/* The session with id, or NULL. Valid until it is pruned (after its
+ * retention) or the master is freed: do not keep it past the current
+ * callback. */
 dpp_session_t *dpp_master_find_session(dpp_master_t *m, const char *id);
+
+/* Adds a session the master now owns (submitted or replayed). */
+void dpp_master_add_session(dpp_master_t *m, dpp_session_t *s);
+
+/* Session s has been planned (its splits known): counts its planning time
+ * for /metrics. */
+void dpp_master_count_planning(dpp_master_t *m, const dpp_session_t *s);
+
+/* The session's idle timeout: the spec's idle_timeout_s, or the master's;
+ * 0: never abandoned. */
+int64_t dpp_master_idle_ms(const dpp_master_t *m, const dpp_session_t *s);
 
 /* Workers registered now. */
 unsigned dpp_master_live_workers(dpp_master_t *m);

@@ -361,6 +361,25 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_journal_committed_records_total",
                         "Journal records made durable by group commits.", n->commit_records);
 
+    dpp_metrics_family(m, "dpp_session_planning_seconds", DPP_METRIC_HISTOGRAM,
+                       "Time from a session's submit to its splits being known (every "
+                       "file's record count: sidecars, footers, scans).");
+    c = 0;
+    for (int b = 0; b < DPP_LEASE_BUCKETS; b++)
+        cum[b] = c += n->plan_hist[b];
+    dpp_metrics_histogram(m, "dpp_session_planning_seconds", NULL, 0, dpp_plan_bounds, cum,
+                          DPP_LEASE_BUCKETS, n->plan_sum, n->plan_count);
+    dpp_metrics_gauge(m, "dpp_splits_per_second",
+                      "Splits consumed per second over the last five seconds, every session.",
+                      n->splits_rate);
+    dpp_metrics_counter(m, "dpp_sessions_pruned_total",
+                        "Finished sessions forgotten after --session-retention.",
+                        n->sessions_pruned);
+    dpp_metrics_counter(m, "dpp_sessions_abandoned_total",
+                        "Sessions ended as failed because no client attached within their idle "
+                        "timeout.",
+                        n->sessions_abandoned);
+
     dpp_journal_stats_t js;
     dpp_journal_get_stats(ms->journal, &js);
     dpp_metrics_gauge(m, "dpp_journal_bytes", "Size of the master's journal file.",

@@ -61,6 +61,7 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
     js.table_path = s->table_path;
     js.token_key.data = (uint8_t *)s->token_key;
     js.token_key.len = sizeof s->token_key;
+    js.submitted_unix_ms = s->submitted_ms;
     js.n_files = s->nfiles;
     js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
     for (size_t i = 0; i < s->nfiles; i++)
@@ -93,9 +94,26 @@ void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what
     Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
     jf.session_id = s->id;
     jf.error = (char *)message;
+    jf.ended_unix_ms = s->ended_ms;
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
     if (dpp_master_journal_put(m, &rec, 1) == 0)
         dpp_master_maybe_compact(m);
+}
+
+static dpp_journal_rec_t ended_rec(const dpp_session_t *s)
+{
+    Dpp__JournalEnded je = DPP__JOURNAL_ENDED__INIT;
+    je.session_id = (char *)s->id;
+    je.ended_unix_ms = s->ended_ms;
+    return dpp_master_pack_rec(DPP_J_ENDED, &je.base);
+}
+
+void dpp_master_session_done(dpp_master_t *m, dpp_session_t *s)
+{
+    DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id, s->rows_produced,
+             dpp_rejects_total(&s->rejects));
+    dpp_journal_rec_t rec = ended_rec(s);
+    dpp_master_journal_put(m, &rec, 1);
 }
 
 /* Rebuilds one journaled change. A record that no longer applies (its
@@ -111,6 +129,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         : type == DPP_J_FAILED   ? &dpp__journal_failed__descriptor
         : type == DPP_J_EPOCH    ? &dpp__journal_epoch__descriptor
         : type == DPP_J_RESUME   ? &dpp__journal_resume__descriptor
+        : type == DPP_J_ENDED    ? &dpp__journal_ended__descriptor
                                  : NULL;
     if (d == NULL) {
         DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
@@ -132,8 +151,9 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
                 files[i] = dpp_xstrdup(js->files[i]);
             s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files, NULL,
                                 js->n_files);
-            m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
-            m->sessions[m->nsessions++] = s;
+            if (js->submitted_unix_ms > 0)
+                s->submitted_ms = js->submitted_unix_ms;
+            dpp_master_add_session(m, s);
             if (has_key) {
                 /* the journaled key, never a new one: the session's tokens
                  * were signed with it */
@@ -180,11 +200,19 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         dpp_session_t *s = dpp_master_find_session(m, jr->session_id);
         if (s)
             dpp_session_resume(s, jr->rank, jr->epoch, jr->seq);
+    } else if (type == DPP_J_ENDED) {
+        const Dpp__JournalEnded *je = (const Dpp__JournalEnded *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, je->session_id);
+        if (s && s->state == SESSION_DONE && je->ended_unix_ms > 0)
+            s->ended_ms = je->ended_unix_ms; /* when it ended, not when it was replayed */
     } else {
         const Dpp__JournalFailed *jf = (const Dpp__JournalFailed *)msg;
         dpp_session_t *s = dpp_master_find_session(m, jf->session_id);
-        if (s)
+        if (s) {
             dpp_session_fail(s, jf->error);
+            if (jf->ended_unix_ms > 0)
+                s->ended_ms = jf->ended_unix_ms;
+        }
     }
     protobuf_c_message_free_unpacked(msg, NULL);
     return 0;
@@ -193,7 +221,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
 /* Appends to recs the records that rebuild session s. */
 static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
 {
-    size_t need = *n + 3 + s->nfiles + s->nsplits;
+    size_t need = *n + 4 + s->nfiles + s->nsplits;
     if (need > *cap) {
         *cap = need * 2;
         *recs = dpp_xrealloc(*recs, *cap * sizeof **recs);
@@ -221,7 +249,10 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
         Dpp__JournalFailed jf = DPP__JOURNAL_FAILED__INIT;
         jf.session_id = s->id;
         jf.error = s->error ? s->error : (char *)"";
+        jf.ended_unix_ms = s->ended_ms;
         (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
+    } else if (s->state == SESSION_DONE) {
+        (*recs)[(*n)++] = ended_rec(s);
     }
 }
 
@@ -245,6 +276,7 @@ static int compact(dpp_master_t *m, const dpp_journal_stats_t *st)
     }
     for (size_t i = 0; i < m->nsessions; i++)
         m->sessions[i]->token_key_unsaved = 0; /* the snapshot carries every key */
+    m->pruned_since_compact = 0;
     DPP_INFO("journal_compacted dir=%s bytes_before=%" PRIu64 " records=%zu", m->state_dir,
              st->file_size, n);
     return 0;
@@ -256,6 +288,17 @@ void dpp_master_maybe_compact(dpp_master_t *m)
     dpp_journal_get_stats(m->journal, &st);
     if (st.file_size > m->journal_compact_bytes && st.file_size > 2 * st.snapshot_bytes)
         compact(m, &st);
+}
+
+void dpp_master_compact_pruned(dpp_master_t *m, size_t pruned)
+{
+    m->pruned_since_compact += pruned;
+    dpp_journal_stats_t st;
+    dpp_journal_get_stats(m->journal, &st);
+    if (st.file_size > m->journal_compact_bytes && m->pruned_since_compact >= m->nsessions)
+        compact(m, &st);
+    else
+        dpp_master_maybe_compact(m);
 }
 
 void dpp_master_check_journal(dpp_master_t *m)

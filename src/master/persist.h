@@ -22,6 +22,7 @@ enum {
     DPP_J_FAILED = 4,
     DPP_J_EPOCH = 5,
     DPP_J_RESUME = 6,
+    DPP_J_ENDED = 7,
 };
 
 /* Packs msg into a record of `type`; its payload is heap memory that
@@ -63,6 +64,10 @@ void dpp_master_maybe_compact(dpp_master_t *m);
 void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what,
                              const char *message);
 
+/* Session s is done: says so and journals when (the retention counts from
+ * it). */
+void dpp_master_session_done(dpp_master_t *m, dpp_session_t *s);
+
 /* The dpp_journal_open() callback (arg: the master): rebuilds one journaled
  * change. A record that no longer applies is skipped. */
 int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len);
@@ -71,5 +76,11 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
  * under the master); when it is not, rewrites it from memory with a
  * snapshot, loudly, or stops the master if that fails. From the timer. */
 void dpp_master_check_journal(dpp_master_t *m);
+
+/* Sessions were pruned: once they are at least as many as the sessions
+ * left (most of the journal then describes what is gone) and the journal
+ * is past --journal-compact-kb, it is rewritten as a snapshot, so that a
+ * stream of short sessions leaves it bounded by what is retained. */
+void dpp_master_compact_pruned(dpp_master_t *m, size_t pruned);
 
 #endif

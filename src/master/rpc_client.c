@@ -213,6 +213,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     int64_t *seen = &s->rank_seen_ms[req->rank];
     newly_present = *seen == 0 || now - *seen > RANK_ABSENT_MS;
     *seen = req->detach ? 0 : now; /* a closing client: nothing more for this rank */
+    s->client_ms = dpp_wall_ms();  /* the idle timeout counts from the last attach */
     Dpp__AttachReply r = DPP__ATTACH_REPLY__INIT;
     r.session_id = s->id;
     r.rank = req->rank;
@@ -287,8 +288,7 @@ void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
     m->n.splits_consumed++;
     int more = dpp_session_consumed(s, msg->split_id);
     if (s->state == SESSION_DONE)
-        DPP_INFO("session_done session=%s rows=%" PRIu64 " rejected=%" PRIu64, s->id,
-                 s->rows_produced, dpp_rejects_total(&s->rejects));
+        dpp_master_session_done(m, s);
     else if (more)
         DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
     dpp_master_grant_soon(m); /* a new epoch, or (order deterministic) splits within reach */

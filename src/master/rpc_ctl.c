@@ -91,9 +91,12 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
         dpp_session_free(s);
         goto reject;
     }
-    m->sessions = dpp_xrealloc(m->sessions, (m->nsessions + 1) * sizeof *m->sessions);
-    m->sessions[m->nsessions++] = s;
+    dpp_master_add_session(m, s);
     m->n.sessions_submitted++;
+    if (s->state != SESSION_INDEXING) /* planned from the index cache */
+        dpp_master_count_planning(m, s);
+    if (s->state == SESSION_DONE)
+        dpp_master_session_done(m, s);
     DPP_INFO("session_submitted session=%s table=%s files=%zu files_indexed=%zu state=%s "
              "epochs=%u consumers=%u",
              s->id, s->spec.table, s->nfiles, cached, dpp_session_state_name(s->state),
@@ -151,6 +154,16 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->files_indexed = (uint32_t)s->files_indexed;
     st->workers = dpp_master_live_workers(m);
     st->error = s->error ? s->error : (char *)"";
+    st->submitted_unix_ms = s->submitted_ms;
+    st->planned_unix_ms = s->planned_ms;
+    st->ended_unix_ms = s->ended_ms;
+    if (s->ended_ms > 0) {
+        st->expires_unix_ms = s->ended_ms + m->retention_ms;
+    } else {
+        int64_t idle = dpp_master_idle_ms(m, s);
+        st->abandon_unix_ms = idle > 0 ? s->client_ms + idle : 0;
+    }
+    st->splits_per_second = s->state == SESSION_RUNNING ? (uint64_t)(s->splits_rate + 0.5) : 0;
     int64_t now = dpp_now_ms();
     for (unsigned r = 0; r < s->spec.consumers; r++) {
         st->records_per_epoch += dpp_session_rank_records(s, r);

@@ -152,9 +152,14 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
     m->n.index_done++;
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
               f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);
-    if (s->state != SESSION_INDEXING)
-        DPP_INFO("session_planned session=%s files=%zu splits=%zu state=%s", s->id, s->nfiles,
-                 s->nsplits, dpp_session_state_name(s->state));
+    if (s->state != SESSION_INDEXING) {
+        DPP_INFO("session_planned session=%s files=%zu splits=%zu state=%s planning_ms=%" PRId64,
+                 s->id, s->nfiles, s->nsplits, dpp_session_state_name(s->state),
+                 s->planned_ms - s->submitted_ms);
+        dpp_master_count_planning(m, s);
+        if (s->state == SESSION_DONE)
+            dpp_master_session_done(m, s); /* nothing to read in its files */
+    }
     if (planned)
         dpp_master_grant_soon(m);
     dpp_master_maybe_compact(m);

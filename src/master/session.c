@@ -10,6 +10,7 @@
 #include "base/errtext.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "crypto/hmac.h"
 #include "spec/transform.h"
 #include "dpp/error.h"
@@ -48,6 +49,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     }
     free(files);
     s->state = SESSION_INDEXING;
+    s->submitted_ms = s->client_ms = dpp_wall_ms();
     s->rank_seen_ms = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_seen_ms);
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
@@ -245,7 +247,10 @@ int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const
     if (++s->files_indexed < s->nfiles)
         return 0;
     plan_splits(s);
+    s->planned_ms = dpp_wall_ms();
     s->state = s->nsplits ? SESSION_RUNNING : SESSION_DONE;
+    if (s->state == SESSION_DONE)
+        s->ended_ms = s->planned_ms;
     return s->state == SESSION_RUNNING;
 }
 
@@ -305,6 +310,7 @@ static int epoch_complete(dpp_session_t *s)
 {
     if (s->epoch + 1 >= s->spec.epochs) {
         s->state = SESSION_DONE;
+        s->ended_ms = dpp_wall_ms();
         return 0;
     }
     s->prev_leases = dpp_xrealloc(s->prev_leases, (s->nsplits + 1) * sizeof *s->prev_leases);
@@ -321,6 +327,7 @@ int dpp_session_consumed(dpp_session_t *s, size_t i)
     if (s->splits[i].state == SPLIT_CONSUMED)
         return 0;
     dpp_session_set(s, i, SPLIT_CONSUMED);
+    s->consumed_total++;
     if (s->counts[SPLIT_CONSUMED] < s->nsplits)
         return 0;
     return epoch_complete(s);
@@ -431,6 +438,7 @@ int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned
          * it; a rank that resumes too puts its own splits back. */
         s->epoch = epoch;
         s->state = SESSION_RUNNING;
+        s->ended_ms = 0; /* a done session resumed: live again */
         plan_splits(s);
         for (size_t i = 0; i < s->nsplits; i++)
             if (s->splits[i].rank != rank)
@@ -655,6 +663,7 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
 void dpp_session_fail(dpp_session_t *s, const char *message)
 {
     s->state = SESSION_FAILED;
+    s->ended_ms = dpp_wall_ms();
     free(s->error);
     s->error = dpp_xstrdup(message);
 }

@@ -115,6 +115,15 @@ typedef struct dpp_session {
     dpp_rank_report_t *reports; /* [consumers] */
     dpp_rank_holder_t *holders; /* [consumers]: which client reads each rank */
     size_t nprev;
+    /* Wall-clock times (dpp_wall_ms): submitted (journaled), planned (every
+     * file indexed), ended (done or failed; journaled; 0 while live), and
+     * the last attach of any of its clients (or the submit, or the master's
+     * start: the idle timeout counts from it). */
+    int64_t submitted_ms, planned_ms, ended_ms, client_ms;
+    /* splits consumed since it started (every epoch), and per second over
+     * the last few seconds (the master's timer) */
+    uint64_t consumed_total, rate_consumed;
+    double splits_rate;
     /* HMAC-SHA256 key of the session's checkpoint tokens, random, made with
      * the session and journaled with it (JournalSession.token_key); sent to
      * its clients in every AttachReply */

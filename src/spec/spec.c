@@ -684,6 +684,13 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
     if (rc)
         return rc;
     s->split_rows = (unsigned)x;
+    /* a year: long enough for any job, short enough that ms fit everywhere */
+    s->idle_timeout_s = DPP_SPEC_IDLE_DEFAULT;
+    rc = get_int(p, NULL, root, "idle_timeout_s", 0, 0, 366 * 86400, &s->idle_timeout_s, &found);
+    if (rc)
+        return rc;
+    if (!found)
+        s->idle_timeout_s = DPP_SPEC_IDLE_DEFAULT;
     rc = get_choice(p, NULL, root, "format", 0, dpp_format_names, dpp_format_list(), &choice);
     if (rc)
         return rc;
@@ -749,12 +756,12 @@ static int check_depth(parser_t *p, const char *json, size_t len)
 
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
 {
-    static const char *const top_keys[] = {"table",      "partitions",  "batch_size",
-                                           "epochs",     "consumers",   "split_rows",
-                                           "on_corrupt", "compression", "compression_level",
-                                           "features",   "label",       "filters",
-                                           "remainder",  "shuffle",     "order",
-                                           "format",     NULL};
+    static const char *const top_keys[] = {"table",      "partitions",     "batch_size",
+                                           "epochs",     "consumers",      "split_rows",
+                                           "on_corrupt", "compression",    "compression_level",
+                                           "features",   "label",          "filters",
+                                           "remainder",  "shuffle",        "order",
+                                           "format",     "idle_timeout_s", NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -1092,7 +1099,9 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         set(root, "compression", json_string(compression_names[spec->compression])) != 0 ||
         set(root, "compression_level", json_integer(spec->compression_level)) != 0 ||
         set(root, "remainder", json_string(remainder_names[spec->remainder])) != 0 ||
-        set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0)
+        set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0 ||
+        (spec->idle_timeout_s != DPP_SPEC_IDLE_DEFAULT &&
+         set(root, "idle_timeout_s", json_integer(spec->idle_timeout_s)) != 0))
         goto out;
     json_t *shuffle = spec->shuffle ? json_object() : json_false();
     if (set(root, "shuffle", shuffle) != 0 ||

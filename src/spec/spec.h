@@ -105,6 +105,9 @@ typedef enum dpp_remainder {
  * cancelled (the same value as include/dpp/client.h's). */
 #define DPP_EPOCHS_UNBOUNDED 0xffffffffu
 
+/* idle_timeout_s left out of a spec: the master decides. */
+#define DPP_SPEC_IDLE_DEFAULT (-1)
+
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
     dpp_format_t format;  /* of the table's files, default tfrecord */
@@ -121,6 +124,10 @@ typedef struct dpp_spec {
     int shuffle;                   /* 0: file order (default); 1: permuted by shuffle_seed */
     int64_t shuffle_seed;
     int order_fastest; /* 0 ("deterministic", default): blocks consumed in plan order */
+    /* seconds the session may go with no client attached before it ends as
+     * failed ("abandoned"); 0: never; DPP_SPEC_IDLE_DEFAULT: the master's
+     * --session-idle-timeout */
+    int64_t idle_timeout_s;
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;

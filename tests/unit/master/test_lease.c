@@ -28,24 +28,24 @@
  * its sessions and counters. */
 typedef struct fixture {
     dpp_master_t m;
-    dpp_session_t *sessions[4];
 } fixture_t;
 
 static void fixture_init(fixture_t *fx)
 {
     memset(fx, 0, sizeof *fx);
-    fx->m.sessions = fx->sessions;
 }
 
 static void fixture_add(fixture_t *fx, dpp_session_t *s)
 {
-    fx->sessions[fx->m.nsessions++] = s;
+    dpp_master_add_session(&fx->m, s);
 }
 
 static void fixture_close(fixture_t *fx)
 {
     for (size_t i = 0; i < fx->m.nsessions; i++)
-        dpp_session_free(fx->sessions[i]);
+        dpp_session_free(fx->m.sessions[i]);
+    free(fx->m.sessions);
+    free(fx->m.by_id);
 }
 
 /* Indexes file i with records[i] records, split_rows to a range. */
