@@ -402,19 +402,139 @@ static void wait_done(const char *addr, const char *session)
     dpp_sync_close(&ctl);
 }
 
+static void attach_sync(dpp_sync_conn_t *c, const char *session)
+{
+    Dpp__AttachRequest a = DPP__ATTACH_REQUEST__INIT;
+    a.session_id = (char *)session;
+    a.client_id = 0x5e55;
+    protobuf_c_message_free_unpacked(call(c, DPP_MSG_ATTACH, &a.base, DPP_MSG_ATTACH_REPLY), NULL);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* --sessions N: N short sessions one after the other, each one split of a
+ * one-file table (submit, attach, lease, done, consumed), against a master
+ * that forgets finished sessions after a second: prints, every N/10, the
+ * rate and what the master holds (journal bytes, RSS), which must stay
+ * bounded however many sessions went through. */
+static void run_sessions(const char *addr, pid_t pid, const char *state, uint64_t n,
+                         uint64_t records)
+{
+    dpp_sync_conn_t ctl, worker, client;
+    int rc;
+    if ((rc = dpp_sync_connect(&ctl, addr, "ctl", 10000, NULL)) != 0 ||
+        (rc = dpp_sync_connect(&worker, addr, "worker", 10000, NULL)) != 0 ||
+        (rc = dpp_sync_connect(&client, addr, "client", 10000, NULL)) != 0)
+        die("connect", rc);
+    Dpp__RegisterRequest reg = DPP__REGISTER_REQUEST__INIT;
+    reg.data_addr = "127.0.0.1:1";
+    reg.threads = 1;
+    protobuf_c_message_free_unpacked(
+        call(&worker, DPP_MSG_REGISTER, &reg.base, DPP_MSG_REGISTER_REPLY), NULL);
+    char journal[4500];
+    snprintf(journal, sizeof journal, "%s/journal", state);
+    uint64_t bounds[2] = {0, records * RECORD_BYTES}, max_journal = 0;
+    size_t max_rss = 0;
+    const char *spec = "{\"table\":\"one\",\"batch_size\":1000,\"split_rows\":1000,"
+                       "\"remainder\":\"keep\",\"features\":{\"dense\":[{\"name\":\"x\"}]},"
+                       "\"label\":{\"name\":\"y\"}}";
+    uint64_t t0 = dpp_now_ns(), tlast = t0;
+    double cpu0 = cpu_seconds(pid);
+    printf("bench_master: %" PRIu64 " sessions of one split, one after the other, "
+           "--session-retention 1, --journal-compact-kb 1024\n",
+           n);
+    for (uint64_t k = 0; k < n; k++) {
+        Dpp__SubmitRequest sub = DPP__SUBMIT_REQUEST__INIT;
+        sub.spec_json = (char *)spec;
+        Dpp__SubmitReply *sr =
+            (Dpp__SubmitReply *)call(&ctl, DPP_MSG_SUBMIT, &sub.base, DPP_MSG_SUBMIT_REPLY);
+        char session[32];
+        snprintf(session, sizeof session, "%s", sr->session_id);
+        protobuf_c_message_free_unpacked(&sr->base, NULL);
+        attach_sync(&client, session);
+        for (int got = 0; !got;) { /* the first session indexes the file; the rest use the cache */
+            Dpp__LeaseRequest lr = DPP__LEASE_REQUEST__INIT;
+            lr.max_leases = 1;
+            lr.max_index_tasks = 1;
+            Dpp__LeaseReply *rep =
+                (Dpp__LeaseReply *)call(&worker, DPP_MSG_LEASE, &lr.base, DPP_MSG_LEASE_REPLY);
+            for (size_t i = 0; i < rep->n_leases; i++) {
+                const Dpp__Lease *l = rep->leases[i];
+                if (l->kind == DPP__LEASE__KIND__INDEX) {
+                    Dpp__IndexDone d = DPP__INDEX_DONE__INIT;
+                    d.lease_id = l->lease_id;
+                    d.session_id = l->session_id;
+                    d.file = l->split_id;
+                    d.records = records;
+                    d.boundaries = bounds;
+                    d.n_boundaries = 2;
+                    if ((rc = dpp_sync_send(&worker, DPP_MSG_INDEX_DONE, &d.base, 30000)) != 0)
+                        die("INDEX_DONE", rc);
+                    continue;
+                }
+                Dpp__SplitDone d = DPP__SPLIT_DONE__INIT;
+                d.lease_id = l->lease_id;
+                d.session_id = l->session_id;
+                d.split_id = l->split_id;
+                d.blocks = 2;
+                d.rows = l->record_take;
+                Dpp__SplitConsumed c = DPP__SPLIT_CONSUMED__INIT;
+                c.session_id = session;
+                c.epoch = l->epoch;
+                c.split_id = l->split_id;
+                if ((rc = dpp_sync_send(&worker, DPP_MSG_SPLIT_DONE, &d.base, 30000)) != 0 ||
+                    (rc = dpp_sync_send(&client, DPP_MSG_SPLIT_CONSUMED, &c.base, 30000)) != 0)
+                    die("SPLIT_DONE", rc);
+                got = 1;
+            }
+            protobuf_c_message_free_unpacked(&rep->base, NULL);
+        }
+        uint64_t bytes = file_size(journal);
+        if (bytes > max_journal)
+            max_journal = bytes;
+        if ((k + 1) % (n / 10 ? n / 10 : 1) == 0) {
+            size_t rss = rss_bytes(pid);
+            if (rss > max_rss)
+                max_rss = rss;
+            uint64_t now = dpp_now_ns();
+            printf("  %7" PRIu64 " sessions  %6.0f sessions/s  journal %8" PRIu64
+                   " bytes (max so far %" PRIu64 ")  master RSS %.1f MiB\n",
+                   k + 1, (double)(n / 10 ? n / 10 : 1) / ((double)(now - tlast) / 1e9), bytes,
+                   max_journal, (double)rss / 1048576);
+            fflush(stdout);
+            tlast = now;
+        }
+    }
+    double secs = (double)(dpp_now_ns() - t0) / 1e9;
+    printf("%" PRIu64 " sessions in %.1f s = %.0f sessions/s, master CPU %.1f us a session; "
+           "journal at most %" PRIu64 " bytes, master RSS at most %.1f MiB\n",
+           n, secs, (double)n / secs, (cpu_seconds(pid) - cpu0) * 1e6 / (double)n, max_journal,
+           (double)max_rss / 1048576);
+    dpp_sync_close(&ctl);
+    dpp_sync_close(&worker);
+    dpp_sync_close(&client);
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S] [--epochs E]\n"
             "                    [--workers W] [--threads T] [--work-ms D] [--ranks R]\n"
-            "                    [--prefetch P]\n"
+            "                    [--prefetch P] | --sessions N\n"
             "F files (default 200) of 1000 records cut into splits of S records\n"
             "(default 10: 20,000 splits per epoch), E epochs (default 2), W simulated\n"
             "workers (default 1000) of T pipeline threads (default 4) keeping one lease\n"
             "request each outstanding for T splits, as dpp-worker does, each split taking\n"
             "D ms of work (default 60: at most W x T / D splits/s are offered), R trainer\n"
             "ranks (default 8), each attached with prefetch_splits P (default 2048, so\n"
-            "that the ranks' windows do not bound the rate).\n");
+            "that the ranks' windows do not bound the rate).\n"
+            "--sessions N instead runs N one-split sessions one after the other against a\n"
+            "master that forgets them a second after they end, and prints the journal's\n"
+            "size and the master's RSS as they go.\n");
 }
 
 int main(int argc, char **argv)
@@ -423,6 +543,7 @@ int main(int argc, char **argv)
     unsigned files = 200, split_rows = 10, epochs = 2, nworkers = 1000, nranks = 8, prefetch = 2048,
              threads = 4, work_ms = 60;
     const uint64_t records = 1000;
+    unsigned sessions = 0;
     for (int i = 1; i < argc; i++) {
         unsigned *opt = NULL;
         if (strcmp(argv[i], "--master-bin") == 0 && i + 1 < argc) {
@@ -445,6 +566,8 @@ int main(int argc, char **argv)
             opt = &nranks;
         else if (strcmp(argv[i], "--prefetch") == 0)
             opt = &prefetch;
+        else if (strcmp(argv[i], "--sessions") == 0)
+            opt = &sessions;
         if (opt == NULL || i + 1 >= argc) {
             usage();
             return 2;
@@ -464,7 +587,11 @@ int main(int argc, char **argv)
     char path[4300];
     snprintf(path, sizeof path, "%s/root/t/ds=1", tmp);
     char cmd[4400];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s %s/state", path, tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s %s/state %s/root/one/ds=1", path, tmp, tmp);
+    if (system(cmd) != 0)
+        return 1;
+    snprintf(cmd, sizeof cmd, "truncate -s %llu %s/root/one/ds=1/part-00000.tfrecord",
+             (unsigned long long)records * RECORD_BYTES, tmp);
     if (system(cmd) != 0)
         return 1;
     for (unsigned i = 0; i < files; i++) {
@@ -491,7 +618,8 @@ int main(int argc, char **argv)
             dup2(devnull, STDOUT_FILENO);
         execl(master_bin, master_bin, "--listen", "127.0.0.1:0", "--port-file", port_file,
               "--data-root", root, "--state-dir", state, "--log-level", "warn",
-              "--journal-compact-kb", "1048576", "--max-connections", "8192", (char *)NULL);
+              "--journal-compact-kb", sessions ? "1024" : "1048576", "--session-retention",
+              sessions ? "1" : "86400", "--max-connections", "8192", (char *)NULL);
         perror(master_bin);
         _exit(127);
     }
@@ -513,6 +641,15 @@ int main(int argc, char **argv)
         return 1;
     }
     size_t rss0 = rss_bytes(pid);
+    if (sessions) {
+        run_sessions(addr, pid, state, sessions, records);
+        kill(pid, SIGINT);
+        waitpid(pid, NULL, 0);
+        snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench_master: could not remove %s\n", tmp);
+        return 0;
+    }
 
     /* the session: nothing to decode, the splits' blocks never travel */
     dpp_sync_conn_t ctl;
