@@ -300,9 +300,120 @@ static int skip_value(dpp_pq_thrift_t *r, uint8_t type)
     return rc;
 }
 
+/* ---- the fast skip --------------------------------------------------------
+ * Skipping is most of reading a footer: the fields dpp does not use
+ * (statistics, encoding stats, key-value metadata) are walked a value at a
+ * time. The walk below accepts exactly what skip_value() accepts, without
+ * its bookkeeping per byte; on anything else it gives up (NULL) and
+ * skip_value() walks the value again from its start to say what is wrong. */
+
+static const uint8_t *fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 10 && p < end; i++) {
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            return NULL; /* longer than 64 bits */
+        x |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = x;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static const uint8_t *fast_skip(const uint8_t *p, const uint8_t *end, uint8_t type, int depth)
+{
+    uint64_t v;
+    switch (type) {
+    case DPP_PQ_T_TRUE:
+    case DPP_PQ_T_FALSE:
+    case DPP_PQ_T_I8: /* a bool here is a list element or map entry: one byte */
+        return p < end ? p + 1 : NULL;
+    case DPP_PQ_T_I16:
+    case DPP_PQ_T_I32:
+    case DPP_PQ_T_I64:
+        return fast_varint(p, end, &v);
+    case DPP_PQ_T_DOUBLE:
+        return end - p >= 8 ? p + 8 : NULL;
+    case DPP_PQ_T_UUID:
+        return end - p >= 16 ? p + 16 : NULL;
+    case DPP_PQ_T_BINARY:
+        if ((p = fast_varint(p, end, &v)) == NULL || v > (uint64_t)(end - p))
+            return NULL;
+        return p + v;
+    case DPP_PQ_T_STRUCT: {
+        if (depth >= DPP_PQ_MAX_DEPTH)
+            return NULL;
+        int id = 0;
+        for (;;) {
+            if (p >= end)
+                return NULL;
+            uint8_t b = *p++, t = b & 0x0f;
+            if (b == 0)
+                return p;
+            if (t == DPP_PQ_T_STOP || t > DPP_PQ_T_UUID)
+                return NULL;
+            if (b >> 4) {
+                if ((id += b >> 4) > INT16_MAX)
+                    return NULL;
+            } else {
+                if ((p = fast_varint(p, end, &v)) == NULL || v >> 16)
+                    return NULL;
+                id = (int)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+            }
+            if (t != DPP_PQ_T_TRUE && t != DPP_PQ_T_FALSE &&
+                (p = fast_skip(p, end, t, depth + 1)) == NULL)
+                return NULL;
+        }
+    }
+    case DPP_PQ_T_LIST:
+    case DPP_PQ_T_SET: {
+        if (depth >= DPP_PQ_MAX_DEPTH || p >= end)
+            return NULL;
+        uint8_t b = *p++, elem = b & 0x0f;
+        uint64_t n = b >> 4;
+        if (n == 15 && ((p = fast_varint(p, end, &n)) == NULL || n > INT32_MAX))
+            return NULL;
+        if (n > (uint64_t)(end - p))
+            return NULL; /* every element takes a byte */
+        if (n > 0 && (elem == DPP_PQ_T_STOP || elem > DPP_PQ_T_UUID))
+            return NULL;
+        for (uint64_t i = 0; i < n && p; i++)
+            p = fast_skip(p, end, elem, depth + 1);
+        return p;
+    }
+    case DPP_PQ_T_MAP: {
+        if (depth >= DPP_PQ_MAX_DEPTH || (p = fast_varint(p, end, &v)) == NULL || v > INT32_MAX)
+            return NULL;
+        if (v == 0)
+            return p;
+        if (1 + 2 * v > (uint64_t)(end - p))
+            return NULL;
+        uint8_t key = *p >> 4, val = *p & 0x0f;
+        p++;
+        if (key == DPP_PQ_T_STOP || key > DPP_PQ_T_UUID || val == DPP_PQ_T_STOP ||
+            val > DPP_PQ_T_UUID)
+            return NULL;
+        for (uint64_t i = 0; i < v && p; i++)
+            if ((p = fast_skip(p, end, key, depth + 1)) != NULL)
+                p = fast_skip(p, end, val, depth + 1);
+        return p;
+    }
+    default:
+        return NULL;
+    }
+}
+
 int dpp_pq_thrift_skip(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
 {
     if (f->type == DPP_PQ_T_TRUE || f->type == DPP_PQ_T_FALSE)
         return 0;
-    return skip_value(r, f->type);
+    const uint8_t *p = fast_skip(r->buf + r->pos, r->buf + r->len, f->type, r->depth);
+    if (p) {
+        r->pos = (size_t)(p - r->buf);
+        return 0;
+    }
+    return skip_value(r, f->type); /* says what is wrong, or that more bytes are needed */
 }
