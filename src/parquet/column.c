@@ -98,7 +98,8 @@ static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
     return 0;
 }
 
-int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err, size_t errlen)
+int dpp_pq_file_start(dpp_pq_file_t *f, const char *path, const char *name, char *err,
+                      size_t errlen)
 {
     memset(f, 0, sizeof *f);
     f->name = name;
@@ -115,32 +116,54 @@ int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char 
         return dpp_errf(-EINVAL, err, errlen, "file %s: not a regular file", name);
     f->size = (uint64_t)st.st_size;
     f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    return 0;
+}
 
-    uint8_t tail[8];
+int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, char *err,
+                       size_t errlen)
+{
+    const char *name = f->name;
+    uint8_t last[8];
     uint32_t flen;
     char why[256];
-    int rc = f->size >= 8 ? pread_full(f->fd, tail, 8, f->size - 8) : 0;
+    int rc = 0;
+    if (tail && tail_len >= 8 && f->size >= 8)
+        memcpy(last, tail + tail_len - 8, 8);
+    else if (f->size >= 8)
+        rc = pread_full(f->fd, last, 8, f->size - 8);
     if (rc < 0 && rc != DPP_ETRUNCATED)
         return dpp_errf(rc, err, errlen, "file %s: %s", name, strerror(-rc));
     if (f->size < 8)
-        memset(tail, 0, sizeof tail);
-    if ((rc = dpp_pq_footer_locate(tail, f->size, &flen, why, sizeof why)) != 0)
+        memset(last, 0, sizeof last);
+    if ((rc = dpp_pq_footer_locate(last, f->size, &flen, why, sizeof why)) != 0)
         return dpp_errf(rc, err, errlen, "file %s: %s", name, why);
-    uint8_t *footer = malloc(flen ? flen : 1);
-    if (footer == NULL)
-        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory for a %u-byte footer", name,
-                        flen);
     uint64_t at = f->size - 8 - flen;
-    rc = pread_full(f->fd, footer, flen, at);
-    if (rc == 0) {
-        rc = dpp_pq_meta_parse(footer, flen, f->size, &f->meta, why, sizeof why);
-        if (rc)
-            dpp_errf(rc, err, errlen, "file %s: footer at offset %" PRIu64 ": %s", name, at, why);
+    uint8_t *footer = NULL;
+    const uint8_t *bytes;
+    if (tail && (uint64_t)flen + 8 <= tail_len) {
+        bytes = tail + tail_len - 8 - flen; /* read already, with the file's tail */
     } else {
-        dpp_errf(rc, err, errlen, "file %s: reading the footer: %s", name, dpp_strerror(rc));
+        if ((footer = malloc(flen ? flen : 1)) == NULL)
+            return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory for a %u-byte footer",
+                            name, flen);
+        if ((rc = pread_full(f->fd, footer, flen, at)) != 0) {
+            free(footer);
+            return dpp_errf(rc, err, errlen, "file %s: reading the footer: %s", name,
+                            dpp_strerror(rc));
+        }
+        bytes = footer;
     }
+    rc = dpp_pq_meta_parse(bytes, flen, f->size, &f->meta, why, sizeof why);
+    if (rc)
+        dpp_errf(rc, err, errlen, "file %s: footer at offset %" PRIu64 ": %s", name, at, why);
     free(footer);
     return rc;
+}
+
+int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err, size_t errlen)
+{
+    int rc = dpp_pq_file_start(f, path, name, err, errlen);
+    return rc ? rc : dpp_pq_file_footer(f, NULL, 0, err, errlen);
 }
 
 void dpp_pq_file_close(dpp_pq_file_t *f)

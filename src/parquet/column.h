@@ -47,6 +47,16 @@ typedef struct dpp_pq_file {
  * damaged footer). Close with dpp_pq_file_close (also after a failure). */
 int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char *err,
                      size_t errlen);
+
+/* dpp_pq_file_open() in two halves, for a caller that reads many files'
+ * tails at once: start opens path (f's fd, size and mtime; -errno with err
+ * naming `name`), footer decodes the footer, taken from tail when the
+ * caller read the file's last tail_len bytes already and it lies in them
+ * (tail NULL: it is read here). Both: close with dpp_pq_file_close. */
+int dpp_pq_file_start(dpp_pq_file_t *f, const char *path, const char *name, char *err,
+                      size_t errlen);
+int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, char *err,
+                       size_t errlen);
 void dpp_pq_file_close(dpp_pq_file_t *f);
 
 /* File bytes [off, off + len) when one of f's spans holds them all, else

@@ -15,6 +15,7 @@
 #include "daemon/options.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "pipeline.h"
 #include "worker.h"
 
 static const char usage[] =
@@ -230,7 +231,9 @@ int main(int argc, char **argv)
     cfg.max_connections = dopt.max_connections;
     /* each pipeline thread holds a file, an io_uring ring and, for index
      * tasks, a sidecar or a scanned file */
-    rc = dpp_daemon_fd_budget("dpp-worker", DPP_DAEMON_FD_RESERVE + 4 * cfg.threads,
+    /* per thread: a split's file and its ring, and a batch of index tasks' files */
+    rc = dpp_daemon_fd_budget("dpp-worker",
+                              DPP_DAEMON_FD_RESERVE + (4 + DPP_PIPELINE_INDEX_BATCH) * cfg.threads,
                               &cfg.max_connections);
     if (rc) {
         free((void *)auth.token);

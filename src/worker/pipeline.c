@@ -822,8 +822,9 @@ out:
 
 /* ---- index tasks ---------------------------------------------------------- */
 
-int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
-                           dpp_split_result_t *res)
+/* Fills res's identity for index task t; returns 0, or the error (set in
+ * res) that stops it before its file is looked at. */
+static int index_begin(const dpp_task_t *t, dpp_split_result_t *res)
 {
     memset(res, 0, sizeof *res);
     res->kind = DPP_TASK_INDEX;
@@ -841,7 +842,44 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
                   t->rel_path, t->format_name, dpp_format_list());
         return res->error;
     }
+    return 0;
+}
+
+int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                           dpp_split_result_t *res)
+{
+    if (index_begin(t, res) != 0)
+        return res->error;
     return dpp_source_ops((dpp_format_t)t->format)->index(cfg, t, res);
+}
+
+void dpp_pipeline_run_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader,
+                                 const dpp_task_t *const *t, dpp_split_result_t *const *res,
+                                 size_t n)
+{
+    const dpp_task_t *batch[DPP_PIPELINE_INDEX_BATCH];
+    dpp_split_result_t *bres[DPP_PIPELINE_INDEX_BATCH];
+    size_t nb = 0;
+    const dpp_source_ops_t *ops = NULL;
+    for (size_t i = 0; i <= n; i++) {
+        const dpp_source_ops_t *o = i < n && index_begin(t[i], res[i]) == 0
+                                        ? dpp_source_ops((dpp_format_t)t[i]->format)
+                                        : NULL;
+        /* a run of one format's tasks goes to it together */
+        if (nb > 0 && (o != ops || i == n)) {
+            if (ops->index_many)
+                ops->index_many(cfg, reader, batch, bres, nb);
+            else
+                for (size_t k = 0; k < nb; k++)
+                    ops->index(cfg, batch[k], bres[k]);
+            nb = 0;
+        }
+        if (o) {
+            ops = o;
+            batch[nb] = t[i];
+            bres[nb++] = res[i];
+        }
+    }
 }
 
 /* ---- threads -------------------------------------------------------------- */
@@ -883,6 +921,29 @@ static int client_loopback(dpp_pipeline_t *p, const dpp_task_t *t)
     return loopback;
 }
 
+/* Runs a batch of index tasks and hands their results to the loop thread
+ * together (one wake-up). */
+static void run_index_batch(dpp_pipeline_t *p, dpp_reader_t *reader, dpp_task_t *const *t, size_t n)
+{
+    dpp_split_result_t *res[DPP_PIPELINE_INDEX_BATCH];
+    for (size_t i = 0; i < n; i++)
+        if ((res[i] = calloc(1, sizeof *res[i])) == NULL) {
+            DPP_ERROR("out_of_memory where=split_result");
+            abort();
+        }
+    dpp_pipeline_run_index_many(&p->cfg, reader, (const dpp_task_t *const *)t, res, n);
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < n; i++) {
+        res[i]->generation = t[i]->generation; /* the runners reset res */
+        *p->results_tail = res[i];
+        p->results_tail = &res[i]->next;
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n; i++)
+        dpp_task_free(t[i]);
+    uv_async_send(p->notify);
+}
+
 static void *thread_main(void *arg)
 {
     dpp_pipeline_t *p = arg;
@@ -904,24 +965,33 @@ static void *thread_main(void *arg)
         }
         dpp_task_t *t = p->tasks;
         p->tasks = t->next;
+        /* index tasks: a run of them at once */
+        dpp_task_t *batch[DPP_PIPELINE_INDEX_BATCH];
+        size_t nb = 0;
+        if (t->kind == DPP_TASK_INDEX) {
+            batch[nb++] = t;
+            while (nb < DPP_PIPELINE_INDEX_BATCH && p->tasks && p->tasks->kind == DPP_TASK_INDEX) {
+                batch[nb++] = p->tasks;
+                p->tasks = p->tasks->next;
+            }
+        }
         if (p->tasks == NULL)
             p->tasks_tail = &p->tasks;
         pthread_mutex_unlock(&p->mu);
 
+        if (nb > 0) {
+            run_index_batch(p, reader, batch, nb);
+            continue;
+        }
         dpp_split_result_t *res = calloc(1, sizeof *res);
         if (res == NULL) {
             DPP_ERROR("out_of_memory where=split_result");
             abort();
         }
-        if (t->kind == DPP_TASK_INDEX) {
-            dpp_pipeline_run_index(&p->cfg, t, res);
-        } else {
-            dpp_split_result_t *r = res;
-            dpp_stage_times_t times = {0};
-            dpp_pipeline_run_split(&p->cfg, reader, zctx, &scratch, client_loopback(p, t), t,
-                                   emit_block, p, r, &times);
-            r->times = times; /* the runner resets res first */
-        }
+        dpp_stage_times_t times = {0};
+        dpp_pipeline_run_split(&p->cfg, reader, zctx, &scratch, client_loopback(p, t), t,
+                               emit_block, p, res, &times);
+        res->times = times;              /* the runner resets res first */
         res->generation = t->generation; /* the runners reset res */
         dpp_task_free(t);
         pthread_mutex_lock(&p->mu);

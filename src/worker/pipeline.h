@@ -34,9 +34,9 @@ typedef struct dpp_task {
     uint64_t byte_start, byte_end;       /* SPLIT */
     uint64_t record_start, record_count; /* SPLIT */
     uint64_t record_skip, record_take;   /* SPLIT: the window to produce; take 0: all */
-    uint64_t range_records;              /* SPLIT: records the index puts in the range; 0: unknown */
-    uint32_t seq, rank_splits;           /* SPLIT: its place in the rank's epoch order */
-    uint32_t split_rows;                 /* INDEX */
+    uint64_t range_records;    /* SPLIT: records the index puts in the range; 0: unknown */
+    uint32_t seq, rank_splits; /* SPLIT: its place in the rank's epoch order */
+    uint32_t split_rows;       /* INDEX */
     int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */
     char format_name[32];
 } dpp_task_t;
@@ -202,5 +202,17 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void 
  * and fills res with the record count and the split boundaries. */
 int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
                            dpp_split_result_t *res);
+
+/* Index tasks a pipeline thread takes at once (consecutive in its queue):
+ * a format that reads a few bytes a file reads them in one batch of reads
+ * in flight (source.h index_many). Each may hold a file open: the fd
+ * budget counts them. */
+#define DPP_PIPELINE_INDEX_BATCH 32
+
+/* Runs index tasks t[0..n) (n <= DPP_PIPELINE_INDEX_BATCH), res[i] for
+ * t[i], with the thread's reader. */
+void dpp_pipeline_run_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader,
+                                 const dpp_task_t *const *t, dpp_split_result_t *const *res,
+                                 size_t n);
 
 #endif

@@ -47,8 +47,9 @@ struct dpp_reader {
     unsigned depth;
     size_t chunk;
     uint64_t max_record;
-    slot_t *slots;     /* depth of them */
-    unsigned inflight; /* uring reads submitted and not yet completed */
+    slot_t *slots;         /* depth of them */
+    unsigned inflight;     /* uring reads submitted and not yet completed */
+    unsigned ring_entries; /* the ring's size: depth, or more for dpp_reader_read_ranges */
 
     /* The open range. Chunk k covers file bytes [rd_start + k * chunk, ...)
      * up to rd_end; records are in [fpos, data_end). */
@@ -151,7 +152,8 @@ int dpp_reader_new(dpp_reader_t **out, const dpp_reader_config_t *cfg)
 
     const char *force = getenv("DPP_FORCE_PREAD");
     int forced = c.force_pread || (force && strcmp(force, "1") == 0);
-    rc = forced ? -EPERM : io_uring_queue_init(r->depth, &r->ring, 0);
+    r->ring_entries = r->depth > DPP_READER_RANGES_DEPTH ? r->depth : DPP_READER_RANGES_DEPTH;
+    rc = forced ? -EPERM : io_uring_queue_init(r->ring_entries, &r->ring, 0);
     if (rc == 0) {
         /* IORING_OP_READ needs Linux 5.6; an older ring would fail every read. */
         struct io_uring_probe *probe = io_uring_get_probe_ring(&r->ring);
@@ -623,17 +625,18 @@ size_t dpp_reader_ranges_max(const dpp_reader_t *r)
 
 /* A read of dpp_reader_read_ranges in flight: the rest of one piece. */
 typedef struct piece {
+    int fd;
     uint8_t *dst;
     uint64_t off;
     size_t left;
 } piece_t;
 
-static int submit_piece(dpp_reader_t *r, int fd, piece_t *p, uint64_t id)
+static int submit_piece(dpp_reader_t *r, piece_t *p, uint64_t id)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
     if (sqe == NULL)
         return -EBUSY; /* never: at most depth pieces are in flight */
-    io_uring_prep_read(sqe, fd, p->dst, (unsigned)p->left, p->off);
+    io_uring_prep_read(sqe, p->fd, p->dst, (unsigned)p->left, p->off);
     io_uring_sqe_set_data64(sqe, id);
     return 0;
 }
@@ -678,30 +681,33 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
     int failed = 0;
     if (!r->use_uring) {
         for (size_t i = 0; i < n && rc == 0; i++) {
-            piece_t p = {(uint8_t *)ranges[i].data, ranges[i].off, ranges[i].len};
+            piece_t p = {fd >= 0 ? fd : ranges[i].fd, (uint8_t *)ranges[i].data, ranges[i].off,
+                         ranges[i].len};
             while (p.left > 0 && rc == 0) {
-                ssize_t got = pread(fd, p.dst, p.left, (off_t)p.off);
+                ssize_t got = pread(p.fd, p.dst, p.left, (off_t)p.off);
                 int more = piece_done(r, &p, got < 0 ? -errno : (int)got);
                 rc = more < 0 ? more : 0;
             }
         }
         return rc;
     }
-    piece_t *inflight = calloc(r->depth, sizeof *inflight);
+    unsigned slots = r->ring_entries;
+    piece_t *inflight = calloc(slots, sizeof *inflight);
     if (inflight == NULL)
         return -ENOMEM;
     unsigned busy = 0;
     for (;;) {
         /* fill every free slot with the next piece */
-        for (unsigned k = 0; k < r->depth && !failed && ri < n; k++) {
+        for (unsigned k = 0; k < slots && !failed && ri < n; k++) {
             if (inflight[k].left > 0)
                 continue;
             size_t len = ranges[ri].len - rdone;
             if (len > r->chunk)
                 len = r->chunk;
             inflight[k] =
-                (piece_t){(uint8_t *)ranges[ri].data + rdone, ranges[ri].off + rdone, len};
-            if ((rc = submit_piece(r, fd, &inflight[k], k)) != 0) {
+                (piece_t){fd >= 0 ? fd : ranges[ri].fd, (uint8_t *)ranges[ri].data + rdone,
+                          ranges[ri].off + rdone, len};
+            if ((rc = submit_piece(r, &inflight[k], k)) != 0) {
                 inflight[k].left = 0;
                 failed = 1;
                 break;
@@ -735,7 +741,7 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
             piece_t *p = &inflight[io_uring_cqe_get_data64(cqe)];
             int more = piece_done(r, p, cqe->res);
             seen++;
-            if (more == 1 && !failed && submit_piece(r, fd, p, (uint64_t)(p - inflight)) == 0)
+            if (more == 1 && !failed && submit_piece(r, p, (uint64_t)(p - inflight)) == 0)
                 continue;
             if (more < 0 && rc == 0)
                 rc = more;

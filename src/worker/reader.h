@@ -20,6 +20,9 @@
 #define DPP_READER_MAX_CHUNK (256u << 20)
 #define DPP_READER_MAX_DEPTH 256u
 #define DPP_READER_MAX_MAX_RECORD (1ull << 40)
+/* Reads dpp_reader_read_ranges() keeps in flight: enough for a network
+ * filesystem's latency to be paid once for many small reads (footers). */
+#define DPP_READER_RANGES_DEPTH 32u
 
 typedef struct dpp_reader_config {
     size_t chunk_bytes;  /* bytes per read; 0: default. Rounded up to 4096 with direct */
@@ -98,6 +101,7 @@ void dpp_reader_close(dpp_reader_t *r);
 
 /* A byte range of a file, for dpp_reader_read_ranges(). */
 typedef struct dpp_read_range {
+    int fd; /* with dpp_reader_read_ranges(r, -1, ...): the file to read it from */
     uint64_t off;
     size_t len;
     const uint8_t *data; /* out: where its bytes are */
@@ -109,10 +113,12 @@ typedef struct dpp_read_range {
  * its thread reads. */
 size_t dpp_reader_ranges_max(const dpp_reader_t *r);
 
-/* Reads ranges[0..n) of fd (opened by the caller) back to back into the
- * reader's scratch, with up to `depth` reads of at most chunk_bytes in
- * flight on the ring (pread without one): a columnar format reads what a
- * split needs of a file at once, not a column at a time. Sets each range's
+/* Reads ranges[0..n) of fd (opened by the caller; -1: each range's own fd)
+ * back to back into the reader's scratch, with up to DPP_READER_RANGES_DEPTH
+ * (or `depth`, when larger) reads of at most chunk_bytes in flight on the
+ * ring (pread without one): a columnar format reads what a split needs of a
+ * file at once, not a column at a time, and an index task batch reads the
+ * tails of many files at once. Sets each range's
  * data (owned by r, valid until the next call on r). No file may be open on
  * r (the scratch is shared with straddling records). Returns 0;
  * DPP_ETOOBIG when the lengths add up to more than dpp_reader_ranges_max()

@@ -87,6 +87,13 @@ typedef struct dpp_source_ops {
      * a damaged tail is counted in res->rejects with res->reject_detail.
      * Returns res->error. */
     int (*index)(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res);
+
+    /* Optional: index tasks t[0..n) at once, each as index() would (res[i]
+     * for t[i]), with the thread's reader: a format whose index is a few
+     * bytes of each file (a footer) reads them all in one batch of reads in
+     * flight, not one file after the other. NULL: index() for each. */
+    void (*index_many)(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader,
+                       const dpp_task_t *const *t, dpp_split_result_t *const *res, size_t n);
 } dpp_source_ops_t;
 
 /* An index task failed: err and the sentence go into res (message, error);

@@ -13,13 +13,13 @@
 #include "reader.h"
 
 typedef struct dpp_worker_config {
-    const char *master;         /* HOST:PORT of the master */
-    const char *listen;         /* HOST:PORT for clients; port 0 picks one */
-    const char *advertise;      /* address given to clients; default: the bound one */
-    const char *port_file;      /* optional: bound address written here */
-    unsigned threads;           /* pipeline threads; 0 = one per core */
-    size_t max_buffer_bytes;    /* blocks waiting for clients + readers' buffers */
-    dpp_reader_config_t reader; /* per pipeline thread */
+    const char *master;          /* HOST:PORT of the master */
+    const char *listen;          /* HOST:PORT for clients; port 0 picks one */
+    const char *advertise;       /* address given to clients; default: the bound one */
+    const char *port_file;       /* optional: bound address written here */
+    unsigned threads;            /* pipeline threads; 0 = one per core */
+    size_t max_buffer_bytes;     /* blocks waiting for clients + readers' buffers */
+    dpp_reader_config_t reader;  /* per pipeline thread */
     const struct dpp_auth *auth; /* cluster token (both ways); NULL: none */
     const char *http;            /* HOST:PORT for /metrics, /healthz, /readyz; NULL: none */
     unsigned handshake_ms;       /* a client must finish HELLO (and AUTH) this fast (0: 10 s) */

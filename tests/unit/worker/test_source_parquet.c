@@ -257,12 +257,105 @@ static void test_index_cuts_at_pages(void **state)
     dpp_pq_file_close(&f);
 }
 
+/* Writes rows rows of row_of() to path in row groups of rg rows. */
+static void write_table(const char *file, uint64_t rows, uint64_t rg)
+{
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    dpp_gen_pq_opts_t o = {.codec = DPP_GEN_CODEC_SNAPPY, .row_group_rows = rg, .created_by = "t"};
+    dpp_gen_pq_t *w = dpp_gen_pq_new(&o);
+    assert_int_equal(dpp_gen_pq_begin(w, f), 0);
+    for (uint64_t i = 0; i < rows; i++) {
+        dpp_gen_row_t r;
+        row_of(i, &r);
+        assert_int_equal(dpp_gen_pq_add(w, &r), 0);
+    }
+    assert_int_equal(dpp_gen_pq_end(w, NULL), 0);
+    dpp_gen_pq_free(w);
+    fclose(f);
+}
+
+/* A batch of index tasks (dpp_pipeline_run_index_many: every file opened,
+ * their tails read in flight together) gives each task what it alone gives
+ * (dpp_pipeline_run_index): a file whose footer is longer than the tail
+ * read with it, files that are not Parquet, empty or missing, a task of
+ * another format in the middle; with io_uring and with pread. */
+static void test_index_many(void **state)
+{
+    (void)state;
+    enum { N = 7 };
+    static char paths[N][PATH_MAX + 32];
+    static const char *const names[N] = {"t.parquet",     "many-groups.parquet", "text.parquet",
+                                         "empty.parquet", "missing.parquet",     "t.parquet",
+                                         "t.parquet"};
+    for (size_t i = 0; i < N; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", tmpdir, names[i]);
+    write_table(paths[1], 3000, 50); /* 60 row groups: a footer of ~150 KB */
+    FILE *f = fopen(paths[2], "w");
+    fputs("not parquet at all\n", f);
+    fclose(f);
+    fclose(fopen(paths[3], "w"));
+    dpp_task_t t[N];
+    const dpp_task_t *tp[N];
+    for (size_t i = 0; i < N; i++) {
+        t[i] = (dpp_task_t){.kind = DPP_TASK_INDEX,
+                            .lease_id = 100 + i,
+                            .split = (uint32_t)i,
+                            .path = paths[i],
+                            .rel_path = (char *)names[i],
+                            .split_rows = 10000,
+                            .format = DPP_FORMAT_PARQUET};
+        tp[i] = &t[i];
+    }
+    t[5].format = -1; /* a format this worker does not know: refused by name */
+    snprintf(t[5].format_name, sizeof t[5].format_name, "orc");
+    dpp_pipeline_config_t cfg = {.threads = 1};
+    static const dpp_reader_config_t configs[] = {{0}, {.force_pread = 1}};
+    for (size_t c = 0; c < 2; c++) {
+        dpp_reader_t *reader;
+        assert_int_equal(dpp_reader_new(&reader, &configs[c]), 0);
+        dpp_split_result_t many[N], one[N];
+        dpp_split_result_t *mp[N];
+        for (size_t i = 0; i < N; i++)
+            mp[i] = &many[i];
+        dpp_pipeline_run_index_many(&cfg, reader, tp, mp, N);
+        for (size_t i = 0; i < N; i++) {
+            dpp_pipeline_run_index(&cfg, &t[i], &one[i]);
+            assert_int_equal(many[i].error, one[i].error);
+            assert_string_equal(many[i].message, one[i].message);
+            assert_int_equal(many[i].lease_id, 100 + i);
+            assert_int_equal(many[i].records, one[i].records);
+            assert_int_equal(many[i].nbounds, one[i].nbounds);
+            if (one[i].nbounds)
+                assert_memory_equal(many[i].bounds, one[i].bounds,
+                                    one[i].nbounds * sizeof *one[i].bounds);
+            assert_int_equal(dpp_rejects_total(&many[i].rejects),
+                             dpp_rejects_total(&one[i].rejects));
+            assert_string_equal(many[i].reject_detail, one[i].reject_detail);
+            assert_int_equal(many[i].file_size, one[i].file_size);
+            free(many[i].bounds);
+            free(one[i].bounds);
+        }
+        assert_int_equal(many[0].records, ROWS);
+        assert_int_equal(many[1].records, 3000);
+        assert_int_equal(many[1].nbounds, 61);
+        assert_int_equal(dpp_rejects_total(&many[2].rejects),
+                         1); /* not Parquet: one corrupt record */
+        assert_int_equal(dpp_rejects_total(&many[3].rejects), 1);
+        assert_true(many[4].error != 0 && strstr(many[4].message, "missing.parquet") != NULL);
+        assert_true(many[5].error != 0 && strstr(many[5].message, "\"orc\"") != NULL);
+        assert_int_equal(many[6].records, ROWS);
+        dpp_reader_free(reader);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_row_group),
         cmocka_unit_test(test_part_reads_its_pages),
         cmocka_unit_test(test_index_cuts_at_pages),
+        cmocka_unit_test(test_index_many),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
