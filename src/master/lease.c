@@ -14,6 +14,32 @@
 #include "master_internal.h"
 #include "wire/conn.h"
 
+/* Only a rank whose client is attached gets leases: blocks nobody reads
+ * would fill the worker's buffer and starve every other session it serves. */
+static int rank_present(const dpp_session_t *s, unsigned r, int64_t now_ms)
+{
+    int64_t seen = s->rank_seen_ms[r];
+    return seen != 0 && now_ms - seen <= RANK_ABSENT_MS;
+}
+
+/* Appends to out[n..max) the pending splits of rank r that may be leased,
+ * from its first pending split (everything before it is leased, produced
+ * or consumed); with order deterministic, no further than its lease window
+ * past the first unconsumed one: a grant looks at a few splits per rank,
+ * not at the whole plan or the splits in flight. Returns how many. */
+static size_t pick_from_rank(dpp_master_t *m, dpp_session_t *s, unsigned r, dpp_lease_pick_t *out,
+                             size_t n, size_t max)
+{
+    size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
+    size_t to = dpp_session_lease_end(s, r), added = 0;
+    for (size_t seq = from; seq < to && n + added < max; seq++) {
+        m->n.grant_scanned++;
+        if (s->splits[first + seq].state == SPLIT_PENDING)
+            out[n + added++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
+    }
+    return added;
+}
+
 size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
                                 size_t max_index, size_t max_splits)
 {
@@ -41,25 +67,25 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
         dpp_session_t *s = m->sessions[si];
         if (s->state != SESSION_RUNNING || s->counts[SPLIT_PENDING] == 0)
             continue;
-        for (unsigned r = 0; r < s->spec.consumers && n < max; r++) {
-            /* Only for a rank whose client is attached: blocks nobody
-             * reads would fill the worker's buffer and starve every
-             * other session it serves. */
-            int64_t seen = s->rank_seen_ms[r];
-            if (seen == 0 || now_ms - seen > RANK_ABSENT_MS)
+        unsigned nr = s->spec.consumers, attached = 0;
+        for (unsigned r = 0; r < nr; r++)
+            attached += rank_present(s, r, now_ms);
+        if (attached == 0)
+            continue;
+        /* The ranks share a grant, from a rank that turns with every
+         * grant: each attached rank gets its part of what is left, and
+         * what one cannot use goes to those after it. Taking rank 0's whole
+         * window first would leave the other ranks' trainers waiting while
+         * rank 0's splits are in flight. */
+        unsigned start = s->grant_rank;
+        for (unsigned k = 0; k < nr && n < max && attached > 0; k++) {
+            unsigned r = (start + k) % nr;
+            if (!rank_present(s, r, now_ms))
                 continue;
-            /* From the rank's first pending split (everything before it
-             * is leased, produced or consumed); with order deterministic,
-             * no further than its lease window past the first unconsumed
-             * one: a grant looks at a few splits per rank, not at the
-             * whole plan or the splits in flight. */
-            size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
-            size_t to = dpp_session_lease_end(s, r);
-            for (size_t seq = from; seq < to && n < max; seq++) {
-                m->n.grant_scanned++;
-                if (s->splits[first + seq].state == SPLIT_PENDING)
-                    out[n++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
-            }
+            size_t quota = (max - n + attached - 1) / attached;
+            attached--;
+            n += pick_from_rank(m, s, r, out, n, n + quota);
+            s->grant_rank = (r + 1) % nr;
         }
     }
     return n;

@@ -110,6 +110,7 @@ typedef struct dpp_session {
     unsigned *rank_prefetch;    /* [consumers]: order deterministic: splits leased ahead */
     size_t *rank_cursor;        /* [consumers]: no split before this position is unconsumed */
     size_t *rank_pending;       /* [consumers]: no split before this position is pending */
+    unsigned grant_rank;        /* the rank the next grant starts with (they take turns) */
     uint64_t cursor_steps;      /* the two cursors' moves, for tests: amortised O(1) a split */
     uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */
     dpp_rank_report_t *reports; /* [consumers] */

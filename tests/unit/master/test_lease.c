@@ -215,6 +215,52 @@ static void test_scale(void **state)
     fixture_close(&fx);
 }
 
+/* Grants share the ranks out: with 8 ranks attached and wide windows, a
+ * grant of 8 splits gives every rank one, grants of 4 take turns (every
+ * rank served once in two grants), and a rank with nothing left gives its
+ * part to the others. */
+static void test_fair_share(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fixture_init(&fx);
+    dpp_session_t *s = fixture_session("s1", 8, 1, 8, 10, "keep", "");
+    fixture_add(&fx, s);
+    index_uniform(s, 400); /* 320 splits, 40 a rank */
+    attach_all(s);
+    for (unsigned r = 0; r < 8; r++)
+        s->rank_prefetch[r] = 100;
+    dpp_lease_pick_t picks[64];
+    unsigned per_rank[8] = {0};
+    size_t n = grant(&fx, 1, 8, picks);
+    assert_int_equal(n, 8);
+    for (size_t k = 0; k < n; k++)
+        per_rank[s->splits[picks[k].i].rank]++;
+    for (unsigned r = 0; r < 8; r++)
+        assert_int_equal(per_rank[r], 1);
+    memset(per_rank, 0, sizeof per_rank);
+    for (int g = 0; g < 2; g++) {
+        n = grant(&fx, 2, 4, picks);
+        assert_int_equal(n, 4);
+        for (size_t k = 0; k < n; k++)
+            per_rank[s->splits[picks[k].i].rank]++;
+    }
+    for (unsigned r = 0; r < 8; r++)
+        assert_int_equal(per_rank[r], 1);
+    /* rank 3 absent: its share goes to the others */
+    s->rank_seen_ms[3] = 0;
+    memset(per_rank, 0, sizeof per_rank);
+    n = grant(&fx, 3, 14, picks);
+    assert_int_equal(n, 14);
+    for (size_t k = 0; k < n; k++)
+        per_rank[s->splits[picks[k].i].rank]++;
+    assert_int_equal(per_rank[3], 0);
+    for (unsigned r = 0; r < 8; r++)
+        if (r != 3)
+            assert_int_equal(per_rank[r], 2);
+    fixture_close(&fx);
+}
+
 /* A lost worker's leased and produced-but-not-consumed splits go back to
  * pending and are leased again, under new lease ids; consumed ones never;
  * other workers keep theirs. Index tasks go back the same way. */
@@ -757,6 +803,7 @@ int main(void)
     dpp_log_set_level(DPP_LOG_ERROR); /* worker_lost lines would flood the output */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_release_and_relet),
         cmocka_unit_test(test_fencing),
         cmocka_unit_test(test_window),
