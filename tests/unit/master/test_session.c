@@ -662,6 +662,7 @@ static void test_token_key_journal(void **state)
         for (size_t i = 0; i < x->nsessions; i++)
             dpp_session_free(x->sessions[i]);
         free(x->sessions);
+        free(x->by_id);
         free(x);
     }
     dpp_session_free(s);
