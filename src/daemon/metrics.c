@@ -2,12 +2,15 @@
 // Prometheus text exposition format 0.0.4 writer (see metrics.h). Format rules
 // from https://prometheus.io/docs/instrumenting/exposition_formats/ and
 // /work/shared/REFERENCE.md.
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "dpp/error.h"
 #include "daemon/metrics.h"
@@ -332,6 +335,90 @@ int dpp_metrics_build_info(dpp_metrics_t *m, const char *role)
     dpp_metrics_label_t l[2] = {{"version", DPP_VERSION}, {"role", role}};
     dpp_metrics_family(m, "dpp_build_info", DPP_METRIC_GAUGE, "Build of this daemon (always 1).");
     return dpp_metrics_sample(m, "dpp_build_info", l, 2, 1);
+}
+
+/* The first number after `key` in file, or -1. */
+static double proc_value(const char *file, const char *key)
+{
+    FILE *f = fopen(file, "r");
+    char line[256];
+    double v = -1;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            v = strtod(line + n, NULL);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* When the process started, seconds since 1970: its start in clock ticks
+ * after boot (/proc/self/stat, field 22) plus the boot time; -1 unknown. */
+static double start_time(void)
+{
+    FILE *f = fopen("/proc/self/stat", "r");
+    char buf[1024];
+    double v = -1;
+    if (f && fgets(buf, sizeof buf, f)) {
+        const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+        unsigned long long ticks;
+        /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+         * cutime cstime priority nice threads itrealvalue starttime */
+        if (p && sscanf(p + 2,
+                        "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                        "%*d %*d %*d %llu",
+                        &ticks) == 1) {
+            double btime = proc_value("/proc/stat", "btime ");
+            if (btime > 0)
+                v = btime + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+        }
+    }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+int dpp_metrics_process(dpp_metrics_t *m)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+        dpp_metrics_family(m, "process_cpu_seconds_total", DPP_METRIC_COUNTER,
+                           "Total user and system CPU time spent in seconds.");
+        dpp_metrics_sample(m, "process_cpu_seconds_total", NULL, 0, cpu);
+    }
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size, resident;
+    if (f && fscanf(f, "%llu %llu", &size, &resident) == 2) {
+        double page = (double)sysconf(_SC_PAGESIZE);
+        dpp_metrics_gauge(m, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                          (double)size * page);
+        dpp_metrics_gauge(m, "process_resident_memory_bytes", "Resident memory size in bytes.",
+                          (double)resident * page);
+    }
+    if (f)
+        fclose(f);
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        size_t n = 0;
+        for (struct dirent *e; (e = readdir(d)) != NULL;)
+            n += e->d_name[0] != '.';
+        closedir(d);
+        dpp_metrics_gauge(m, "process_open_fds", "Number of open file descriptors.",
+                          (double)(n - 1)); /* not the one reading the folder */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        dpp_metrics_gauge(m, "process_max_fds", "Maximum number of open file descriptors.",
+                          (double)rl.rlim_cur);
+    double start = start_time();
+    if (start > 0)
+        dpp_metrics_gauge(m, "process_start_time_seconds",
+                          "Start time of the process since unix epoch in seconds.", start);
+    return dpp_metrics_error(m);
 }
 
 int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const dpp_rejects_t *r)

@@ -94,6 +94,14 @@ int dpp_metrics_gauge(dpp_metrics_t *m, const char *name, const char *help, doub
 /* dpp_build_info{version="...",role} 1, the family every daemon serves. */
 int dpp_metrics_build_info(dpp_metrics_t *m, const char *role);
 
+/* The process families Prometheus' client libraries export under these
+ * names, so that dashboards and alerts written for them work:
+ * process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_open_fds, process_max_fds,
+ * process_start_time_seconds (from /proc; a value it cannot read is left
+ * out). */
+int dpp_metrics_process(dpp_metrics_t *m);
+
 /* The records-rejected counter family, one sample per reason of
  * base/reject.h (label reason="NAME"). */
 int dpp_metrics_rejects(dpp_metrics_t *m, const char *help, const dpp_rejects_t *r);

@@ -293,6 +293,7 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_label_t l[3];
 
     dpp_metrics_build_info(m, "master");
+    dpp_metrics_process(m);
 
     size_t by_state[4] = {0};
     for (size_t i = 0; i < ms->nsessions; i++)

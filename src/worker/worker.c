@@ -631,6 +631,7 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
     const worker_counters_t *n = &w->n;
     dpp_metrics_label_t l[1];
     dpp_metrics_build_info(m, "worker");
+    dpp_metrics_process(m);
     dpp_metrics_gauge(m, "dpp_worker_registered", "1 while registered with the master.",
                       w->mstate == MLINK_REGISTERED);
     dpp_metrics_gauge(m, "dpp_worker_draining", "1 while draining (SIGTERM).", w->draining);

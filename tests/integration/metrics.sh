@@ -114,6 +114,29 @@ batches=$(value "$DPP_TMP/m2.json" "dpp_trainer_batches_total{rank=\"0\",session
 dpp_log "trainer batches reported: $batches of 240, starvation ratio while running: $ratio"
 grep -q '^dpp_build_info{role="master",version="' "$DPP_TMP/m2.txt" || dpp_fail "no dpp_build_info"
 grep -q '^dpp_sessions{state="done"} 1' "$DPP_TMP/m2.txt" || dpp_fail "the session is not counted done"
+# the process families under Prometheus' standard names, on both daemons,
+# with values that can be true of the process (checked against its /proc)
+for d in master:m2 worker-0:w2; do
+    name=${d%%:*}
+    python3 - "$DPP_TMP/${d#*:}.json" "$(dpp_pid_of "$name")" "$name" <<'PY' ||
+import json, os, sys, time
+m, pid, name = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+rss = int(open("/proc/%d/statm" % pid).read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+fds = len(os.listdir("/proc/%d/fd" % pid))
+checks = {
+    "process_cpu_seconds_total": lambda v: 0 < v < 3600,
+    "process_resident_memory_bytes": lambda v: 0.25 * rss < v < 4 * rss,
+    "process_virtual_memory_bytes": lambda v: v >= m["process_resident_memory_bytes"],
+    "process_open_fds": lambda v: 3 <= v <= fds + 64,
+    "process_max_fds": lambda v: v >= m["process_open_fds"],
+    "process_start_time_seconds": lambda v: time.time() - 600 < v <= time.time(),
+}
+bad = [k for k, ok in checks.items() if k not in m or not ok(m[k])]
+print("metrics: %s: %s" % (name, ", ".join("%s %s" % (k, m.get(k)) for k in checks)))
+sys.exit(1 if bad else 0)
+PY
+        dpp_fail "$name: the process_* metrics are missing or wrong"
+done
 
 dpp_step "a worker that cannot reach its master is alive but not ready"
 saved=$DPP_MASTER_ADDR
