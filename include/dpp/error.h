@@ -37,7 +37,8 @@ extern "C" {
     X(DPP_ETOKEN, -1022, "checkpoint token does not fit the session")                              \
     X(DPP_EAUTH, -1023, "authentication failed")                                                   \
     X(DPP_EINDEX, -1024, "a file's records disagree with its index")                              \
-    X(DPP_EHELD, -1025, "the rank is read by another client")
+    X(DPP_EHELD, -1025, "the rank is read by another client")                                     \
+    X(DPP_ERESOLVE, -1026, "the host name does not resolve")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

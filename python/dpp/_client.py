@@ -101,7 +101,7 @@ class Client:
         out = ctypes.c_void_p()
         rc = lib.dpp_client_open_opts(ctypes.byref(out), ctypes.byref(o))
         if rc < 0:
-            raise _open_error(lib, rc)
+            raise _open_error(lib, rc, session, rank)
         self._ptr = out.value
         p = self._ptr
         self.dense_names = [
@@ -263,15 +263,16 @@ class Client:
         )
 
 
-def _open_error(lib, rc):
+def _open_error(lib, rc, session, rank):
     """The DppError of a failed open, with dpp_client_open_error() as its
-    detail (the field of a refused checkpoint token, the master's words)."""
+    detail (the field of a refused checkpoint token, the master's words,
+    what to do about a master that does not answer)."""
     try:
         detail = lib.dpp_client_open_error().decode("utf-8", "replace")
     except AttributeError:  # a library older than the package
         detail = ""
     cls = DppTimeoutError if rc == _lib.ERRORS["DPP_ETIMEDOUT"] else DppError
-    return cls(rc, "dpp_client_open_opts", detail)
+    return cls(rc, "dpp_client_open_opts", detail, session=session, rank=rank)
 
 
 def _enc(s, what):

@@ -19,12 +19,16 @@ class DppError(Exception):
             the token field that does not fit, what the token and the plan
             say); else "".
         call: the C function that failed.
+        session, rank: the session and rank the client reads (None: not
+            known), named in the message too.
     """
 
-    def __init__(self, code, call="", detail=""):
+    def __init__(self, code, call="", detail="", session=None, rank=None):
         self.code = int(code)
         self.call = call
         self.detail = detail or ""
+        self.session = session
+        self.rank = rank
         try:
             lib = _lib.load()
             self.strerror = lib.dpp_strerror(self.code).decode("utf-8", "replace")
@@ -33,6 +37,8 @@ class DppError(Exception):
             self.name = _NAMES.get(self.code) or _errno.errorcode.get(-self.code, str(self.code))
             self.strerror = self.name
         msg = "%s%s (%s, %d)" % (call + ": " if call else "", self.strerror, self.name, self.code)
+        if session is not None:
+            msg += ": session %s rank %s" % (session, rank)
         if self.detail:
             msg += ": " + self.detail
         super().__init__(msg)
@@ -71,11 +77,13 @@ def check(rc, call, client=None):
     if rc >= 0:
         return rc
     detail = ""
+    where = {}
     if client is not None:
         try:
             detail = client._error_text()
         except Exception:
             detail = ""
+        where = {"session": getattr(client, "session", None), "rank": getattr(client, "rank", None)}
     if rc == _lib.ERRORS["DPP_ETIMEDOUT"]:
-        raise DppTimeoutError(rc, call, detail)
-    raise DppError(rc, call, detail)
+        raise DppTimeoutError(rc, call, detail, **where)
+    raise DppError(rc, call, detail, **where)

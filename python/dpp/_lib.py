@@ -59,6 +59,7 @@ ERRORS = {
     "DPP_EAUTH": -1023,
     "DPP_EINDEX": -1024,
     "DPP_EHELD": -1025,
+    "DPP_ERESOLVE": -1026,
 }
 
 

@@ -71,12 +71,19 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uin
                   Dpp__AttachReply **reply)
 {
     dpp_sync_conn_t conn;
+    char hint[512];
     int rc = dpp_addr_parse(master, master_ss);
-    if (rc)
+    if (rc) {
+        set_open_error("master %s: %s", master, dpp_connect_hint(rc, hint, sizeof hint));
         return rc;
-    rc = dpp_sync_connect(&conn, master, "client", timeout_ms, &c->auth);
-    if (rc)
+    }
+    if ((rc = dpp_sync_connect(&conn, master, "client", timeout_ms, &c->auth)) != 0) {
+        if (conn.error[0])
+            set_open_error("master %s: %s", master, conn.error);
+        else
+            set_open_error("master %s: %s", master, dpp_connect_hint(rc, hint, sizeof hint));
         return rc;
+    }
     Dpp__AttachRequest req = DPP__ATTACH_REQUEST__INIT;
     req.session_id = c->session;
     req.rank = c->rank;
@@ -248,6 +255,10 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     }
     dpp__core_take_key(core, r);
     if (o->world_size && o->world_size != r->consumers) {
+        set_open_error("world_size %u does not match session %s, which has %u consumers (ranks 0 "
+                       "to %u): give the trainers' world size to the spec's \"consumers\", or "
+                       "leave world_size 0",
+                       o->world_size, c->session, r->consumers, r->consumers - 1);
         rc = DPP_ERANK;
         goto fail;
     }
@@ -262,6 +273,10 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     c->epochs = r->epochs;
     c->batch_size = r->batch_size;
     dpp__core_plan(core, r);
+    /* A finished session has nothing left for anyone: next() says so at
+     * once (a resume may still go back into it: the master decides). */
+    if (strcmp(r->state, "done") == 0 && !resume)
+        c->session_ended = 1;
     if (resume && (rc = dpp__client_start_at(c, resume)) != 0)
         goto fail;
     if (!resume && r->taken_over && (r->start_seq > 0 || r->epoch > 0)) {

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,9 +114,10 @@ int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req
 {
     dpp_sync_conn_t conn;
     int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms, &ctl->auth);
+    char hint[512];
     if (rc)
         return ctl_fail("master %s: %s", ctl->master,
-                        conn.error[0] ? conn.error : dpp_strerror(rc));
+                        conn.error[0] ? conn.error : dpp_connect_hint(rc, hint, sizeof hint));
     uint16_t rtype;
     rc = dpp_sync_call(&conn, type, req, &rtype, reply, ctl->timeout_ms);
     dpp_sync_close(&conn);
@@ -239,6 +241,17 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
     fflush(stdout);
 }
 
+/* SIGINT or SIGTERM during read: the number of the signal. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* How long next() waits at a time in read: a signal is seen this fast. */
+#define READ_SLICE_MS 200
+
 static int cmd_read(const ctl_t *ctl, const char *session)
 {
     dpp_client_t *c;
@@ -258,15 +271,41 @@ static int cmd_read(const ctl_t *ctl, const char *session)
     for (unsigned k = 0; k < dpp_client_num_sparse(c); k++)
         weighted |= dpp_client_sparse_weighted(c, k);
     epoch_sums_t e = {.start_ns = dpp_now_ns(), .weighted = weighted};
+    /* Ctrl-C (or a SIGTERM) leaves cleanly: the client detaches, so that
+     * another read of the rank goes on where this one stopped. */
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    uint64_t batches = 0, epochs_read = 0;
+    int64_t waited_ms = 0;
     for (;;) {
         dpp_batch_t *b;
         unsigned epoch = dpp_client_epoch(c);
-        rc = dpp_client_next(c, &b, ctl->timeout_ms);
+        if (stop_signal) {
+            fprintf(stderr,
+                    "dppctl: read %s: stopped by %s after %" PRIu64 " batches of epoch %u; rank "
+                    "%u was released: another read of it goes on where this one stopped "
+                    "(the split it was in comes again)\n",
+                    session, stop_signal == SIGINT ? "SIGINT" : "SIGTERM", e.batches, epoch,
+                    ctl->rank);
+            rc = 128 + stop_signal;
+            break;
+        }
+        rc = dpp_client_next(c, &b, READ_SLICE_MS);
+        if (rc == DPP_ETIMEDOUT) {
+            if ((waited_ms += READ_SLICE_MS) < ctl->timeout_ms)
+                continue;
+        } else {
+            waited_ms = 0;
+        }
         if (rc == DPP_BATCH) {
             add_batch(c, b, &e);
             dpp_batch_release(b);
+            batches++;
         } else if (rc == DPP_EPOCH_END) {
             print_epoch(ctl, epoch, &e);
+            epochs_read++;
             if (ctl->epochs && epoch + 1 >= ctl->epochs) {
                 rc = 0;
                 break;
@@ -275,6 +314,11 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             e.start_ns = dpp_now_ns();
             e.weighted = weighted;
         } else if (rc == DPP_SESSION_END) {
+            if (epochs_read == 0 && batches == 0)
+                fprintf(stderr,
+                        "dppctl: read %s: the session is done: nothing is left to read "
+                        "for rank %u\n",
+                        session, ctl->rank);
             rc = 0;
             break;
         } else {

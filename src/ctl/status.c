@@ -65,6 +65,11 @@ static json_t *session_json(const Dpp__SessionStatus *s)
         json_object_set_new(o, "planning_ms",
                             json_integer(s->planned_unix_ms - s->submitted_unix_ms));
     json_object_set_new(o, "splits_per_second", json_integer((json_int_t)s->splits_per_second));
+    json_object_set_new(o, "epochs_done",
+                        json_integer(strcmp(s->state, "done") == 0 ? s->epochs : s->current_epoch));
+    json_object_set_new(o, "takeovers", json_integer(s->takeovers));
+    json_object_set_new(o, "rows_redelivered_max",
+                        json_integer((json_int_t)s->rows_redelivered_max));
     const Dpp__Rejects *rj = s->rejects;
     if (rj) {
         json_t *by = json_object();
@@ -131,12 +136,15 @@ static void lifetime_text(const Dpp__SessionStatus *s, char *out, size_t len)
     }
 }
 
+/* Epochs count from 0 everywhere (read, JSON, the Python binding, tokens):
+ * "2/6" is epoch 2 of 6, two epochs done; a done session shows "6/6". */
 static void epoch_text(const Dpp__SessionStatus *s, char *buf, size_t len)
 {
+    int done = strcmp(s->state, "done") == 0;
     if (unbounded(s))
-        snprintf(buf, len, "%u/-", s->current_epoch + 1); /* 1-based */
+        snprintf(buf, len, "%u/-", s->current_epoch);
     else
-        snprintf(buf, len, "%u/%u", s->current_epoch + 1, s->epochs);
+        snprintf(buf, len, "%u/%u", done ? s->epochs : s->current_epoch, s->epochs);
 }
 
 int ctl_list(const ctl_t *ctl)
@@ -309,6 +317,12 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
                r->attached ? "" : "  (no client)", eol);
         lines++;
     }
+    if (s->takeovers) {
+        printf("  taken over %u time%s from a reader that was gone: at most %" PRIu64
+               " rows came a second time (of the split it stopped in)%s",
+               s->takeovers, s->takeovers == 1 ? "" : "s", s->rows_redelivered_max, eol);
+        lines++;
+    }
     if (s->records_rejected || s->rows_filtered) {
         printf("  filtered %" PRIu64 "  rejected %" PRIu64 "%s", s->rows_filtered,
                s->records_rejected, eol);
@@ -377,8 +391,9 @@ int ctl_status(const ctl_t *ctl, const char *session)
             lines = render(s, &prev, now, redraw);
         }
         remember(&prev, s, now);
-        int over = strcmp(s->state, "done") == 0 || strcmp(s->state, "failed") == 0;
-        rc = strcmp(s->state, "failed") == 0 ? CTL_SESSION_FAILED : CTL_OK;
+        int failed = strcmp(s->state, "failed") == 0 || strcmp(s->state, "cancelled") == 0;
+        int over = strcmp(s->state, "done") == 0 || failed;
+        rc = failed ? CTL_SESSION_FAILED : CTL_OK;
         protobuf_c_message_free_unpacked(&r->base, NULL);
         if (!live || over)
             break;

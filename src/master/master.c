@@ -126,7 +126,7 @@ static void session_lifecycle(dpp_master_t *m)
         int live = s->state == SESSION_INDEXING || s->state == SESSION_RUNNING;
         if (!live && s->ended_ms > 0 && now - s->ended_ms >= m->retention_ms) {
             DPP_INFO("session_pruned session=%s state=%s ended_ms_ago=%" PRId64, s->id,
-                     dpp_session_state_name(s->state), now - s->ended_ms);
+                     dpp_session_state_label(s), now - s->ended_ms);
             dpp_session_free(s);
             pruned++;
             continue;

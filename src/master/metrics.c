@@ -295,12 +295,13 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_build_info(m, "master");
     dpp_metrics_process(m);
 
-    size_t by_state[4] = {0};
+    size_t by_state[5] = {0}; /* and [4]: cancelled, not counted as failed */
     for (size_t i = 0; i < ms->nsessions; i++)
-        by_state[ms->sessions[i]->state]++;
+        by_state[ms->sessions[i]->cancelled ? 4 : ms->sessions[i]->state]++;
     dpp_metrics_family(m, "dpp_sessions", DPP_METRIC_GAUGE, "Sessions by state.");
-    for (int st = 0; st < 4; st++) {
-        l[0] = (dpp_metrics_label_t){"state", dpp_session_state_name((session_state_t)st)};
+    for (int st = 0; st < 5; st++) {
+        l[0] = (dpp_metrics_label_t){
+            "state", st == 4 ? "cancelled" : dpp_session_state_name((session_state_t)st)};
         dpp_metrics_sample_u64(m, "dpp_sessions", l, 1, by_state[st]);
     }
     dpp_metrics_counter(m, "dpp_sessions_submitted_total", "Sessions accepted.",

@@ -95,6 +95,7 @@ void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what
     jf.session_id = s->id;
     jf.error = (char *)message;
     jf.ended_unix_ms = s->ended_ms;
+    jf.cancelled = s->cancelled;
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
     if (dpp_master_journal_put(m, &rec, 1) == 0)
         dpp_master_maybe_compact(m);
@@ -210,6 +211,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         dpp_session_t *s = dpp_master_find_session(m, jf->session_id);
         if (s) {
             dpp_session_fail(s, jf->error);
+            s->cancelled = jf->cancelled;
             if (jf->ended_unix_ms > 0)
                 s->ended_ms = jf->ended_unix_ms;
         }
@@ -250,6 +252,7 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
         jf.session_id = s->id;
         jf.error = s->error ? s->error : (char *)"";
         jf.ended_unix_ms = s->ended_ms;
+        jf.cancelled = s->cancelled;
         (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_FAILED, &jf.base);
     } else if (s->state == SESSION_DONE) {
         (*recs)[(*n)++] = ended_rec(s);

@@ -82,6 +82,10 @@ static int hold_rank(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req,
             return rc;
         }
         m->n.takeovers++;
+        s->takeovers++;
+        /* the old reader took the rank's splits in order: of the first one
+         * not consumed it may have read any part, which now comes again */
+        s->redelivered_max += s->splits[s->rank_first[r] + seq].record_count;
         DPP_WARN("rank_taken_over session=%s rank=%u peer=%s epoch=%u from_split=%u reason=\"%s\"",
                  s->id, r, p->base.conn.peer, s->epoch, seq,
                  h->client_id ? "its reader is gone"
@@ -124,12 +128,16 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     dpp_master_t *m = p->m;
     dpp_session_t *s = dpp_master_find_session(m, req->session_id);
     if (s == NULL) {
-        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION,
+                            "no session \"%s\" on this master (dppctl list shows its sessions; a "
+                            "finished one is forgotten after --session-retention)",
+                            req->session_id);
         return;
     }
     if (req->rank >= s->spec.consumers) {
-        dpp_conn_send_error(&p->base.conn, DPP_ERANK, "rank %u: session %s has %u consumers",
-                            req->rank, s->id, s->spec.consumers);
+        dpp_conn_send_error(&p->base.conn, DPP_ERANK,
+                            "rank %u is out of range: session %s has %u consumers (ranks 0 to %u)",
+                            req->rank, s->id, s->spec.consumers, s->spec.consumers - 1);
         return;
     }
     uint32_t start_seq = 0;

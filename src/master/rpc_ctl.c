@@ -135,7 +135,7 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
 {
     dpp__session_status__init(st);
     st->session_id = (char *)s->id;
-    st->state = (char *)dpp_session_state_name(s->state);
+    st->state = (char *)dpp_session_state_label(s);
     st->table = s->spec.table;
     st->epochs = s->spec.epochs;
     st->current_epoch = s->epoch;
@@ -164,6 +164,8 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
         st->abandon_unix_ms = idle > 0 ? s->client_ms + idle : 0;
     }
     st->splits_per_second = s->state == SESSION_RUNNING ? (uint64_t)(s->splits_rate + 0.5) : 0;
+    st->takeovers = s->takeovers;
+    st->rows_redelivered_max = s->redelivered_max;
     int64_t now = dpp_now_ms();
     for (unsigned r = 0; r < s->spec.consumers; r++) {
         st->records_per_epoch += dpp_session_rank_records(s, r);
@@ -258,7 +260,10 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
     for (size_t i = 0; i < k; i++)
         wptrs[i] = &ws[i];
     if (req->session_id[0] && n == 0) {
-        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION,
+                            "no session \"%s\" on this master (dppctl list shows its sessions; a "
+                            "finished one is forgotten after --session-retention)",
+                            req->session_id);
     } else {
         Dpp__StatusReply reply = DPP__STATUS_REPLY__INIT;
         reply.n_sessions = n;
@@ -285,13 +290,17 @@ void dpp_master_ctl_cancel(peer_t *p, const Dpp__CancelRequest *req)
 {
     dpp_session_t *s = dpp_master_find_session(p->m, req->session_id);
     if (s == NULL) {
-        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION, "no session \"%s\"", req->session_id);
+        dpp_conn_send_error(&p->base.conn, DPP_ENOSESSION,
+                            "no session \"%s\" on this master (dppctl list shows its sessions; a "
+                            "finished one is forgotten after --session-retention)",
+                            req->session_id);
         return;
     }
     Dpp__CancelReply r = DPP__CANCEL_REPLY__INIT;
     r.session_id = s->id;
-    r.state = (char *)dpp_session_state_name(s->state);
+    r.state = (char *)dpp_session_state_label(s);
     if (s->state == SESSION_INDEXING || s->state == SESSION_RUNNING) {
+        s->cancelled = 1;
         dpp_master_fail_session(p->m, s, "cause=cancel", "cancelled (dppctl cancel)");
         p->m->n.cancels++;
     }

@@ -668,6 +668,12 @@ void dpp_session_fail(dpp_session_t *s, const char *message)
     s->error = dpp_xstrdup(message);
 }
 
+const char *dpp_session_state_label(const dpp_session_t *s)
+{
+    return s->state == SESSION_FAILED && s->cancelled ? "cancelled"
+                                                      : dpp_session_state_name(s->state);
+}
+
 const char *dpp_session_state_name(session_state_t st)
 {
     switch (st) {

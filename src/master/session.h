@@ -100,6 +100,7 @@ typedef struct dpp_session {
     size_t nsplits;
     unsigned epoch;
     session_state_t state;
+    int cancelled; /* SESSION_FAILED by dppctl cancel: shown as "cancelled" */
     char *error;
     size_t counts[4]; /* splits of the current epoch per split_state_t */
     uint64_t rows_produced, rows_filtered;
@@ -124,6 +125,10 @@ typedef struct dpp_session {
     /* splits consumed since it started (every epoch), and per second over
      * the last few seconds (the master's timer) */
     uint64_t consumed_total, rate_consumed;
+    /* ranks taken over from a reader that was gone, and the rows that may
+     * have come twice (the splits it stopped in, whole) */
+    uint32_t takeovers;
+    uint64_t redelivered_max;
     double splits_rate;
     /* HMAC-SHA256 key of the session's checkpoint tokens, random, made with
      * the session and journaled with it (JournalSession.token_key); sent to
@@ -247,5 +252,9 @@ void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch);
 void dpp_session_fail(dpp_session_t *s, const char *message);
 
 const char *dpp_session_state_name(session_state_t st);
+
+/* What status, the metrics and dppctl call s's state: its state's name, or
+ * "cancelled" for a session dppctl cancel ended. */
+const char *dpp_session_state_label(const dpp_session_t *s);
 
 #endif

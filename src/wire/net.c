@@ -47,11 +47,36 @@ int dpp_addr_parse(const char *s, struct sockaddr_storage *out)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
-        return -ENOENT;
+        return DPP_ERESOLVE;
     memset(out, 0, sizeof *out);
     memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return 0;
+}
+
+const char *dpp_connect_hint(int rc, char *buf, size_t len)
+{
+    const char *where = "set --master HOST:PORT or DPP_MASTER to the master's --listen address";
+    if (rc == -ECONNREFUSED)
+        snprintf(buf, len,
+                 "connection refused: nothing listens there. Is the master running? "
+                 "If so, %s",
+                 where);
+    else if (rc == DPP_ERESOLVE)
+        snprintf(buf, len, "the host name does not resolve (DNS): check its spelling, or %s",
+                 where);
+    else if (rc == DPP_EINVAL)
+        snprintf(buf, len, "not an address: expected HOST:PORT or [V6]:PORT; %s", where);
+    else if (rc == DPP_ETIMEDOUT)
+        snprintf(buf, len,
+                 "no answer in time: a firewall, a host that is down, or another port? "
+                 "Else %s",
+                 where);
+    else if (rc == -EHOSTUNREACH || rc == -ENETUNREACH)
+        snprintf(buf, len, "%s: check the network and the address", dpp_strerror(rc));
+    else
+        snprintf(buf, len, "%s", dpp_strerror(rc));
+    return buf;
 }
 
 int dpp_addr_is_loopback(const char *host_port)

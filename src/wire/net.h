@@ -14,8 +14,14 @@
 
 /* Parses "HOST:PORT" or "[V6]:PORT"; HOST may be a name (resolved with
  * getaddrinfo, first result). Returns 0, DPP_EINVAL for a malformed address,
- * or -ENOENT when the name does not resolve. */
+ * or DPP_ERESOLVE when the name does not resolve. */
 int dpp_addr_parse(const char *s, struct sockaddr_storage *out);
+
+/* A sentence for a person on why connecting to the master failed with rc,
+ * and what to try ("connection refused: nothing listens there. Is the
+ * master running? Set --master HOST:PORT or DPP_MASTER ..."), into buf;
+ * the caller names the address before it. Returns buf. */
+const char *dpp_connect_hint(int rc, char *buf, size_t len);
 
 /* Writes "HOST:PORT" (IPv6 in brackets) into buf; returns 0 or DPP_EINVAL. */
 int dpp_addr_format(const struct sockaddr *sa, char *buf, size_t len);

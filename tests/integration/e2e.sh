@@ -118,9 +118,10 @@ rc=0
 dpp_ctl status "$session3" --output json >"$DPP_TMP/status3.json" || rc=$?
 cat "$DPP_TMP/status3.json"
 ((rc == 3)) || dpp_fail "dppctl status of a cancelled session should exit 3, not $rc"
-grep -q '"state":"failed"' "$DPP_TMP/status3.json" && grep -q 'cancelled' "$DPP_TMP/status3.json" &&
+grep -q '"state":"cancelled"' "$DPP_TMP/status3.json" &&
+    grep -q '"error":"cancelled (dppctl cancel)"' "$DPP_TMP/status3.json" &&
     grep -q '"epochs":"unbounded"' "$DPP_TMP/status3.json" ||
-    dpp_fail "after cancel the session should be failed with \"cancelled\""
+    dpp_fail "after cancel the session should be in state cancelled"
 rc=0
 dpp_ctl read "$session3" >"$DPP_TMP/read3.out" 2>&1 || rc=$?
 cat "$DPP_TMP/read3.out"
@@ -128,12 +129,12 @@ cat "$DPP_TMP/read3.out"
     dpp_fail "reading a cancelled session should exit 3 saying so (exit $rc)"
 # the list, the workers and the live view (--watch, not on a terminal)
 dpp_ctl list | tee "$DPP_TMP/list.out"
-grep -Eq "^$session3[[:space:]]+failed" "$DPP_TMP/list.out" || dpp_fail "dppctl list lacks $session3"
+grep -Eq "^$session3[[:space:]]+cancelled" "$DPP_TMP/list.out" || dpp_fail "dppctl list lacks $session3"
 dpp_ctl workers | tee "$DPP_TMP/workers.out"
 (($(grep -c '^[0-9]' "$DPP_TMP/workers.out") == 2)) || dpp_fail "dppctl workers should list 2 workers"
 dpp_ctl status "$session1" --watch --interval-s 0.1 | tee "$DPP_TMP/watch.out"
 grep -q "rank 0 .*\[#*\] .*splits" "$DPP_TMP/watch.out" || dpp_fail "no progress bar in the status view"
-dpp_ctl cancel "$session3" | grep -q "already failed" || dpp_fail "a second cancel should say so"
+dpp_ctl cancel "$session3" | grep -q "already cancelled" || dpp_fail "a second cancel should say so"
 rc=0
 dpp_ctl cancel s-no-such-session 2>"$DPP_TMP/cancel.err" || rc=$?
 ((rc == 1)) && grep -q 'no session' "$DPP_TMP/cancel.err" || dpp_fail "cancel of an unknown session: exit $rc"
