@@ -43,6 +43,10 @@ static inline int64_t dpp_now_ms(void)
     return (int64_t)(dpp_now_ns() / 1000000u);
 }
 
+/* What --version prints for prog: "dppctl 0.1.0 (commit 1a2b3c4d5e6f,
+ * RelWithDebInfo)". */
+#define DPP_VERSION_LINE(prog) prog " " DPP_VERSION " (commit " DPP_GIT_COMMIT ", " DPP_BUILD_TYPE ")"
+
 /* Wall-clock time, milliseconds since 1970: for what outlives the process
  * (journaled times, what dppctl shows); intervals use dpp_now_ms(). */
 static inline int64_t dpp_wall_ms(void)

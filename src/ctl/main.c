@@ -17,6 +17,7 @@
 #include "format/tfindex.h"
 #include "base/util.h"
 #include "dpp.pb-c.h"
+#include "base/nearest.h"
 #include "ctl.h"
 #include "dpp/client.h"
 
@@ -43,9 +44,12 @@ static const char usage[] =
     "                            line per record) next to every data file of a\n"
     "                            table on this machine; no master needed\n"
     "\n"
+    "  help [COMMAND]            this text, or one command's (also: COMMAND --help)\n"
+    "  version                   the version, commit and build type (also: --version)\n"
+    "\n"
     "Options:\n"
     "  --master HOST:PORT   the master (default: $DPP_MASTER, else 127.0.0.1:7070)\n"
-    "  --output text|json   output format of status, list, workers and read\n"
+    "  -o, --output text|json  output format of status, list, workers and read\n"
     "                       (default text)\n"
     "  --watch              status: refresh every --interval-s until the session\n"
     "                       ends, also when not on a terminal (json: one line each)\n"
@@ -59,6 +63,80 @@ static const char usage[] =
     "\n"
     "Exit status: 0 success; 1 the command failed (the reason is on stderr, one\n"
     "line); 2 usage error; 3 status or read: the session failed or was cancelled.\n";
+
+/* One command: what `dppctl help CMD` and `dppctl CMD --help` print. */
+typedef struct command_help {
+    const char *name, *text;
+} command_help_t;
+
+static const command_help_t commands[] = {
+    {"validate", "usage: dppctl validate SPEC.json\n"
+                 "\n"
+                 "Checks a session spec offline, as the master would: every error names its\n"
+                 "JSON path (features.dense[3].transforms[0].op: unknown op ...) and, for a\n"
+                 "misspelt key or op, the nearest name. Exit 0 valid, 1 not.\n"},
+    {"submit", "usage: dppctl submit SPEC.json\n"
+               "\n"
+               "Submits a spec to the master, which lists the table's files, plans the\n"
+               "session and journals it; prints the session id on the last line of\n"
+               "stdout. A spec the master refuses is reported with the file's name and\n"
+               "the reason (tables and partitions that do not exist get the nearest name\n"
+               "and, when there are few, the list). Exit 0, or 1 with the reason.\n"},
+    {"status", "usage: dppctl status [SESSION] [-o text|json] [--watch] [--interval-s N]\n"
+               "\n"
+               "The session's state, epoch (counting from 0: \"2/6\" is epoch 2 of 6), rows,\n"
+               "planning time, splits per second, when it expires or would be abandoned,\n"
+               "and per rank: splits done, batches/s, the trainer's wait share, ETA. On a\n"
+               "terminal it updates in place until the session ends. Without SESSION: the\n"
+               "list. Exit 0, or 3 when the session failed or was cancelled.\n"},
+    {"list", "usage: dppctl list [-o text|json]\n"
+             "\n"
+             "One line per session, newest first: state, epoch, splits done, rows, workers,\n"
+             "rejected records, errors, and when the session expires (finished) or is\n"
+             "abandoned (no client attached).\n"},
+    {"workers", "usage: dppctl workers [-o text|json]\n"
+                "\n"
+                "The registered workers: address, threads, splits leased, time since heard.\n"},
+    {"cancel", "usage: dppctl cancel SESSION\n"
+               "\n"
+               "Stops a session (an \"unbounded\" one ends only so): its state becomes\n"
+               "\"cancelled\" and its clients fail with that reason.\n"},
+    {"read", "usage: dppctl read SESSION [--rank R] [--epochs N] [-o text|json] [--timeout-s N]\n"
+             "\n"
+             "Reads the session's batches as rank R (default 0) through libdppclient and\n"
+             "prints the sums of each epoch. Ctrl-C (or SIGTERM) stops it cleanly: the\n"
+             "rank is released and another read goes on where it stopped (the split it\n"
+             "was in comes again; exit 130 or 143). A finished session ends at once.\n"
+             "Exit 0, 1 on an error, 3 when the session failed or was cancelled.\n"},
+    {"index", "usage: dppctl index TABLE_DIR\n"
+              "\n"
+              "Writes a .idx sidecar (DALI format: one \"offset size\" line per record) next\n"
+              "to every TFRecord file of a table on this machine; no master needed.\n"},
+    {"help", "usage: dppctl help [COMMAND]\n"},
+    {"version", "usage: dppctl version (or dppctl --version)\n"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const command_help_t *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* "unknown command ...; did you mean ...? (commands: ...)", exit 2. */
+static int unknown_command(const char *cmd)
+{
+    const char *names[NCOMMANDS + 1];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    names[NCOMMANDS] = NULL;
+    char hint[512];
+    fprintf(stderr, "dppctl: unknown command \"%s\"%s; dppctl help tells more\n", cmd,
+            dpp_suggest(hint, sizeof hint, cmd, names, NCOMMANDS, "commands", 20));
+    return 2;
+}
 
 int ctl_fail(const char *fmt, const char *a, const char *b)
 {
@@ -101,16 +179,26 @@ static int cmd_validate(const char *path)
     int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
     free(json);
     if (rc)
-        return ctl_fail("%s%s", err, "");
+        return ctl_fail("%s: %s", path, err);
     printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
            path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
     dpp_spec_close(&spec);
     return 0;
 }
 
-/* One request/reply with the master; an Error reply is printed and fails. */
+/* One request/reply with the master; an Error reply is printed (after
+ * `what: ` when what is not NULL) and fails. */
+static int call_master(const ctl_t *ctl, const char *what, uint16_t type,
+                       const ProtobufCMessage *req, uint16_t want, ProtobufCMessage **reply);
+
 int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
                     ProtobufCMessage **reply)
+{
+    return call_master(ctl, NULL, type, req, want, reply);
+}
+
+static int call_master(const ctl_t *ctl, const char *what, uint16_t type,
+                       const ProtobufCMessage *req, uint16_t want, ProtobufCMessage **reply)
 {
     dpp_sync_conn_t conn;
     int rc = dpp_sync_connect(&conn, ctl->master, "ctl", ctl->timeout_ms, &ctl->auth);
@@ -124,7 +212,10 @@ int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req
     if (rc)
         return ctl_fail("master %s: %s", ctl->master, dpp_strerror(rc));
     if (rtype == DPP_MSG_ERROR) {
-        ctl_fail("%s%s", ((Dpp__Error *)*reply)->message, "");
+        if (what)
+            ctl_fail("%s: %s", what, ((Dpp__Error *)*reply)->message);
+        else
+            ctl_fail("%s%s", ((Dpp__Error *)*reply)->message, "");
         protobuf_c_message_free_unpacked(*reply, NULL);
         return 1;
     }
@@ -144,7 +235,8 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
     req.spec_json = json;
     ProtobufCMessage *reply;
-    int rc = ctl_call_master(ctl, DPP_MSG_SUBMIT, &req.base, DPP_MSG_SUBMIT_REPLY, &reply);
+    /* the master's answer to a bad spec names the spec's file first */
+    int rc = call_master(ctl, path, DPP_MSG_SUBMIT, &req.base, DPP_MSG_SUBMIT_REPLY, &reply);
     free(json);
     if (rc)
         return rc;
@@ -389,6 +481,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"master", required_argument, NULL, 'm'},
         {"output", required_argument, NULL, 'o'},
+        {"version", no_argument, NULL, 'V'},
         {"rank", required_argument, NULL, 'r'},
         {"timeout-s", required_argument, NULL, 't'},
         {"token-file", required_argument, NULL, 'T'},
@@ -406,7 +499,8 @@ int main(int argc, char **argv)
     char *end;
     int c;
     /* GNU getopt permutes: options may come before or after the command. */
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int want_help = 0;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'm':
             ctl.master = optarg;
@@ -447,10 +541,13 @@ int main(int argc, char **argv)
                 return ctl_fail("--timeout-s: not a positive number: \"%s\"%s", optarg, "") + 1;
             break;
         case 'h':
-            fputs(usage, stdout);
+            want_help = 1; /* the command's own help, once the command is known */
+            break;
+        case 'V':
+            printf("%s\n", DPP_VERSION_LINE("dppctl"));
             return 0;
         default:
-            fputs(usage, stderr);
+            fputs("dppctl help tells the commands and options\n", stderr);
             return 2;
         }
     }
@@ -460,11 +557,29 @@ int main(int argc, char **argv)
         return ctl_fail("cluster token: %s%s", why, "");
     const char *const *pos = (const char *const *)argv + optind;
     int npos = argc - optind;
-    if (npos == 0) {
-        fputs(usage, stderr);
-        return 2;
+    if (npos == 0 || (want_help && npos >= 1 && find_command(pos[0]) == NULL)) {
+        fputs(usage, want_help ? stdout : stderr);
+        return want_help ? 0 : 2;
     }
     const char *cmd = pos[0];
+    const command_help_t *known = find_command(cmd);
+    if (known == NULL)
+        return unknown_command(cmd);
+    if (want_help) {
+        fputs(known->text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        const command_help_t *h = npos >= 2 ? find_command(pos[1]) : NULL;
+        if (npos >= 2 && h == NULL)
+            return unknown_command(pos[1]);
+        fputs(h ? h->text : usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0) {
+        printf("%s\n", DPP_VERSION_LINE("dppctl"));
+        return 0;
+    }
     if (strcmp(cmd, "validate") == 0 && npos == 2)
         return cmd_validate(pos[1]);
     if (strcmp(cmd, "submit") == 0 && npos == 2)
@@ -481,7 +596,6 @@ int main(int argc, char **argv)
         return cmd_read(&ctl, pos[1]);
     if (strcmp(cmd, "index") == 0 && npos == 2)
         return cmd_index(pos[1]);
-    fprintf(stderr, "dppctl: unknown command or wrong arguments: %s\n", cmd);
-    fputs(usage, stderr);
+    fprintf(stderr, "dppctl: %s: wrong arguments\n%s", cmd, known->text);
     return 2;
 }

@@ -50,6 +50,9 @@ int dpp_daemon_option(const char *prog, int c, const char *arg, dpp_daemon_optio
         dpp_log_set_level(lvl);
         return 1;
     }
+    case DPP_OPT_VERSION:
+        printf("%s %s (commit %s, %s)\n", prog, DPP_VERSION, DPP_GIT_COMMIT, DPP_BUILD_TYPE);
+        return DPP_DAEMON_EXIT_OK;
     default:
         return 0;
     }

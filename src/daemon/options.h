@@ -30,6 +30,7 @@ enum {
     DPP_OPT_IDLE_TIMEOUT,
     DPP_OPT_MAX_FRAME,
     DPP_OPT_LOG_LEVEL,
+    DPP_OPT_VERSION,
 };
 
 /* Their entries, for a daemon's struct option table. */
@@ -41,14 +42,17 @@ enum {
         {"max-connections", required_argument, NULL, DPP_OPT_MAX_CONNECTIONS},                     \
         {"idle-timeout-ms", required_argument, NULL, DPP_OPT_IDLE_TIMEOUT},                        \
         {"max-frame-mb", required_argument, NULL, DPP_OPT_MAX_FRAME},                              \
+        {"log-level", required_argument, NULL, DPP_OPT_LOG_LEVEL},                                 \
     {                                                                                              \
-        "log-level", required_argument, NULL, DPP_OPT_LOG_LEVEL                                    \
+        "version", no_argument, NULL, DPP_OPT_VERSION                                              \
     }
 
 /* Takes option c (a getopt_long result) with its argument arg when it is one
- * of the above. Returns 1 when taken, 0 when c is not one of them, or 2
- * (the exit status of a usage error) after saying on stderr, as "PROG:
- * --OPTION: ...", what is wrong with the value. */
+ * of the above. Returns 1 when taken, 0 when c is not one of them, 2 (the
+ * exit status of a usage error) after saying on stderr, as "PROG:
+ * --OPTION: ...", what is wrong with the value, or DPP_DAEMON_EXIT_OK after
+ * printing what --version asks for (the daemon then exits 0). */
+#define DPP_DAEMON_EXIT_OK 3
 int dpp_daemon_option(const char *prog, int c, const char *arg, dpp_daemon_options_t *o);
 
 #endif

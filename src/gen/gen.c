@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/tfrecord.h"
+#include "base/util.h"
 #include "gen/parquet_writer.h"
 #include "example.pb-c.h"
 
@@ -81,7 +82,7 @@ static void usage(FILE *f)
                "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet]\n"
                "               [--index] [--nulls] [--strings]\n"
                "               [--compression zstd|snappy|none] [--row-group-rows N]\n"
-               "               [--page-version 1|2] [--help]\n"
+               "               [--page-version 1|2] [--version] [--help]\n"
                "\n"
                "Writes a synthetic Criteo-like table: DIR/ds=YYYY-MM-DD/part-NNNNN.tfrecord\n"
                "(or .parquet), P partitions on consecutive days from --start-date (default\n"
@@ -188,6 +189,7 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         {"format", required_argument, NULL, 'f'},
         {"compression", required_argument, NULL, 'c'},
         {"page-version", required_argument, NULL, 'P'},
+        {"version", no_argument, NULL, 'V'},
         {"row-group-rows", required_argument, NULL, 'g'},
         {"nulls", no_argument, NULL, 'n'},
         {"strings", no_argument, NULL, 'S'},
@@ -284,6 +286,9 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         case 'S':
             a->strings = 1;
             break;
+        case 'V':
+            printf("%s\n", DPP_VERSION_LINE("dpp-gen"));
+            return 1;
         case 'h':
             usage(stdout);
             return 1;

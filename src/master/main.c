@@ -61,6 +61,7 @@ static const char usage[] =
     "                         (default 4096)\n"
     "  --max-frame-mb N       largest message a peer may send (default 16)\n"
     "  --log-level LEVEL      debug, info, warn or error (default info)\n"
+    "  --version              print the version, commit and build type\n"
     "  -h, --help             show this help\n"
     "\n"
     "SIGINT or SIGTERM stops the master.\n";
@@ -156,6 +157,8 @@ int main(int argc, char **argv)
             switch (dpp_daemon_option("dpp-master", c, optarg, &dopt)) {
             case 1:
                 break;
+            case DPP_DAEMON_EXIT_OK:
+                return 0;
             case 0:
                 fputs(usage, stderr);
                 return 2;

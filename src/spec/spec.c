@@ -12,6 +12,7 @@
 
 #include "dpp/error.h"
 #include "format/block.h"
+#include "base/nearest.h"
 #include "spec/spec.h"
 #include "spec/table.h"
 #include "spec/transform.h"
@@ -139,7 +140,16 @@ static int check_keys(parser_t *p, const jpath_t *path, json_t *obj, const char 
             known = strcmp(key, *a) == 0;
         if (!known) {
             jpath_t kp = at_key(path, key);
-            return fail(p, &kp, "unknown key");
+            const char *keys[40];
+            size_t n = 0;
+            for (const char *const *a = allowed; *a && n < 38; a++)
+                keys[n++] = *a;
+            if (also)
+                keys[n++] = also;
+            keys[n] = NULL;
+            char hint[512];
+            return fail(p, &kp, "unknown key%s",
+                        dpp_suggest(hint, sizeof hint, key, keys, n, "keys here", 12));
         }
     }
     return 0;
@@ -325,8 +335,19 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
     for (size_t i = 0; i < NOPS && !info; i++)
         if (strcmp(name, op_table[i].name) == 0)
             info = &op_table[i];
-    if (!info)
-        return fail(p, &op_path, "unknown op \"%s\"", name);
+    if (!info) {
+        /* the ops of this kind of feature, to choose from */
+        const char *ops[NOPS + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < NOPS; i++)
+            if (op_table[i].dense == dense)
+                ops[n++] = op_table[i].name;
+        ops[n] = NULL;
+        char hint[512];
+        return fail(p, &op_path, "unknown op \"%s\"%s", name,
+                    dpp_suggest(hint, sizeof hint, name, ops, n,
+                                dense ? "ops of dense features" : "ops of sparse features", 20));
+    }
     if (info->dense != dense)
         return fail(p, &op_path, "op \"%s\" applies to %s features, not %s", name,
                     info->dense ? "dense" : "sparse", dense ? "dense" : "sparse");

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "dpp/error.h"
+#include "base/nearest.h"
 #include "spec/table.h"
 
 /* Sub-partitions (key=value folders inside a partition) are followed at most
@@ -128,6 +129,53 @@ int dpp_path_check_under(const char *path, char *const *roots, size_t n, struct 
     return DPP_EPATH;
 }
 
+/* The names of the folders in dir (not starting with '.' or '_'), at most
+ * max of them, into names (malloc'd each; free with free_names). */
+static size_t folder_names(const char *dir, char **names, size_t max)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    if (d == NULL)
+        return 0;
+    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || e->d_name[0] == '_')
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode) &&
+            (names[n] = strdup(e->d_name)) != NULL)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "; did you mean ...? (tables: ...)" for a table or partition that is not
+ * there: what the folders dirs[0..ndirs) hold. */
+static const char *what_exists(char *buf, size_t len, const char *name, const char *const *dirs,
+                               size_t ndirs, const char *label)
+{
+    enum { MAX_NAMES = 256 };
+    char *names[MAX_NAMES];
+    size_t n = 0;
+    for (size_t i = 0; i < ndirs; i++)
+        n += folder_names(dirs[i], names + n, MAX_NAMES - n);
+    qsort(names, n, sizeof *names, by_name);
+    dpp_suggest(buf, len, name, (const char *const *)names, n, label, 12);
+    free_names(names, n);
+    return buf;
+}
+
 int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
                       char *err, size_t errlen)
 {
@@ -180,7 +228,9 @@ int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table
         return set_err(err, errlen, -ENOTDIR, "table \"%s\": not a directory", table);
     if (other)
         return set_err(err, errlen, other, "table \"%s\": %s", table, strerror(-other));
-    return set_err(err, errlen, -ENOENT, "table \"%s\": not found under any data root", table);
+    char hint[1024];
+    return set_err(err, errlen, -ENOENT, "table \"%s\": not found under any data root%s", table,
+                   what_exists(hint, sizeof hint, table, roots, nroots, "tables"));
 }
 
 /* A data file found, with its identity: two paths (a symlinked alias, a
@@ -373,10 +423,14 @@ static int resolve_partition(listing_t *l, const char *name, unsigned index, cha
     if (!path) {
         if (saved == ENOMEM)
             return -ENOMEM;
-        if (saved == ENOENT || saved == ENOTDIR)
+        if (saved == ENOENT || saved == ENOTDIR) {
+            char hint[1024];
+            const char *dirs[] = {l->table_path};
             return set_err(l->err, l->errlen, DPP_ESPEC,
-                           "partitions[%u]: no partition \"%s\" in table \"%s\"", index, name,
-                           l->table_name);
+                           "partitions[%u]: no partition \"%s\" in table \"%s\"%s", index, name,
+                           l->table_name,
+                           what_exists(hint, sizeof hint, name, dirs, 1, "partitions"));
+        }
         return set_err(l->err, l->errlen, -saved, "partitions[%u]: partition \"%s\": %s", index,
                        name, strerror(saved));
     }

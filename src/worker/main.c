@@ -60,6 +60,7 @@ static const char usage[] =
     "                        a file elsewhere fails (default: any file the master\n"
     "                        names)\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
+    "  --version             print the version, commit and build type\n"
     "  -h, --help            show this help\n"
     "\n"
     "  --drain-timeout-s N   on SIGTERM, how long to finish running splits and\n"
@@ -194,6 +195,8 @@ int main(int argc, char **argv)
             switch (dpp_daemon_option("dpp-worker", c, optarg, &dopt)) {
             case 1:
                 break;
+            case DPP_DAEMON_EXIT_OK:
+                return 0;
             case 0:
                 fputs(usage, stderr);
                 return 2;

@@ -512,17 +512,17 @@ static const bad_case_t bad_cases[] = {
     /* unknown keys at every level, the first in document order */
     {"{\"zz\":1,\"aa\":2," BASE_OK "," FEATURES_OK "," LABEL_OK "}", "zz: unknown key"},
     {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\",\"foo\":1}]}," LABEL_OK "}",
-     "features.dense[0].foo: unknown key"},
+     "features.dense[0].foo: unknown key (keys here: name, dim, transforms)"},
     {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\"}],\"bytes\":[]}," LABEL_OK "}",
-     "features.bytes: unknown key"},
+     "features.bytes: unknown key (keys here: dense, sparse)"},
     {"{" BASE_OK "," FEATURES_OK ",\"label\":{\"name\":\"y\",\"weight\":1}}",
-     "label.weight: unknown key"},
+     "label.weight: unknown key (keys here: name)"},
     {WITH_DENSE_OPS("[{\"op\":\"log1p\",\"base\":2}]"),
-     "features.dense[0].transforms[0].base: unknown key"},
+     "features.dense[0].transforms[0].base: unknown key (keys here: op)"},
     {WITH_DENSE_OPS("[{\"op\":\"fill_missing\",\"value\":1,\"min\":0}]"),
-     "features.dense[0].transforms[0].min: unknown key"},
+     "features.dense[0].transforms[0].min: unknown key (keys here: value, op)"},
     {WITH_SPARSE_OPS("[{\"op\":\"modulo\",\"n\":3,\"max_len\":2}]"),
-     "features.sparse[0].transforms[0].max_len: unknown key"},
+     "features.sparse[0].transforms[0].max_len: unknown key (keys here: n, op)"},
     {"{\"a\\nb\":1}", "a?b: unknown key"},
 
     /* required keys */
@@ -649,7 +649,7 @@ static const bad_case_t bad_cases[] = {
     /* ops: unknown, on the wrong kind of feature, misplaced */
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\","
                    "\"transforms\":[{\"op\":\"logp\"}]}]}"),
-     "features.dense[3].transforms[0].op: unknown op \"logp\""},
+     "features.dense[3].transforms[0].op: unknown op \"logp\"; did you mean \"log1p\"? (ops of dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)"},
     {WITH_SPARSE_OPS("[{\"op\":\"modulo\",\"n\":3},{\"op\":\"log1p\"}]"),
      "features.sparse[0].transforms[1].op: op \"log1p\" applies to dense features, not sparse"},
     {WITH_SPARSE_OPS("[{\"op\":\"fill_missing\",\"value\":0}]"),
@@ -701,7 +701,7 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"shuffle\":\"yes\""), "shuffle: expected false, true or an object {\"seed\": N}"},
     {WITH_TOP("\"shuffle\":{}"), "shuffle.seed: required"},
     {WITH_TOP("\"shuffle\":{\"seed\":1.5}"), "shuffle.seed: expected an integer"},
-    {WITH_TOP("\"shuffle\":{\"seed\":1,\"salt\":2}"), "shuffle.salt: unknown key"},
+    {WITH_TOP("\"shuffle\":{\"seed\":1,\"salt\":2}"), "shuffle.salt: unknown key (keys here: seed)"},
     {WITH_TOP("\"remainder\":1"), "remainder: expected a string"},
     {WITH_TOP("\"compression_level\":20"), "compression_level: must be <= 19"},
     {WITH_TOP("\"compression_level\":\"1\""), "compression_level: expected an integer"},
@@ -719,11 +719,11 @@ static const bad_case_t bad_cases[] = {
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":2.0}]}"),
      "features.dense[0].dim: expected an integer"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"dim\":1}]}"),
-     "features.sparse[0].dim: unknown key"},
+     "features.sparse[0].dim: unknown key (keys here: name, weights, transforms)"},
 
     /* sparse weights */
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"weights\":\"w\"}]}"),
-     "features.dense[0].weights: unknown key"},
+     "features.dense[0].weights: unknown key (keys here: name, dim, transforms)"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":1}]}"),
      "features.sparse[0].weights: expected a string"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":null}]}"),
@@ -761,7 +761,7 @@ static const bad_case_t bad_cases[] = {
     {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":0,\"std\":1e39}]"),
      "features.dense[0].transforms[0].std: out of the float range"},
     {WITH_DENSE_OPS("[{\"op\":\"standardize\",\"mean\":0,\"std\":1,\"scale\":2}]"),
-     "features.dense[0].transforms[0].scale: unknown key"},
+     "features.dense[0].transforms[0].scale: unknown key (keys here: mean, std, op)"},
 
     /* bucketize */
     {WITH_DENSE_OPS("[{\"op\":\"bucketize\"}]"),
@@ -785,7 +785,7 @@ static const bad_case_t bad_cases[] = {
     {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0,1e39]}]"),
      "features.dense[0].transforms[0].boundaries[1]: out of the float range"},
     {WITH_DENSE_OPS("[{\"op\":\"bucketize\",\"boundaries\":[0],\"right\":true}]"),
-     "features.dense[0].transforms[0].right: unknown key"},
+     "features.dense[0].transforms[0].right: unknown key (keys here: boundaries, op)"},
 
     /* cast */
     {WITH_DENSE_OPS("[{\"op\":\"cast\"}]"), "features.dense[0].transforms[0].to: required"},
@@ -795,7 +795,7 @@ static const bad_case_t bad_cases[] = {
      "features.dense[0].transforms[0].to: unknown value \"double\" (expected \"int\", "
      "\"bfloat16\" or \"float16\")"},
     {WITH_DENSE_OPS("[{\"op\":\"cast\",\"to\":\"int\",\"mode\":\"round\"}]"),
-     "features.dense[0].transforms[0].mode: unknown key"},
+     "features.dense[0].transforms[0].mode: unknown key (keys here: to, op)"},
 
     /* hash */
     {WITH_SPARSE_OPS("[{\"op\":\"hash\"}]"), "features.sparse[0].transforms[0].n: required"},
@@ -808,7 +808,7 @@ static const bad_case_t bad_cases[] = {
     {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":10,\"salt\":1.5}]"),
      "features.sparse[0].transforms[0].salt: expected an integer"},
     {WITH_SPARSE_OPS("[{\"op\":\"hash\",\"n\":10,\"seed\":1}]"),
-     "features.sparse[0].transforms[0].seed: unknown key"},
+     "features.sparse[0].transforms[0].seed: unknown key (keys here: n, salt, op)"},
 
     /* truncate keep and first_x */
     {WITH_SPARSE_OPS("[{\"op\":\"truncate\",\"max_len\":3,\"keep\":\"middle\"}]"),
@@ -826,9 +826,9 @@ static const bad_case_t bad_cases[] = {
     {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":\"3\"}]"),
      "features.sparse[0].transforms[0].x: expected an integer"},
     {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"x\":3,\"keep\":\"last\"}]"),
-     "features.sparse[0].transforms[0].keep: unknown key"},
+     "features.sparse[0].transforms[0].keep: unknown key (keys here: x, op)"},
     {WITH_SPARSE_OPS("[{\"op\":\"first_x\",\"max_len\":3}]"),
-     "features.sparse[0].transforms[0].max_len: unknown key"},
+     "features.sparse[0].transforms[0].max_len: unknown key (keys here: x, op)"},
 
     /* new ops on the wrong kind of feature */
     {WITH_DENSE_OPS("[{\"op\":\"hash\",\"n\":3}]"),
@@ -860,7 +860,7 @@ static const bad_case_t bad_cases[] = {
      "filters[0].feature: must not be empty"},
     {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"zz\"}]"),
      "filters[0].feature: no feature \"zz\" in the spec"},
-    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\",\"p\":1}]"), "filters[0].p: unknown key"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\",\"p\":1}]"), "filters[0].p: unknown key; did you mean \"op\"? (keys here: feature, op)"},
     {WITH_FILTERS("[{\"op\":\"sample\"}]"), "filters[0].p: required"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":\"0.5\"}]"), "filters[0].p: expected a number"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":-0.1}]"), "filters[0].p: must be between 0 and 1"},
@@ -875,7 +875,7 @@ static const bad_case_t bad_cases[] = {
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"label\":-1e39}]"),
      "filters[0].label: out of the float range"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"feature\":\"a\"}]"),
-     "filters[0].feature: unknown key"},
+     "filters[0].feature: unknown key (keys here: p, seed, label, op)"},
     /* filters are checked after the label, whatever the key order */
     {"{\"filters\":[{\"op\":\"drop\"}]," BASE_OK "," FEATURES_OK ",\"label\":{}}",
      "label.name: required"},

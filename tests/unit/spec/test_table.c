@@ -237,7 +237,7 @@ static void test_resolve(void **state)
     check_resolve_fails(roots, 3, "", DPP_EPATH, "table \"\": path outside the data roots");
     check_resolve_fails(roots, 3, "foo", -ENOENT, "table \"foo\": not found under any data root");
     check_resolve_fails(roots, 3, "flat/part-0.tfrecord/x", -ENOENT,
-                        "table \"flat/part-0.tfrecord/x\": not found under any data root");
+                        "table \"flat/part-0.tfrecord/x\": not found under any data root; did you mean \"flat\"?");
     check_resolve_fails(roots, 3, "afile", -ENOTDIR, "table \"afile\": not a directory");
     check_resolve_fails(roots, 0, "flat", -ENOENT, "table \"flat\": not found under any data root");
     check_resolve_fails(roots, 1, "flat", -ENOENT, "table \"flat\": not found under any data root");
@@ -371,7 +371,7 @@ static void test_list_errors(void **state)
     (void)state;
     const char *missing[] = {"ds=2026-01-01", "ds=2027-01-01"};
     check_list_fails("root1/events", "events", missing, 2, DPP_ESPEC,
-                     "partitions[1]: no partition \"ds=2027-01-01\" in table \"events\"");
+                     "partitions[1]: no partition \"ds=2027-01-01\" in table \"events\"; did you mean \"ds=2026-01-01\"? (partitions: ds=2026-01-01, ds=2026-01-02, ds=latest)");
     const char *file[] = {"ds=2026-01-03"};
     check_list_fails("root1/events", "events", file, 1, DPP_ESPEC,
                      "partitions[0]: \"ds=2026-01-03\" in table \"events\" is not a folder");
