@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reasons a record is rejected (reject.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "base/reject.h"
 
 const char *const dpp_reject_names[] = {
@@ -62,4 +65,15 @@ uint64_t dpp_rejects_total(const dpp_rejects_t *r)
     DPP_REJECT_REASONS(SUM)
 #undef SUM
     return n;
+}
+
+void dpp_rejects_describe(const dpp_rejects_t *r, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+#define DESCRIBE(name, code, words)                                                                \
+    if (r->name && at < len)                                                                       \
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %" PRIu64, at ? ", " : "", words, r->name);
+    DPP_REJECT_REASONS(DESCRIBE)
+#undef DESCRIBE
 }

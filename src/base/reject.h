@@ -49,4 +49,8 @@ void dpp_rejects_values(const dpp_rejects_t *r, uint64_t *v);
 void dpp_rejects_add(dpp_rejects_t *to, const dpp_rejects_t *from);
 uint64_t dpp_rejects_total(const dpp_rejects_t *r);
 
+/* "missing feature 100000, corrupted record 3": the reasons with counts,
+ * into buf ("" when none). */
+void dpp_rejects_describe(const dpp_rejects_t *r, char *buf, size_t len);
+
 #endif

@@ -447,6 +447,63 @@ int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t 
     return 0;
 }
 
+/* The keys of one Features message, appended to buf (NUL after each). */
+static void features_keys(const uint8_t *p, const uint8_t *end, char *buf, size_t buflen,
+                          size_t *at, size_t *n)
+{
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *entry, *key = NULL;
+        size_t elen, klen = 0;
+        if (read_tag(&p, end, &tag) != 0)
+            return;
+        if (tag != TAG(1, WT_LEN)) {
+            if (skip_field(&p, end, (unsigned)(tag & 7)) != 0)
+                return;
+            continue;
+        }
+        if (read_len(&p, end, &entry, &elen) != 0)
+            return;
+        for (const uint8_t *q = entry, *qend = entry + elen; q < qend;) {
+            if (read_tag(&q, qend, &tag) != 0)
+                break;
+            if (tag == TAG(1, WT_LEN)) {
+                if (read_len(&q, qend, &key, &klen) != 0)
+                    break;
+            } else if (skip_field(&q, qend, (unsigned)(tag & 7)) != 0) {
+                break;
+            }
+        }
+        if (key == NULL || *at + klen + 1 > buflen)
+            continue;
+        memcpy(buf + *at, key, klen);
+        buf[*at + klen] = '\0';
+        *at += klen + 1;
+        (*n)++;
+    }
+}
+
+size_t dpp_example_keys(const uint8_t *rec, size_t len, char *buf, size_t buflen)
+{
+    const uint8_t *p = rec, *end = rec + len;
+    size_t at = 0, n = 0;
+    while (p < end) {
+        uint64_t tag;
+        const uint8_t *features;
+        size_t flen;
+        if (read_tag(&p, end, &tag) != 0)
+            break;
+        if (tag == TAG(1, WT_LEN)) {
+            if (read_len(&p, end, &features, &flen) != 0)
+                break;
+            features_keys(features, features + flen, buf, buflen, &at, &n);
+        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
+            break;
+        }
+    }
+    return n;
+}
+
 static int check_kind(const dpp_feat_ref_t *f, dpp_feat_kind_t kind)
 {
     if (kind != DPP_FEAT_BYTES && kind != DPP_FEAT_FLOAT && kind != DPP_FEAT_INT64)

@@ -57,6 +57,12 @@ size_t dpp_projection_size(const dpp_projection_t *p);
 int dpp_example_decode(const dpp_projection_t *p, const uint8_t *rec, size_t len,
                        dpp_feat_ref_t *out);
 
+/* The feature names of one serialized Example, for messages ("did you
+ * mean"): each key, with a NUL after it, into buf[0..buflen), as many as
+ * fit, in the record's order (a key twice is there twice). Returns how many.
+ * A malformed record gives the keys before the damage. */
+size_t dpp_example_keys(const uint8_t *rec, size_t len, char *buf, size_t buflen);
+
 /* Number of values in a float or int64 list, accepting packed and unpacked
  * encodings mixed in one list (kind DPP_FEAT_BYTES counts the byte strings of
  * a BytesList). Returns 0 with *n set, DPP_ETYPE if f is not of `kind` (also

@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "dpp/error.h"
 #include "index_cache.h"
+#include "checks.h"
 #include "lease.h"
 #include "persist.h"
 #include "planner.h"
@@ -90,6 +91,8 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
         return;
     }
     dpp_master_split_produced(s, i, msg->rows);
+    if (dpp_master_split_checks(m, s, msg))
+        return;
     DPP_DEBUG("split_produced session=%s epoch=%u split=%zu rows=%" PRIu64 " blocks=%u", s->id,
               s->epoch, i, msg->rows, msg->blocks);
 }

@@ -55,6 +55,27 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
     s->rank_pending = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_pending);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
+    const dpp_spec_t *sp = &s->spec;
+    s->fchecks =
+        dpp_xcalloc(1 + sp->ndense + 2 * (size_t)sp->nsparse + sp->nfilters, sizeof *s->fchecks);
+    s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->label, .role = "the label"};
+    for (unsigned i = 0; i < sp->ndense; i++)
+        s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->dense[i].name,
+                                                          .role = "a dense feature",
+                                                          .optional = sp->dense[i].optional};
+    for (unsigned k = 0; k < sp->nsparse; k++) {
+        s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->sparse[k].name,
+                                                          .role = "a sparse feature",
+                                                          .optional = sp->sparse[k].optional};
+        if (sp->sparse[k].weights)
+            s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->sparse[k].weights,
+                                                              .role = "a sparse feature's weights",
+                                                              .optional = sp->sparse[k].optional};
+    }
+    for (unsigned f = 0; f < sp->nfilters; f++)
+        if (sp->filters[f].kind == DPP_FILTER_REQUIRE)
+            s->fchecks[s->nfchecks++] =
+                (dpp_feature_check_t){.name = sp->filters[f].feature, .role = "a require filter's"};
     s->holders = dpp_xcalloc(s->spec.consumers, sizeof *s->holders);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
@@ -92,6 +113,9 @@ void dpp_session_free(dpp_session_t *s)
     free(s->prev_leases);
     free(s->reports);
     free(s->holders);
+    free(s->fchecks);
+    free(s->record_names);
+    free(s->first_reject);
     explicit_bzero(s->token_key, sizeof s->token_key);
     free(s);
 }

@@ -71,6 +71,16 @@ typedef struct dpp_split {
     uint64_t byte_start, byte_end;
 } dpp_split_t;
 
+/* A feature the spec names, as the schema check sees it
+ * (src/master/checks.c). */
+typedef struct dpp_feature_check {
+    const char *name;        /* points into the session's spec */
+    const char *role;        /* "the label", "dense feature", ... for messages */
+    int optional;            /* the spec says it may be absent everywhere */
+    int seen;                /* some record had it */
+    uint64_t absent_records; /* records of splits none of whose records had it */
+} dpp_feature_check_t;
+
 /* The client reading a rank: its id (AttachRequest.client_id; 0: none yet,
  * or forgotten by a restart) and, while its connection is open, the peer
  * (the master's peer_t, opaque here). */
@@ -129,6 +139,16 @@ typedef struct dpp_session {
      * have come twice (the splits it stopped in, whole) */
     uint32_t takeovers;
     uint64_t redelivered_max;
+    /* the schema check of epoch 0 (src/master/checks.c): the features the
+     * spec names, the names a record had (NUL after each, for "did you
+     * mean"), the first rejected record's detail; checks_done once epoch
+     * 0 passed */
+    dpp_feature_check_t *fchecks;
+    size_t nfchecks;
+    char *record_names;
+    size_t nrecord_names;
+    char *first_reject;
+    int checks_done;
     double splits_rate;
     /* HMAC-SHA256 key of the session's checkpoint tokens, random, made with
      * the session and journaled with it (JournalSession.token_key); sent to

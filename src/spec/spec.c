@@ -428,8 +428,8 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
 static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dense,
                          dpp_feature_spec_t *f)
 {
-    static const char *const dense_keys[] = {"name", "dim", "transforms", NULL};
-    static const char *const sparse_keys[] = {"name", "weights", "transforms", NULL};
+    static const char *const dense_keys[] = {"name", "dim", "transforms", "optional", NULL};
+    static const char *const sparse_keys[] = {"name", "weights", "transforms", "optional", NULL};
     jpath_t name_path = at_key(path, "name");
     jpath_t ops_path = at_key(path, "transforms");
     int rc, found;
@@ -449,6 +449,12 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
     if (!f->name)
         return -ENOMEM;
     f->dim = 0;
+    json_t *opt = json_object_get(obj, "optional");
+    if (opt && !json_is_boolean(opt)) {
+        jpath_t op = at_key(path, "optional");
+        return fail(p, &op, "expected true or false");
+    }
+    f->optional = opt && json_is_true(opt);
     if (dense) {
         int64_t dim = 1;
         rc = get_int(p, path, obj, "dim", 0, 1, DPP_SPEC_MAX_DIM, &dim, &found);
@@ -712,6 +718,14 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
     if (!found)
         s->idle_timeout_s = DPP_SPEC_IDLE_DEFAULT;
+    s->max_reject_ratio = DPP_SPEC_DEFAULT_REJECT_RATIO;
+    rc = get_number(p, NULL, root, "max_reject_ratio", 0, &s->max_reject_ratio, &found);
+    if (rc)
+        return rc;
+    if (found && !(s->max_reject_ratio >= 0 && s->max_reject_ratio <= 1)) {
+        jpath_t rp = at_key(NULL, "max_reject_ratio");
+        return fail(p, &rp, "must be from 0 (no record may be rejected) to 1 (any share)");
+    }
     rc = get_choice(p, NULL, root, "format", 0, dpp_format_names, dpp_format_list(), &choice);
     if (rc)
         return rc;
@@ -782,7 +796,8 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "on_corrupt", "compression",    "compression_level",
                                            "features",   "label",          "filters",
                                            "remainder",  "shuffle",        "order",
-                                           "format",     "idle_timeout_s", NULL};
+                                           "format",     "idle_timeout_s", "max_reject_ratio",
+                                           NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -1048,7 +1063,8 @@ static json_t *features_to_json(const dpp_feature_spec_t *f, unsigned n)
         json_t *ops = json_array();
         if (set(feat, "name", json_string(f[i].name)) != 0 ||
             (f[i].dim > 0 && set(feat, "dim", json_integer(f[i].dim)) != 0) ||
-            (f[i].weights && set(feat, "weights", json_string(f[i].weights)) != 0)) {
+            (f[i].weights && set(feat, "weights", json_string(f[i].weights)) != 0) ||
+            (f[i].optional && set(feat, "optional", json_true()) != 0)) {
             json_decref(ops);
             goto fail;
         }
@@ -1122,7 +1138,9 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         set(root, "remainder", json_string(remainder_names[spec->remainder])) != 0 ||
         set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0 ||
         (spec->idle_timeout_s != DPP_SPEC_IDLE_DEFAULT &&
-         set(root, "idle_timeout_s", json_integer(spec->idle_timeout_s)) != 0))
+         set(root, "idle_timeout_s", json_integer(spec->idle_timeout_s)) != 0) ||
+        (spec->max_reject_ratio != DPP_SPEC_DEFAULT_REJECT_RATIO &&
+         set(root, "max_reject_ratio", json_real(spec->max_reject_ratio)) != 0))
         goto out;
     json_t *shuffle = spec->shuffle ? json_object() : json_false();
     if (set(root, "shuffle", shuffle) != 0 ||

@@ -66,6 +66,7 @@ typedef struct dpp_feature_spec {
     char *weights; /* sparse: the float-list feature holding per-id weights, or NULL */
     dpp_transform_t *ops;
     unsigned nops;
+    int optional; /* "optional": true: may be absent from every record (no schema error) */
 } dpp_feature_spec_t;
 
 typedef enum dpp_filter_kind {
@@ -108,6 +109,10 @@ typedef enum dpp_remainder {
 /* idle_timeout_s left out of a spec: the master decides. */
 #define DPP_SPEC_IDLE_DEFAULT (-1)
 
+/* max_reject_ratio left out: a session that rejects more than 1% of its
+ * records fails (docs/spec.md#max_reject_ratio). */
+#define DPP_SPEC_DEFAULT_REJECT_RATIO 0.01
+
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
     dpp_format_t format;  /* of the table's files, default tfrecord */
@@ -128,6 +133,9 @@ typedef struct dpp_spec {
      * failed ("abandoned"); 0: never; DPP_SPEC_IDLE_DEFAULT: the master's
      * --session-idle-timeout */
     int64_t idle_timeout_s;
+    /* the share of records rejected (not filtered) past which the session
+     * fails; default DPP_SPEC_DEFAULT_REJECT_RATIO */
+    double max_reject_ratio;
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;

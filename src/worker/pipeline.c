@@ -58,6 +58,8 @@ typedef struct plan {
     int *dense_slot, *sparse_slot, *weights_slot, *filter_slot;
     unsigned *dims;
     uint8_t *weighted;
+    const char **slot_names; /* the feature of each slot (pointing into spec) */
+    uint8_t *slot_optional;  /* a feature the spec lets be absent everywhere */
     dpp_block_shape_t shape;
 } plan_t;
 
@@ -74,6 +76,8 @@ static void plan_close(plan_t *p)
     free(p->filter_slot);
     free(p->dims);
     free(p->weighted);
+    free(p->slot_names);
+    free(p->slot_optional);
     dpp_spec_close(&p->spec);
     memset(p, 0, sizeof *p);
 }
@@ -153,12 +157,26 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
                                 ? slot_of(names, &n, s->filters[f].feature)
                                 : -1;
     p->nslots = n;
+    p->slot_optional = calloc(n + 1, 1);
+    if (p->slot_optional == NULL)
+        goto out;
+    for (unsigned i = 0; i < s->ndense; i++)
+        p->slot_optional[p->dense_slot[i]] |= s->dense[i].optional;
+    for (unsigned k = 0; k < s->nsparse; k++) {
+        p->slot_optional[p->sparse_slot[k]] |= s->sparse[k].optional;
+        if (p->weights_slot[k] >= 0)
+            p->slot_optional[p->weights_slot[k]] |= s->sparse[k].optional;
+    }
     p->shape.ndense = s->ndense;
     p->shape.nsparse = s->nsparse;
     p->shape.dims = p->dims;
     p->shape.weighted = p->weighted;
     p->src = dpp_source_ops(s->format);
     rc = p->src->projection_new(&p->proj, names, n);
+    if (rc == 0) {
+        p->slot_names = names; /* the plan keeps them: they point into its spec */
+        names = NULL;
+    }
 out:
     free(names);
     if (rc)
@@ -182,6 +200,13 @@ typedef struct split_ctx {
     uint32_t next_index;
     /* per-row scratch */
     dpp_feat_ref_t *refs;
+    /* which slots some record of the split had (the schema check), the
+     * records decoded, and the feature whose absence rejects the record at
+     * hand */
+    uint8_t *seen;
+    size_t nseen;
+    uint64_t examined;
+    const char *missing;
     float *dense;
     int64_t *iscratch; /* int64 dense values on their way to float */
     int64_t **ids;
@@ -342,12 +367,22 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
     int rc = p->src->decode(p->proj, rec, len, refs);
     if (rc)
         return rc;
+    if (x->examined++ == 0 && x->src && x->src->ops->names)
+        x->res->nnames = x->src->ops->names(x->src, rec, len, x->res->names, sizeof x->res->names);
+    if (x->nseen < p->nslots) /* until every feature was seen once: a few records a split */
+        for (size_t i = 0; i < p->nslots; i++)
+            if (!x->seen[i] && refs[i].kind != DPP_FEAT_ABSENT) {
+                x->seen[i] = 1;
+                x->nseen++;
+            }
     if (x->cfg->stop_after == DPP_STAGE_DECODE)
         return 1;
     float label;
     const dpp_feat_ref_t *lr = &refs[p->label_slot];
-    if (lr->kind == DPP_FEAT_ABSENT)
+    if (lr->kind == DPP_FEAT_ABSENT) {
+        x->missing = spec->label;
         return DPP_EMISSING;
+    }
     if ((rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
         return rc;
     uint64_t t1 = x->times ? dpp_now_ns() : 0;
@@ -367,8 +402,10 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
         int present = r->kind != DPP_FEAT_ABSENT;
         if (present && (rc = read_floats(r, out, f->dim, x->iscratch)) != 0)
             return rc;
-        if ((rc = dpp_transform_dense(f->ops, f->nops, f->dim, present, out, out)) != 0)
+        if ((rc = dpp_transform_dense(f->ops, f->nops, f->dim, present, out, out)) != 0) {
+            x->missing = rc == DPP_EMISSING ? f->name : NULL;
             return rc;
+        }
         out += f->dim;
     }
     for (unsigned k = 0; k < spec->nsparse; k++) {
@@ -448,13 +485,15 @@ static int ctx_init(split_ctx_t *x, const plan_t *p)
     }
     unsigned ns = p->spec.nsparse;
     x->refs = calloc(p->nslots + 1, sizeof *x->refs);
+    x->seen = calloc(p->nslots + 1, 1);
     x->dense = calloc(width + 1, sizeof *x->dense);
     x->iscratch = calloc(max_dim, sizeof *x->iscratch);
     x->ids = calloc(ns + 1, sizeof *x->ids);
     x->weights = calloc(ns + 1, sizeof *x->weights);
     x->lens = calloc(ns + 1, sizeof *x->lens);
     x->caps = calloc(ns + 1, sizeof *x->caps);
-    if (!x->refs || !x->dense || !x->iscratch || !x->ids || !x->weights || !x->lens || !x->caps)
+    if (!x->refs || !x->seen || !x->dense || !x->iscratch || !x->ids || !x->weights || !x->lens ||
+        !x->caps)
         return -ENOMEM;
     for (unsigned k = 0; k < ns; k++)
         if (grow_scratch(x, k, 16) != 0)
@@ -464,6 +503,7 @@ static int ctx_init(split_ctx_t *x, const plan_t *p)
 
 static void ctx_close(split_ctx_t *x)
 {
+    free(x->seen);
     if (x->ids)
         for (unsigned k = 0; k < x->plan->spec.nsparse; k++)
             free(x->ids[k]);
@@ -511,14 +551,23 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
     }
     dpp_rejects_count(&res->rejects, rc, 1);
     const char *sep, *why = stuck_why(x, &sep);
+    if (!res->reject_detail[0]) /* the first one, for the master's reject-ratio message */
+        snprintf(res->reject_detail, sizeof res->reject_detail,
+                 "file %s, record at offset %" PRIu64 ": %s%s%s%s%s", t->rel_path, off,
+                 rc == DPP_EMISSING && x->missing ? "missing feature \"" : dpp_reject_words(rc),
+                 rc == DPP_EMISSING && x->missing ? x->missing : "",
+                 rc == DPP_EMISSING && x->missing ? "\"" : "", sep, why);
     if (x->plan->spec.on_corrupt_fail) {
         set_error(res, rc, "file %s: %s at offset %" PRIu64 "%s%s (on_corrupt: fail)", t->rel_path,
                   dpp_reject_words(rc), off, sep, why);
         return rc;
     }
     if (dpp_rejects_total(&res->rejects) <= MAX_LOGGED_REJECTS)
-        DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s%s%s\"", t->rel_path, off,
-                 dpp_reject_words(rc), sep, why);
+        DPP_WARN("record_rejected file=%s offset=%" PRIu64 " reason=\"%s%s%s\"%s%s%s", t->rel_path,
+                 off, dpp_reject_words(rc), sep, why,
+                 rc == DPP_EMISSING && x->missing ? " feature=\"" : "",
+                 rc == DPP_EMISSING && x->missing ? x->missing : "",
+                 rc == DPP_EMISSING && x->missing ? "\"" : "");
     return 0;
 }
 
@@ -780,6 +829,19 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         goto out;
     if (shuffle && produce_gathered(&x, &g, path_hash, res) != 0)
         goto out;
+    /* the spec's features that no record of the split had: the master's
+     * schema check adds them up over splits (a misspelt name is absent from
+     * every record) */
+    res->examined = x.examined;
+    for (size_t i = 0; x.examined > 0 && x.nseen < plan.nslots && i < plan.nslots; i++) {
+        size_t l = strlen(plan.slot_names[i]), at = 0;
+        for (size_t k = 0; k < res->nabsent; k++)
+            at += strlen(res->absent + at) + 1;
+        if (x.seen[i] || plan.slot_optional[i] || at + l + 1 > sizeof res->absent)
+            continue;
+        memcpy(res->absent + at, plan.slot_names[i], l + 1);
+        res->nabsent++;
+    }
     rc = 0;
     if (x.builder.rows > 0)
         rc = cut_block(&x);

@@ -80,7 +80,14 @@ typedef struct dpp_split_result {
     int from_sidecar;
     uint64_t file_size;
     int64_t file_mtime_ns;
-    char reject_detail[512];
+    char reject_detail[512]; /* INDEX: a damaged tail; SPLIT: the first record rejected */
+    /* SPLIT: the features of the spec no record of the split had, and the
+     * feature names its first record did have (for "did you mean"), each
+     * followed by a NUL: what the master's schema check reads; records
+     * decoded */
+    char absent[512], names[2048];
+    size_t nabsent, nnames;
+    uint64_t examined;
 } dpp_split_result_t;
 
 /* Where a benchmark stops the per-record path (production: DPP_STAGE_ALL). */

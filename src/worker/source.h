@@ -76,6 +76,13 @@ typedef struct dpp_source_ops {
      * mismatch"), owned by s; NULL when it has nothing to add. */
     const char *(*why)(const dpp_source_t *s);
 
+    /* Optional: the feature names the split's records carry, for messages
+     * ("did you mean"): TFRecord the keys of the row given (a record as
+     * next() handed it), Parquet the file's columns. Each followed by a NUL
+     * into buf[0..buflen), as many as fit; returns how many. */
+    size_t (*names)(const dpp_source_t *s, const uint8_t *row, size_t len, char *buf,
+                    size_t buflen);
+
     /* Decodes a row's bytes: refs[i] for feature slot i of proj, pointing
      * into data. Returns 0 or a row error (DPP_EEXAMPLE...). */
     int (*decode)(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs);

@@ -395,6 +395,24 @@ static const char *pq_why(const dpp_source_t *s)
     return x->why;
 }
 
+static size_t pq_names(const dpp_source_t *s, const uint8_t *row, size_t len, char *buf,
+                       size_t buflen)
+{
+    (void)row;
+    (void)len;
+    const pq_split_t *x = s->state;
+    size_t at = 0, n = 0;
+    for (uint32_t i = 0; x && i < x->file.meta.nfields; i++) {
+        size_t l = strlen(x->file.meta.fields[i].name);
+        if (at + l + 1 > buflen)
+            break;
+        memcpy(buf + at, x->file.meta.fields[i].name, l + 1);
+        at += l + 1;
+        n++;
+    }
+    return n;
+}
+
 static int pq_decode(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
     const pq_proj_t *p = proj;
@@ -630,6 +648,7 @@ const dpp_source_ops_t dpp_source_parquet = {
     .next = pq_next,
     .stuck = pq_stuck,
     .why = pq_why,
+    .names = pq_names,
     .decode = pq_decode,
     .close = pq_close,
     .index = pq_index_task,

@@ -118,6 +118,13 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     return 0;
 }
 
+static size_t tf_names(const dpp_source_t *s, const uint8_t *row, size_t len, char *buf,
+                       size_t buflen)
+{
+    (void)s;
+    return dpp_example_keys(row, len, buf, buflen);
+}
+
 const dpp_source_ops_t dpp_source_tfrecord = {
     .format = DPP_FORMAT_TFRECORD,
     .projection_new = projection_new,
@@ -128,4 +135,5 @@ const dpp_source_ops_t dpp_source_tfrecord = {
     .decode = tf_decode,
     .close = tf_close,
     .index = tf_index,
+    .names = tf_names,
 };

@@ -513,6 +513,18 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     d.bytes_read = r->bytes_read;
     d.error_code = r->error;
     d.error_message = (char *)r->message;
+    d.records_examined = r->examined;
+    d.first_reject = (char *)r->reject_detail;
+    /* NUL-separated lists into string arrays pointing at them */
+    char *absent[64], *names[256];
+    const char *p = r->absent;
+    for (size_t i = 0; i < r->nabsent && i < 64; i++, p += strlen(p) + 1)
+        absent[d.n_absent_features++] = (char *)p;
+    p = r->names;
+    for (size_t i = 0; r->nabsent && i < r->nnames && i < 256; i++, p += strlen(p) + 1)
+        names[d.n_record_features++] = (char *)p;
+    d.absent_features = absent;
+    d.record_features = names;
     dpp_conn_send(&w->mlink->conn, DPP_MSG_SPLIT_DONE, &d.base);
 }
 

@@ -387,6 +387,8 @@ check_filtered case6a 1
 dpp_log "case 6a ok: $rows6 of 9000 rows kept, 2 ranks match dpp-refsum"
 
 dpp_step "case 6b: dim 4, weights, fill_missing, require, per-record errors (dpp-refsum's table)"
+# refsum's table has ~7% records of the wrong type on purpose: max_reject_ratio 1
+# lets the session run past them (the default, 1%, fails it: reject_ratio.sh)
 dpp_timeout 60 "$DPP_REFSUM" --write-table "$root/weighted" --rows 1200 --files 2 ||
     dpp_fail "dpp-refsum --write-table failed"
 spec6b=$DPP_TMP/weighted.json
@@ -398,6 +400,7 @@ cat >"$spec6b" <<'EOF'
   "split_rows": 500,
   "consumers": 2,
   "epochs": 2,
+  "max_reject_ratio": 1,
   "features": {
     "dense": [
       {"name": "emb", "dim": 4, "transforms": [{"op": "fill_missing", "value": 0.25},

@@ -124,6 +124,9 @@ dpp_start_daemon master "$DPP_MASTER_BIN" --listen "$master_addr" \
 sed -E 's/"split_rows"[[:space:]]*:[[:space:]]*[0-9]+/"split_rows": 500/' "$spec2" >"$DPP_TMP/spec5.json"
 grep -q '"split_rows": 500' "$DPP_TMP/spec5.json" ||
     sed -i -E '0,/\{/s//{"split_rows": 500,/' "$DPP_TMP/spec5.json"
+# the lost half is far over the default max_reject_ratio (which fails the
+# session, as datapath.sh checks); here the point is the count
+sed -i -E '0,/\{/s//{"max_reject_ratio": 1,/' "$DPP_TMP/spec5.json"
 dpp_submit "$DPP_TMP/spec5.json"
 # indexed (from the sidecars) before the cut; no split is leased before a
 # client attaches

@@ -512,7 +512,7 @@ static const bad_case_t bad_cases[] = {
     /* unknown keys at every level, the first in document order */
     {"{\"zz\":1,\"aa\":2," BASE_OK "," FEATURES_OK "," LABEL_OK "}", "zz: unknown key"},
     {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\",\"foo\":1}]}," LABEL_OK "}",
-     "features.dense[0].foo: unknown key (keys here: name, dim, transforms)"},
+     "features.dense[0].foo: unknown key (keys here: name, dim, transforms, optional)"},
     {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\"}],\"bytes\":[]}," LABEL_OK "}",
      "features.bytes: unknown key (keys here: dense, sparse)"},
     {"{" BASE_OK "," FEATURES_OK ",\"label\":{\"name\":\"y\",\"weight\":1}}",
@@ -649,7 +649,8 @@ static const bad_case_t bad_cases[] = {
     /* ops: unknown, on the wrong kind of feature, misplaced */
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\","
                    "\"transforms\":[{\"op\":\"logp\"}]}]}"),
-     "features.dense[3].transforms[0].op: unknown op \"logp\"; did you mean \"log1p\"? (ops of dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)"},
+     "features.dense[3].transforms[0].op: unknown op \"logp\"; did you mean \"log1p\"? (ops of "
+     "dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)"},
     {WITH_SPARSE_OPS("[{\"op\":\"modulo\",\"n\":3},{\"op\":\"log1p\"}]"),
      "features.sparse[0].transforms[1].op: op \"log1p\" applies to dense features, not sparse"},
     {WITH_SPARSE_OPS("[{\"op\":\"fill_missing\",\"value\":0}]"),
@@ -701,7 +702,8 @@ static const bad_case_t bad_cases[] = {
     {WITH_TOP("\"shuffle\":\"yes\""), "shuffle: expected false, true or an object {\"seed\": N}"},
     {WITH_TOP("\"shuffle\":{}"), "shuffle.seed: required"},
     {WITH_TOP("\"shuffle\":{\"seed\":1.5}"), "shuffle.seed: expected an integer"},
-    {WITH_TOP("\"shuffle\":{\"seed\":1,\"salt\":2}"), "shuffle.salt: unknown key (keys here: seed)"},
+    {WITH_TOP("\"shuffle\":{\"seed\":1,\"salt\":2}"),
+     "shuffle.salt: unknown key (keys here: seed)"},
     {WITH_TOP("\"remainder\":1"), "remainder: expected a string"},
     {WITH_TOP("\"compression_level\":20"), "compression_level: must be <= 19"},
     {WITH_TOP("\"compression_level\":\"1\""), "compression_level: expected an integer"},
@@ -719,11 +721,11 @@ static const bad_case_t bad_cases[] = {
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"dim\":2.0}]}"),
      "features.dense[0].dim: expected an integer"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"dim\":1}]}"),
-     "features.sparse[0].dim: unknown key (keys here: name, weights, transforms)"},
+     "features.sparse[0].dim: unknown key (keys here: name, weights, transforms, optional)"},
 
     /* sparse weights */
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"weights\":\"w\"}]}"),
-     "features.dense[0].weights: unknown key (keys here: name, dim, transforms)"},
+     "features.dense[0].weights: unknown key (keys here: name, dim, transforms, optional)"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":1}]}"),
      "features.sparse[0].weights: expected a string"},
     {WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"weights\":null}]}"),
@@ -860,7 +862,8 @@ static const bad_case_t bad_cases[] = {
      "filters[0].feature: must not be empty"},
     {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"zz\"}]"),
      "filters[0].feature: no feature \"zz\" in the spec"},
-    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\",\"p\":1}]"), "filters[0].p: unknown key; did you mean \"op\"? (keys here: feature, op)"},
+    {WITH_FILTERS("[{\"op\":\"require\",\"feature\":\"a\",\"p\":1}]"),
+     "filters[0].p: unknown key; did you mean \"op\"? (keys here: feature, op)"},
     {WITH_FILTERS("[{\"op\":\"sample\"}]"), "filters[0].p: required"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":\"0.5\"}]"), "filters[0].p: expected a number"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":-0.1}]"), "filters[0].p: must be between 0 and 1"},
