@@ -216,6 +216,19 @@ void dpp__core_fail(dpp_core_t *core, int err, const char *text)
     pthread_cond_broadcast(&core->cv);
 }
 
+void dpp__core_ask_verdict(dpp_core_t *core)
+{
+    if (core->verdict == VERDICT_NONE) {
+        core->verdict = VERDICT_ASKED;
+        wake_io(core);
+    }
+}
+
+int dpp__state_failed(const char *state)
+{
+    return strcmp(state, "failed") == 0 || strcmp(state, "cancelled") == 0;
+}
+
 void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)
 {
     if (strcmp(r->state, "indexing") == 0 || core->rank_splits >= 0)

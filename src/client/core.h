@@ -119,6 +119,10 @@ typedef struct dpp_core {
      * came (a master older than this library) */
     uint8_t token_key[32];
     int token_key_set;
+    /* the end of the last epoch waits for the master's word on the session
+     * (its data checks may fail it at the last split): an attach sent
+     * after the rank's last acknowledgement that does not say "failed" */
+    enum { VERDICT_NONE, VERDICT_ASKED, VERDICT_OK } verdict;
     int error;
     char error_text[256];
 } dpp_core_t;
@@ -151,6 +155,11 @@ int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split);
  * are dropped) and wakes the consumer. Caller holds core->mu (or is the
  * only thread). */
 void dpp__core_fail(dpp_core_t *core, int err, const char *text);
+/* The consumer took every block of the last epoch: asks the I/O thread for
+ * the master's verdict (core->verdict). Caller holds core->mu. */
+void dpp__core_ask_verdict(dpp_core_t *core);
+/* Whether an attach reply's state is a failure (a cancel is one). */
+int dpp__state_failed(const char *state);
 /* Takes what an attach reply says about the rank's epochs once the master
  * has planned them (rank_splits, rank_records). Caller holds core->mu (or is
  * the only thread). */

@@ -64,6 +64,7 @@ struct dpp_client_io {
     int64_t next_connect_ms, next_attach_ms, next_keepalive_ms;
     unsigned backoff_ms;
     int attach_inflight;
+    int verdict_attach; /* the attach in flight answers core->verdict */
     wlink_t *links;
     uint64_t next_link_id;
     worker_seen_t *seen; /* workers connected at least once: a new link is a reconnect */
@@ -417,8 +418,13 @@ static void send_attach_req(dpp_client_io_t *io, int detach)
     req.n_lost_workers = io->nlost;
     io->lost_sent = io->nlost;
     io->unconf_upto = io->nunconf;
-    if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0)
+    pthread_mutex_lock(&io->core->mu);
+    int verdict = io->core->verdict == VERDICT_ASKED && io->core->nack == 0;
+    pthread_mutex_unlock(&io->core->mu);
+    if (dpp_conn_send(&io->ml->conn, DPP_MSG_ATTACH, &req.base) == 0) {
         io->attach_inflight = 1;
+        io->verdict_attach = verdict;
+    }
 }
 
 static void send_attach(dpp_client_io_t *io)
@@ -462,7 +468,11 @@ static void drain_queues(dpp_client_io_t *io)
         }
         core->nack = 0;
     }
+    int ask = core->verdict == VERDICT_ASKED;
     pthread_mutex_unlock(&core->mu);
+    /* the master's word on the session after the last acknowledgement */
+    if (ask && io->ml && io->ml->ready && !io->attach_inflight && !io->stopping)
+        send_attach(io);
 }
 
 static void fail_client(dpp_client_io_t *io, int err, const char *text)
@@ -493,6 +503,8 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
     case DPP_MSG_ATTACH_REPLY: {
         Dpp__AttachReply *r = (Dpp__AttachReply *)m;
         io->attach_inflight = 0;
+        int verdict = io->verdict_attach;
+        io->verdict_attach = 0;
         /* the master took the lost workers of the last attach */
         memmove(io->lost, io->lost[io->lost_sent],
                 (io->nlost - io->lost_sent) * sizeof io->lost[0]);
@@ -512,10 +524,16 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
         }
         io->next_attach_ms =
             dpp_now_ms() + (r->n_workers ? ATTACH_EVERY_MS : ATTACH_EVERY_NO_WORKERS_MS);
-        if (strcmp(r->state, "failed") == 0) {
+        if (dpp__state_failed(r->state)) {
             fail_client(io, DPP_EFAILED, r->error);
         } else {
             pthread_mutex_lock(&io->core->mu);
+            if (verdict) { /* sent after the last acknowledgement */
+                io->core->verdict = VERDICT_OK;
+                pthread_cond_broadcast(&io->core->cv);
+            } else if (io->core->verdict == VERDICT_ASKED) {
+                io->next_attach_ms = 0;
+            }
             dpp__core_plan(io->core, r);
             dpp__core_take_key(io->core, r);
             pthread_mutex_unlock(&io->core->mu);
@@ -542,6 +560,7 @@ static void on_master_closed(dpp_conn_t *conn)
     dpp_client_io_t *io = ml->io;
     io->ml = NULL;
     io->attach_inflight = 0;
+    io->verdict_attach = 0;
     /* what it may not have journaled goes again on the next connection */
     pthread_mutex_lock(&io->core->mu);
     for (size_t i = 0; i < io->nunconf; i++)

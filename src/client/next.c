@@ -340,9 +340,14 @@ static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
         int64_t n = dpp__epoch_splits(core, t);
         int ended = n >= 0 && (core->order_fastest ? t->done_splits >= (uint64_t)n
                                                    : c->next_seq >= (uint64_t)n);
-        /* padding needs the plan's batch count, which the next attach brings */
-        if (ended && !(core->pad && core->pad_batches < 0))
-            return end_epoch(c, t, out);
+        /* padding needs the plan's batch count, which the next attach
+         * brings; the last epoch ends when the master has not failed the
+         * session (core->verdict) */
+        if (ended && !(core->pad && core->pad_batches < 0)) {
+            if (c->epoch + 1 < c->epochs || core->verdict == VERDICT_OK)
+                return end_epoch(c, t, out);
+            dpp__core_ask_verdict(core);
+        }
         rblock_t *b = NULL;
         if (ended) {
             /* wait below */

@@ -268,7 +268,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         goto fail;
     /* A failed session still opens, so that the trainer can read why with
      * dpp_client_error() after next() reports DPP_EFAILED. */
-    if (strcmp(r->state, "failed") == 0)
+    if (dpp__state_failed(r->state))
         dpp__core_fail(core, DPP_EFAILED, r->error);
     c->epochs = r->epochs;
     c->batch_size = r->batch_size;

@@ -74,14 +74,17 @@ int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitD
         if (c->seen || c->optional || c->absent_records == 0 ||
             (!all && c->absent_records < DPP_CHECK_ABSENT_RECORDS))
             continue;
+        const char *or_optional =
+            c->needed  ? ""
+            : c->dense ? " (or, if it may be missing from every record, mark it \"optional\": "
+                         "true and give it a fill_missing transform)"
+                       : " (or mark it \"optional\": true if it may be missing from every record)";
         snprintf(text, sizeof text,
-                 "feature \"%s\" (%s) is in none of the %" PRIu64 " records read%s%s; check its "
-                 "name%s",
-                 c->name, c->role, c->absent_records, all ? " (all of epoch 0)" : " so far",
-                 near_names(s, c->name, hint, sizeof hint),
-                 strcmp(c->role, "the label") == 0 || strncmp(c->role, "a require", 9) == 0
-                     ? ""
-                     : ", or mark it \"optional\": true if it may be missing from every record");
+                 "feature \"%s\" (%s) is in none of the %s%" PRIu64 " records %s: fix its name "
+                 "in the spec%s%s",
+                 c->name, c->role, all ? "" : "first ", c->absent_records,
+                 all ? "of epoch 0" : "read", or_optional,
+                 near_names(s, c->name, hint, sizeof hint));
         fail(m, s, "cause=schema", text);
         return 1;
     }

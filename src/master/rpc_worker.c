@@ -84,8 +84,13 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
     m->n.rows_filtered += msg->rows_filtered;
     m->n.rows_produced += msg->rows;
     m->n.bytes_read += msg->bytes_read;
-    if (done == DPP_SPLIT_DONE_COUNTED)
+    if (done == DPP_SPLIT_DONE_COUNTED) {
+        /* its client was faster than this message: the split's data still
+         * counts for the checks when it is of the current epoch */
+        if (s->splits[i].lease.lease_id == msg->lease_id && msg->error_code == 0)
+            dpp_master_split_checks(m, s, msg);
         return;
+    }
     if (msg->error_code != 0) {
         dpp_master_fail_session(m, s, "cause=split", msg->error_message);
         return;

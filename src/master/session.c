@@ -58,10 +58,12 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     const dpp_spec_t *sp = &s->spec;
     s->fchecks =
         dpp_xcalloc(1 + sp->ndense + 2 * (size_t)sp->nsparse + sp->nfilters, sizeof *s->fchecks);
-    s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->label, .role = "the label"};
+    s->fchecks[s->nfchecks++] =
+        (dpp_feature_check_t){.name = sp->label, .role = "the label", .needed = 1};
     for (unsigned i = 0; i < sp->ndense; i++)
         s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->dense[i].name,
                                                           .role = "a dense feature",
+                                                          .dense = 1,
                                                           .optional = sp->dense[i].optional};
     for (unsigned k = 0; k < sp->nsparse; k++) {
         s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->sparse[k].name,
@@ -74,8 +76,8 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     }
     for (unsigned f = 0; f < sp->nfilters; f++)
         if (sp->filters[f].kind == DPP_FILTER_REQUIRE)
-            s->fchecks[s->nfchecks++] =
-                (dpp_feature_check_t){.name = sp->filters[f].feature, .role = "a require filter's"};
+            s->fchecks[s->nfchecks++] = (dpp_feature_check_t){
+                .name = sp->filters[f].feature, .role = "named by a require filter", .needed = 1};
     s->holders = dpp_xcalloc(s->spec.consumers, sizeof *s->holders);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;

@@ -77,6 +77,8 @@ typedef struct dpp_feature_check {
     const char *name;        /* points into the session's spec */
     const char *role;        /* "the label", "dense feature", ... for messages */
     int optional;            /* the spec says it may be absent everywhere */
+    int needed;              /* the label, a require filter's: "optional" does not apply */
+    int dense;               /* absent, it needs a fill_missing value besides */
     int seen;                /* some record had it */
     uint64_t absent_records; /* records of splits none of whose records had it */
 } dpp_feature_check_t;
