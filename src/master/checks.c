@@ -32,7 +32,9 @@ static const char *near_names(const dpp_session_t *s, const char *name, char *bu
     for (size_t i = 0; p && i < s->nrecord_names && n < MAX_NAMES; i++, p += strlen(p) + 1)
         names[n++] = p;
     names[n] = NULL;
-    return dpp_suggest(buf, len, name, names, n, "the records hold", 40);
+    /* the list only when nothing is near: 41 names hide one suggestion */
+    size_t listed = dpp_nearest(name, names, n) ? 0 : 64;
+    return dpp_suggest(buf, len, name, names, n, "the records hold", listed);
 }
 
 static void fail(dpp_master_t *m, dpp_session_t *s, const char *cause, const char *text)
@@ -68,11 +70,16 @@ int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitD
     }
     /* every split of epoch 0 reported: the whole first pass over the data */
     int all = s->counts[SPLIT_PENDING] == 0 && s->counts[SPLIT_LEASED] == 0;
+    uint64_t rejected = dpp_rejects_total(&s->rejects);
+    uint64_t total = s->rows_produced + s->rows_filtered + rejected;
+    int too_many = rejected > 0 && (all || total >= DPP_CHECK_REJECT_MIN) &&
+                   (double)rejected > s->spec.max_reject_ratio * (double)total;
     char text[2048], hint[1024];
+    /* a feature no record had: the likely cause of too many rejects too */
     for (size_t i = 0; i < s->nfchecks; i++) {
         const dpp_feature_check_t *c = &s->fchecks[i];
         if (c->seen || c->optional || c->absent_records == 0 ||
-            (!all && c->absent_records < DPP_CHECK_ABSENT_RECORDS))
+            (!all && !too_many && c->absent_records < DPP_CHECK_ABSENT_RECORDS))
             continue;
         const char *or_optional =
             c->needed  ? ""
@@ -88,25 +95,14 @@ int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitD
         fail(m, s, "cause=schema", text);
         return 1;
     }
-    uint64_t rejected = dpp_rejects_total(&s->rejects);
-    uint64_t total = s->rows_produced + s->rows_filtered + rejected;
-    if (rejected > 0 && (all || total >= DPP_CHECK_REJECT_MIN) &&
-        (double)rejected > s->spec.max_reject_ratio * (double)total) {
-        char reasons[512] = "", absent[1200] = "";
+    if (too_many) {
+        char reasons[512] = "";
         dpp_rejects_describe(&s->rejects, reasons, sizeof reasons);
-        /* a feature no record had is the likely cause: name it */
-        for (size_t i = 0; i < s->nfchecks && !absent[0]; i++) {
-            const dpp_feature_check_t *c = &s->fchecks[i];
-            if (!c->seen && !c->optional && c->absent_records > 0)
-                snprintf(absent, sizeof absent, "; feature \"%s\" (%s) is in none of them%s",
-                         c->name, c->role, near_names(s, c->name, hint, sizeof hint));
-        }
         snprintf(text, sizeof text,
                  "rejected %" PRIu64 " of %" PRIu64 " records (%.1f%%), more than the spec's "
-                 "max_reject_ratio %g (%s); the first: %s%s",
+                 "max_reject_ratio %g (%s); the first: %s",
                  rejected, total, 100.0 * (double)rejected / (double)total,
-                 s->spec.max_reject_ratio, reasons, s->first_reject ? s->first_reject : "-",
-                 absent);
+                 s->spec.max_reject_ratio, reasons, s->first_reject ? s->first_reject : "-");
         fail(m, s, "cause=rejects", text);
         return 1;
     }

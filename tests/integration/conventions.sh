@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Sessions that tell the truth (issue #14 of the tracker): the ordinary
+# mistakes of a new user end loudly, with texts that say what to do.
+# Case 1: a misspelt label, dense or sparse feature fails the session with
+# the feature named and "did you mean"; `read` and `status` exit 3; a
+# feature marked "optional" may be absent. Case 2: a table whose records
+# lack a dense value now and then: over max_reject_ratio the session fails
+# with the reason and the first record; a fill_missing or a higher ratio
+# lets it through. Case 3: reading a finished session ends at once, exit 0.
+# Case 4: Ctrl-C during `read` releases the rank; a new read goes on where
+# it stopped and `status` counts the takeover. Case 5: connection errors
+# (refused, DNS, not an address), unknown sessions, ranks out of range.
+# Case 6: CLI habits: --version on every binary, -o json, `help CMD` and
+# `CMD --help`, epochs counted from 0.
+set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+dpp_setup conventions "$DPP_REFSUM"
+
+root=$DPP_TMP/root
+dpp_gen --rows 3000 --shards 1 --partitions 1 --seed 5 --out "$root/clean"
+dpp_gen --rows 20000 --shards 2 --partitions 1 --seed 6 --nulls --out "$root/holes"
+dpp_start_master --data-root "$root"
+dpp_start_worker --threads 2
+
+# spec FILE TABLE LABEL DENSE SPARSE [EXTRA_TOP_LEVEL_JSON]: a spec reading
+# one dense and one sparse feature (DENSE and SPARSE are JSON objects).
+spec() {
+    cat >"$1" <<EOF
+{"table": "$2", "batch_size": 100, "remainder": "keep",${6:-}
+ "features": {"dense": [$4], "sparse": [$5]}, "label": {"name": "$3"}}
+EOF
+}
+
+# expect_line FILE TEXT: FILE holds the line TEXT, exactly.
+expect_line() {
+    grep -qxF -- "$2" "$1" || dpp_fail "expected the line
+  $2
+in $1, which holds:
+$(cat -- "$1")"
+}
+
+# read_fails SPEC EXPECTED: the session of SPEC fails; dppctl read exits 3
+# printing EXPECTED, and dppctl status exits 3 showing the error.
+read_fails() {
+    local spec=$1 expected=$2 rc=0
+    dpp_submit "$spec"
+    dpp_ctl read "$DPP_SESSION" >"$DPP_TMP/fail.out" 2>"$DPP_TMP/fail.err" || rc=$?
+    ((rc == 3)) || dpp_fail "read of $spec exited $rc, expected 3: $(cat "$DPP_TMP/fail.err")"
+    expect_line "$DPP_TMP/fail.err" "dppctl: read $DPP_SESSION: session failed: $expected"
+    rc=0
+    dpp_ctl status "$DPP_SESSION" >"$DPP_TMP/fail.status" 2>&1 || rc=$?
+    ((rc == 3)) || dpp_fail "status of the failed session $DPP_SESSION exited $rc, expected 3"
+    expect_line "$DPP_TMP/fail.status" "  error: $expected"
+    dpp_log "$(basename "$spec"): $expected"
+}
+
+dpp_step "case 1: misspelt features"
+i1='{"name": "i1"}'
+c1='{"name": "c1"}'
+spec "$DPP_TMP/label.json" clean lable "$i1" "$c1"
+read_fails "$DPP_TMP/label.json" \
+    'feature "lable" (the label) is in none of the 3000 records of epoch 0: fix its name in the spec; did you mean "label"?'
+spec "$DPP_TMP/dense.json" clean label '{"name": "i_1"}' "$c1"
+read_fails "$DPP_TMP/dense.json" \
+    'feature "i_1" (a dense feature) is in none of the 3000 records of epoch 0: fix its name in the spec (or, if it may be missing from every record, mark it "optional": true and give it a fill_missing transform); did you mean "i1"?'
+spec "$DPP_TMP/sparse.json" clean label "$i1" '{"name": "C1"}'
+read_fails "$DPP_TMP/sparse.json" \
+    'feature "C1" (a sparse feature) is in none of the 3000 records of epoch 0: fix its name in the spec (or mark it "optional": true if it may be missing from every record); did you mean "c1"?'
+# a name near nothing: what the records hold is listed
+spec "$DPP_TMP/far.json" clean label "$i1" '{"name": "clicks"}'
+dpp_submit "$DPP_TMP/far.json"
+rc=0
+dpp_ctl read "$DPP_SESSION" >/dev/null 2>"$DPP_TMP/far.err" || rc=$?
+((rc == 3)) && grep -qF 'record) (the records hold: row_id, label, i1, i2, ' "$DPP_TMP/far.err" ||
+    dpp_fail "case 1: a far name did not list the record's features (exit $rc): $(cat "$DPP_TMP/far.err")"
+spec "$DPP_TMP/optional.json" clean label "$i1" '{"name": "C1", "optional": true}'
+dpp_submit "$DPP_TMP/optional.json"
+dpp_read "$DPP_SESSION" "$DPP_TMP/optional.jsonl"
+grep -q '"epoch":0,"rows":3000,' "$DPP_TMP/optional.jsonl" ||
+    dpp_fail "case 1: an optional absent feature did not deliver every row: $(cat "$DPP_TMP/optional.jsonl")"
+dpp_wait_done "$DPP_SESSION"
+optional_session=$DPP_SESSION
+
+dpp_step "case 2: rejected records over max_reject_ratio"
+# --nulls leaves i1 out of 1 record in 32: 3% of the records are rejected
+spec "$DPP_TMP/holes.json" holes label "$i1" "$c1"
+dpp_submit "$DPP_TMP/holes.json"
+rc=0
+dpp_ctl read "$DPP_SESSION" >/dev/null 2>"$DPP_TMP/holes.err" || rc=$?
+((rc == 3)) || dpp_fail "case 2: the read exited $rc, expected 3: $(cat "$DPP_TMP/holes.err")"
+grep -Eq "^dppctl: read $DPP_SESSION: session failed: rejected [0-9]+ of [0-9]+ records \(3\.[0-9]%\), more than the spec's max_reject_ratio 0\.01 \(missing feature [0-9]+\); the first: file ds=2026-01-01/part-0000[01]\.tfrecord, record at offset [0-9]+: missing feature \"i1\"\$" \
+    "$DPP_TMP/holes.err" || dpp_fail "case 2: the failure does not say why: $(cat "$DPP_TMP/holes.err")"
+dpp_log "case 2: $(cut -c1-200 "$DPP_TMP/holes.err")"
+spec "$DPP_TMP/holes-ratio.json" holes label "$i1" "$c1" ' "max_reject_ratio": 0.05,'
+spec "$DPP_TMP/holes-fill.json" holes label \
+    '{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}]}' "$c1"
+for s in holes-ratio holes-fill; do
+    dpp_submit "$DPP_TMP/$s.json"
+    dpp_read "$DPP_SESSION" "$DPP_TMP/$s.jsonl"
+    dpp_wait_done "$DPP_SESSION"
+done
+dpp_refsum_check "$DPP_TMP/holes-fill.json" "$root/holes" "$DPP_TMP/holes-fill.jsonl"
+rows=$(sed -n 's/.*"rows":\([0-9]*\).*/\1/p' "$DPP_TMP/holes-ratio.jsonl")
+((rows > 19000 && rows < 20000)) ||
+    dpp_fail "case 2: with max_reject_ratio 0.05, $rows rows of 20000 were read"
+dpp_log "case 2: max_reject_ratio 0.05 read $rows rows; fill_missing read all, checked by dpp-refsum"
+
+dpp_step "case 3: reading a finished session"
+t0=$(date +%s%N)
+rc=0
+dpp_ctl read "$optional_session" >"$DPP_TMP/again.out" 2>"$DPP_TMP/again.err" || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+((rc == 0)) || dpp_fail "case 3: reading a done session exited $rc: $(cat "$DPP_TMP/again.err")"
+expect_line "$DPP_TMP/again.err" \
+    "dppctl: read $optional_session: the session is done: nothing is left to read for rank 0"
+((ms < 5000)) || dpp_fail "case 3: reading a done session took $ms ms"
+dpp_log "case 3: ended in $ms ms"
+
+dpp_step "case 4: Ctrl-C during read, then a new read"
+dpp_gen --rows 20000 --shards 4 --partitions 1 --seed 8 --out "$root/long"
+spec "$DPP_TMP/long.json" long label "$i1" "$c1" ' "epochs": 40, "split_rows": 1000,'
+dpp_submit "$DPP_TMP/long.json"
+long=$DPP_SESSION
+"$DPPCTL" read "$long" --output json >"$DPP_TMP/first.jsonl" 2>"$DPP_TMP/first.err" &
+reader=$!
+dpp_track "$reader"
+for _ in $(seq 1 600); do
+    grep -q '"epoch":0,' "$DPP_TMP/first.jsonl" && break
+    sleep 0.05
+done
+kill -INT "$reader"
+rc=0
+wait "$reader" || rc=$?
+((rc == 130)) || dpp_fail "case 4: read stopped by SIGINT exited $rc, expected 130: $(cat "$DPP_TMP/first.err")"
+grep -Eq "^dppctl: read $long: stopped by SIGINT after [0-9]+ batches of epoch [0-9]+; rank 0 was released: another read of it goes on where this one stopped \(the split it was in comes again\)\$" \
+    "$DPP_TMP/first.err" || dpp_fail "case 4: no clear word on SIGINT: $(cat "$DPP_TMP/first.err")"
+done_epochs=$(grep -c '"epoch":' "$DPP_TMP/first.jsonl")
+((done_epochs < 40)) || dpp_fail "case 4: the first read finished all 40 epochs before SIGINT"
+DPP_CTL_TIMEOUT=200 dpp_read "$long" "$DPP_TMP/second.jsonl"
+first=$(sed -n '1s/.*"epoch":\([0-9]*\).*/\1/p' "$DPP_TMP/second.jsonl")
+((first == done_epochs)) ||
+    dpp_fail "case 4: the second read began at epoch $first, the first had finished $done_epochs"
+# the epochs after the one interrupted are whole
+tail -n 1 "$DPP_TMP/second.jsonl" | grep -q '"epoch":39,"rows":20000,' ||
+    dpp_fail "case 4: the last epoch is not whole: $(tail -n 1 "$DPP_TMP/second.jsonl")"
+dpp_ctl status "$long" >"$DPP_TMP/long.status"
+grep -Eq '^  taken over 1 time from a reader that was gone: at most [0-9]+ rows came a second time' "$DPP_TMP/long.status" ||
+    dpp_fail "case 4: status does not count the takeover: $(cat "$DPP_TMP/long.status")"
+dpp_log "case 4: SIGINT after $done_epochs epochs; the second read went on at epoch $first; $(grep 'taken over' "$DPP_TMP/long.status")"
+
+dpp_step "case 5: connection errors, unknown sessions and ranks"
+hint="set --master HOST:PORT or DPP_MASTER to the master's --listen address"
+dpp_expect_reject "dppctl: master 127.0.0.1:1: connection refused: nothing listens there. Is the master running? If so, $hint" \
+    "$DPPCTL" --master 127.0.0.1:1 list || dpp_fail "case 5: connection refused"
+dpp_expect_reject "dppctl: master nosuch.invalid:7000: the host name does not resolve (DNS): check its spelling, or $hint" \
+    "$DPPCTL" --master nosuch.invalid:7000 list || dpp_fail "case 5: DNS"
+dpp_expect_reject "dppctl: master 7000: not an address: expected HOST:PORT or [V6]:PORT; $hint" \
+    "$DPPCTL" --master 7000 list || dpp_fail "case 5: not an address"
+dpp_expect_reject "dppctl: read snosuch: no session \"snosuch\" on this master (dppctl list shows its sessions; a finished one is forgotten after --session-retention)" \
+    "$DPPCTL" read snosuch || dpp_fail "case 5: unknown session"
+dpp_expect_reject "dppctl: read $long: rank 3 is out of range: session $long has 1 consumers (ranks 0 to 0)" \
+    "$DPPCTL" read "$long" --rank 3 || dpp_fail "case 5: rank out of range"
+
+dpp_step "case 6: CLI habits"
+for b in "$DPPCTL" "$DPP_MASTER_BIN" "$DPP_WORKER_BIN" "$DPP_GEN"; do
+    "$b" --version >"$DPP_TMP/version" || dpp_fail "case 6: $b --version failed"
+    grep -Eqx "$(basename "$b") [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]+|unknown), [A-Za-z]+\)" \
+        "$DPP_TMP/version" || dpp_fail "case 6: $b --version says: $(cat "$DPP_TMP/version")"
+done
+"$DPPCTL" help status >"$DPP_TMP/help1"
+"$DPPCTL" status --help >"$DPP_TMP/help2"
+head -n 1 "$DPP_TMP/help1" | grep -q '^usage: dppctl status ' ||
+    dpp_fail "case 6: dppctl help status: $(head -n 1 "$DPP_TMP/help1")"
+cmp -s "$DPP_TMP/help1" "$DPP_TMP/help2" || dpp_fail "case 6: help status and status --help differ"
+dpp_expect_reject 'dppctl: unknown command "stauts"; did you mean "status"? (commands: validate, submit, status, list, workers, cancel, read, index, help, version); dppctl help tells more' "$DPPCTL" stauts ||
+    dpp_fail "case 6: a misspelt command"
+dpp_ctl status "$long" -o json >"$DPP_TMP/long.json.out"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["state"] == "done" and d["epoch"] == 39 and d["epochs_done"] == 40 and d["takeovers"] == 1, d' \
+    "$DPP_TMP/long.json.out" || dpp_fail "case 6: status -o json: $(cat "$DPP_TMP/long.json.out")"
+grep -Eq "^session $long +done +table long +epoch 40/40 " "$DPP_TMP/long.status" ||
+    dpp_fail "case 6: epochs in status text: $(head -n 1 "$DPP_TMP/long.status")"
+dpp_ctl list -o json >"$DPP_TMP/list.json"
+python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))) >= 9' "$DPP_TMP/list.json" ||
+    dpp_fail "case 6: list -o json: $(head -c 300 "$DPP_TMP/list.json")"
+
+dpp_log "PASS"
