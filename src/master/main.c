@@ -76,7 +76,10 @@ static void stop_master(void *arg)
     dpp_master_stop(arg);
 }
 
-int main(int argc, char **argv)
+/* Parses argv into cfg (its roots into roots, argc entries) and dopt;
+ * -1 to go on, else the exit code (usage errors, --help, --version). */
+static int parse_args(int argc, char **argv, dpp_master_config_t *cfg, const char **roots,
+                      dpp_daemon_options_t *dopt)
 {
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -94,67 +97,62 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    dpp_master_config_t cfg = {.listen = "127.0.0.1:7070",
-                               .session_retention_ms = 86400 * 1000ll,
-                               .session_idle_ms = 3600 * 1000ll};
-    const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
-    dpp_daemon_options_t dopt = {0};
     unsigned long long v;
     int c, idx = 0;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'l':
-            cfg.listen = optarg;
+            cfg->listen = optarg;
             break;
         case 'r':
-            roots[cfg.nroots++] = optarg;
+            roots[cfg->nroots++] = optarg;
             break;
         case 's':
-            cfg.state_dir = optarg;
+            cfg->state_dir = optarg;
             break;
         case 'p':
-            cfg.port_file = optarg;
+            cfg->port_file = optarg;
             break;
         case 'b':
             if (OPTION_UINT(1, 3600000, "milliseconds"))
                 return 2;
-            cfg.heartbeat_ms = (unsigned)v;
+            cfg->heartbeat_ms = (unsigned)v;
             break;
         case 't':
             if (OPTION_UINT(1, 86400000, "milliseconds"))
                 return 2;
-            cfg.worker_timeout_ms = (unsigned)v;
+            cfg->worker_timeout_ms = (unsigned)v;
             break;
         case 'j':
             if (OPTION_UINT(1, 1ull << 30, "KiB")) /* 1 TiB */
                 return 2;
-            cfg.journal_compact_bytes = (size_t)v << 10;
+            cfg->journal_compact_bytes = (size_t)v << 10;
             break;
         case 'K':
             if (OPTION_UINT(1, DPP_SPEC_MAX_BYTES >> 10, "KiB"))
                 return 2;
-            cfg.max_spec_bytes = (size_t)v << 10;
+            cfg->max_spec_bytes = (size_t)v << 10;
             break;
         case 'F':
             if (OPTION_UINT(1, DPP_SPEC_MAX_FEATURES, "features"))
                 return 2;
-            cfg.max_features = (unsigned)v;
+            cfg->max_features = (unsigned)v;
             break;
         case 'R':
             if (OPTION_UINT(0, 366 * 86400, "seconds"))
                 return 2;
-            cfg.session_retention_ms = (int64_t)v * 1000;
+            cfg->session_retention_ms = (int64_t)v * 1000;
             break;
         case 'I':
             if (OPTION_UINT(0, 366 * 86400, "seconds"))
                 return 2;
-            cfg.session_idle_ms = (int64_t)v * 1000;
+            cfg->session_idle_ms = (int64_t)v * 1000;
             break;
         case 'h':
             fputs(usage, stdout);
             return 0;
         default:
-            switch (dpp_daemon_option("dpp-master", c, optarg, &dopt)) {
+            switch (dpp_daemon_option("dpp-master", c, optarg, dopt)) {
             case 1:
                 break;
             case DPP_DAEMON_EXIT_OK:
@@ -167,16 +165,31 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (optind < argc || cfg.nroots == 0 || cfg.state_dir == NULL) {
+    if (optind < argc || cfg->nroots == 0 || cfg->state_dir == NULL) {
         fprintf(stderr, "dpp-master: %s\n",
                 optind < argc ? "unexpected argument" : "--data-root and --state-dir are required");
         fputs(usage, stderr);
         return 2;
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    dpp_master_config_t cfg = {.listen = "127.0.0.1:7070",
+                               .session_retention_ms = 86400 * 1000ll,
+                               .session_idle_ms = 3600 * 1000ll};
+    const char **roots = dpp_xcalloc((size_t)argc, sizeof *roots);
+    dpp_daemon_options_t dopt = {0};
+    int rc = parse_args(argc, argv, &cfg, roots, &dopt);
+    if (rc >= 0) {
+        free(roots);
+        return rc;
+    }
     cfg.roots = roots;
     dpp_auth_t auth;
     const char *listens[] = {cfg.listen};
-    int rc = dpp_daemon_secure("dpp-master", dopt.token_file, dopt.insecure, listens, 1, &auth);
+    rc = dpp_daemon_secure("dpp-master", dopt.token_file, dopt.insecure, listens, 1, &auth);
     if (rc) {
         free(roots);
         return rc;
