@@ -21,7 +21,7 @@ whole story.
 """
 from ._batch import Batch, Jagged, Sparse, TensorBatch
 from ._client import CHECKPOINT_SIZE, Client
-from ._dataset import WORKERS_MESSAGE, TorchDataset
+from ._dataset import WORKERS_MESSAGE, TorchDataset, resolve_rank
 from ._errors import DppError, DppTimeoutError, EndOfData, EpochEnd, SessionEnd
 from ._lib import ERRORS, library_path
 
@@ -53,5 +53,6 @@ __all__ = [
     "TorchDataset",
     "WORKERS_MESSAGE",
     "library_path",
+    "resolve_rank",
     "strerror",
 ]  # and the DPP_E* constants, set above

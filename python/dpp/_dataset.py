@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """dpp.TorchDataset: a dpp session as a torch IterableDataset."""
+import os
+
+import torch.distributed
 import torch.utils.data
 
 from ._client import Client
-from ._errors import EpochEnd, SessionEnd
+from . import _lib
+from ._errors import DppError, EpochEnd, SessionEnd
 
 WORKERS_MESSAGE = (
     "dpp.TorchDataset cannot run in a DataLoader worker process (num_workers > 0): a dpp "
@@ -11,6 +15,50 @@ WORKERS_MESSAGE = (
     "each trainer rank must read its batches through one client. Use "
     "DataLoader(dataset, batch_size=None, num_workers=0) (pin_memory=True is fine)."
 )
+
+
+def _env_int(name):
+    v = os.environ.get(name)
+    if v is None or v.strip() == "":
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError("%s=%r is not a rank number (expected an integer >= 0)" % (name, v))
+    return n
+
+
+def resolve_rank(rank=None, world_size=None):
+    """(rank, world_size, where they came from), torch's way: explicit
+    arguments win; else torch.distributed when it is initialized; else the
+    RANK (or LOCAL_RANK) and WORLD_SIZE variables torchrun sets; else rank
+    0 of 1. world_size 0 (given explicitly) skips the check against the
+    spec's "consumers"."""
+    src = []
+    if rank is None or world_size is None:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            if rank is None:
+                rank = torch.distributed.get_rank()
+            if world_size is None:
+                world_size = torch.distributed.get_world_size()
+            src.append("torch.distributed")
+    if rank is None:
+        for name in ("RANK", "LOCAL_RANK"):
+            rank = _env_int(name)
+            if rank is not None:
+                src.append(name)
+                break
+    if world_size is None:
+        world_size = _env_int("WORLD_SIZE")
+        if world_size is not None:
+            src.append("WORLD_SIZE")
+    if rank is None:
+        rank = 0
+    if world_size is None:
+        world_size = 1
+    return rank, world_size, ", ".join(src) or "the arguments and defaults"
 
 
 class TorchDataset(torch.utils.data.IterableDataset):
@@ -30,17 +78,24 @@ class TorchDataset(torch.utils.data.IterableDataset):
     first access to ``client``) with the keyword arguments of dpp.Client;
     ``next_timeout_s`` bounds each wait for a batch (None: no limit).
 
+    ``rank`` and ``world_size`` default to torch.distributed's when it is
+    initialized, else to the RANK (or LOCAL_RANK) and WORLD_SIZE variables
+    of torchrun, else to 0 and 1 (see resolve_rank); a world size other
+    than the spec's "consumers" raises DppError (DPP_ERANK) naming both
+    (pass world_size=0 to read one rank of a larger session by hand).
+    ``len(ds)`` is the current epoch's batch count, when the plan makes it
+    known (a spec without filters); else it raises TypeError.
+
     Each rank reads with ``num_workers=0``: in a DataLoader worker process
     ``iter()`` raises RuntimeError (dpp's workers already do the
     preprocessing; see WORKERS_MESSAGE).
     """
 
-    def __init__(self, master, session, rank=0, world_size=0, next_timeout_s=None, **client_kwargs):
+    def __init__(self, master, session, rank=None, world_size=None, next_timeout_s=None, **client_kwargs):
         super().__init__()
         self.master = master
         self.session = session
-        self.rank = rank
-        self.world_size = world_size
+        self.rank, self.world_size, self.rank_source = resolve_rank(rank, world_size)
         self.next_timeout_s = next_timeout_s
         self._client_kwargs = client_kwargs
         self._client = None
@@ -57,6 +112,17 @@ class TorchDataset(torch.utils.data.IterableDataset):
                     world_size=self.world_size,
                     **self._client_kwargs,
                 )
+            except DppError as e:
+                if e.code != _lib.ERRORS["DPP_ERANK"]:
+                    raise
+                raise DppError(
+                    e.code,
+                    e.call,
+                    "%s (rank %d and world_size %d came from %s)"
+                    % (e.detail or e.strerror, self.rank, self.world_size, self.rank_source),
+                    e.session,
+                    e.rank,
+                ) from None
             except AttributeError as e:
                 # Inside a property, an AttributeError would turn into "no
                 # attribute 'client'" (torch's Dataset.__getattr__).
@@ -71,6 +137,16 @@ class TorchDataset(torch.utils.data.IterableDataset):
     @property
     def batch_size(self):
         return self.client.batch_size
+
+    def __len__(self):
+        n = self.client.epoch_batches
+        if n is None:
+            raise TypeError(
+                "len(): the batches of epoch %d of session %s are not known yet (the spec has "
+                "filters, or the session is still indexing); iterate to count them"
+                % (self.client.epoch, self.session)
+            )
+        return n
 
     def __iter__(self):
         if torch.utils.data.get_worker_info() is not None:

@@ -5,10 +5,15 @@ The library is found, in this order:
 
 1. ``DPP_LIB``: the path of ``libdppclient.so`` (for example
    ``DPP_LIB=build/libdppclient.so``);
-2. the build tree next to this package: ``<source>/build/libdppclient.so``
+2. the copy bundled in the package (``dpp/libdppclient.so.0``, put there
+   by ``pip install ./python``, see python/setup.py);
+3. the build tree next to this package: ``<source>/build/libdppclient.so``
    when the package is used from the source tree (``PYTHONPATH=python``);
-3. ``ctypes.util.find_library("dppclient")``: an installed library
-   (``make install``, ldconfig or ``LD_LIBRARY_PATH``).
+4. ``ctypes.util.find_library("dppclient")``: an installed library that the
+   dynamic linker knows (ldconfig, ``LD_LIBRARY_PATH``);
+5. the lib folders of the usual install prefixes (``sys.prefix``,
+   /usr/local): ``make install`` puts it in /usr/local/lib, which the
+   linker's cache may not list until ``ldconfig`` runs.
 
 Nothing is compiled: the structures below mirror the C header and must be
 kept in step with it.
@@ -16,6 +21,7 @@ kept in step with it.
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 
 c_char_p = ctypes.c_char_p
@@ -194,6 +200,9 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     source = os.path.dirname(os.path.dirname(here))  # python/dpp -> python -> source tree
     found = []
+    bundled = os.path.join(here, "libdppclient.so.0")
+    if os.path.exists(bundled):
+        found.append(bundled)
     for name in ("libdppclient.so", "libdppclient.so.0"):
         p = os.path.join(source, "build", name)
         if os.path.exists(p):
@@ -202,6 +211,11 @@ def _candidates():
     sys_name = ctypes.util.find_library("dppclient")
     if sys_name:
         found.append(sys_name)
+    for prefix in dict.fromkeys((sys.prefix, "/usr/local")):
+        for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+            p = os.path.join(prefix, lib, "libdppclient.so.0")
+            if os.path.exists(p) and p not in found:
+                found.append(p)
     return found, False
 
 

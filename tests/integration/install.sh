@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix, then a program built only from
 # what was installed (pkg-config dppclient, libdppclient.so) reads a session
-# from real daemons. Also checks the .so exports nothing but the public API.
+# from real daemons. Also checks the .so exports nothing but the public API,
+# and that `pip install ./python` gives a package that finds its bundled
+# libdppclient.so without DPP_LIB.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 dpp_setup install
@@ -48,4 +50,28 @@ LD_LIBRARY_PATH=$(dirname "$so") dpp_timeout 120 "$DPP_TMP/consumer" "$DPP_MASTE
     "$DPP_SESSION" >"$out" || { cat -- "$out"; dpp_fail "the consumer failed"; }
 cat -- "$out"
 grep -qx 'rows 5000 batches 2 epochs 1' "$out" || dpp_fail "the consumer did not get every row"
+
+dpp_step "pip install ./python: the package bundles libdppclient.so"
+py=$DPP_TMP/site
+DPP_LIB=$DPP_BIN_DIR/libdppclient.so dpp_timeout 300 /usr/bin/python3 -m pip install --no-deps \
+    --no-build-isolation --no-index --target "$py" "$DPP_SOURCE_DIR/python" \
+    >"$DPP_TMP/pip.log" 2>&1 || { cat -- "$DPP_TMP/pip.log" >&2; dpp_fail "pip install ./python failed"; }
+[[ -f $py/dpp/libdppclient.so.0 ]] || dpp_fail "the installed package holds no libdppclient.so.0"
+preload=()
+if [[ ${DPP_SANITIZE:-OFF} == ON ]]; then
+    preload=("LD_PRELOAD=$(cc -print-file-name=libasan.so)" "ASAN_OPTIONS=detect_leaks=0")
+fi
+dpp_submit "$DPP_SOURCE_DIR/examples/criteo.json"
+# from another folder, without DPP_LIB, with only the installed package on the path
+(cd "$DPP_TMP" && timeout -k 5 120 env -u DPP_LIB "${preload[@]}" PYTHONPATH="$py" /usr/bin/python3 -c '
+import sys, dpp
+path = dpp.library_path()
+assert path == sys.argv[1] + "/dpp/libdppclient.so.0", path
+with dpp.Client(sys.argv[2], sys.argv[3]) as c:
+    rows = sum(b.rows for b in c.epoch_iter(timeout_s=60))
+print("python read", rows, "rows through", path)
+assert rows == 5000, rows
+' "$py" "$DPP_MASTER_ADDR" "$DPP_SESSION") >"$DPP_TMP/py.out" 2>&1 ||
+    { cat -- "$DPP_TMP/py.out" >&2; dpp_fail "the pip-installed package did not read the session"; }
+dpp_log "$(tail -n 1 "$DPP_TMP/py.out")"
 dpp_log "PASS"
