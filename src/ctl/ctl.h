@@ -25,6 +25,8 @@ typedef struct ctl {
     unsigned rank;
     unsigned epochs; /* read: stop after this many; 0: all */
     int timeout_ms;
+    const char *table; /* validate, submit: the table's folder on this machine, to sample */
+    unsigned sample;   /* validate --table: records to read */
     dpp_auth_t auth; /* --token-file or $DPP_TOKEN_FILE; none: token NULL */
 } ctl_t;
 
@@ -35,6 +37,16 @@ int ctl_fail(const char *fmt, const char *a, const char *b);
  * CTL_FAILED; on 0 the caller frees *reply. */
 int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req, uint16_t want,
                     ProtobufCMessage **reply);
+
+/* validate --table (src/ctl/sample.c): reads up to `records` records of
+ * the spec's table in folder dir (spread over up to 8 of its files) and
+ * checks every name the spec reads: in some record, with values its
+ * transforms take, rejected records within max_reject_ratio. Errors go to
+ * stderr after "dppctl: SPEC_PATH: ", notes and the verdict to stdout.
+ * Returns CTL_OK or CTL_FAILED. */
+struct dpp_spec;
+int ctl_sample_check(const struct dpp_spec *spec, const char *spec_path, const char *dir,
+                     unsigned records);
 
 /* status [SESSION], list, workers, cancel SESSION (src/ctl/status.c). */
 int ctl_status(const ctl_t *ctl, const char *session);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -27,9 +28,13 @@ static const char usage[] =
     "usage: dppctl [--master HOST:PORT] COMMAND [ARGS]\n"
     "\n"
     "Commands:\n"
-    "  validate SPEC.json        check a session spec offline\n"
-    "  submit SPEC.json          submit a spec; prints the session id on the\n"
-    "                            last line of stdout\n"
+    "  validate SPEC.json [--table DIR]\n"
+    "                            check a session spec offline; with --table, also\n"
+    "                            against a sample of the table's records\n"
+    "  submit SPEC.json [--table DIR]\n"
+    "                            submit a spec (checked against a sample of the\n"
+    "                            table in DIR first, with --table); prints the\n"
+    "                            session id on the last line of stdout\n"
     "  status SESSION            the session's state, progress per rank (splits\n"
     "                            done, batches/s, trainer wait share, ETA); on a\n"
     "                            terminal it updates in place until the session ends\n"
@@ -56,6 +61,9 @@ static const char usage[] =
     "  --interval-s N       status --watch: seconds between refreshes (default 1)\n"
     "  --rank R             read: the consumer rank to read as (default 0)\n"
     "  --epochs N           read: stop after N epochs (default: every epoch)\n"
+    "  --table DIR          validate, submit: the spec's table folder on this\n"
+    "                       machine, whose records are sampled and checked\n"
+    "  --sample N           validate --table: records to read (default 1000)\n"
     "  --timeout-s N        give up after N seconds without progress (default 60)\n"
     "  --token-file PATH    the cluster token, when the master has one (default:\n"
     "                       the file $DPP_TOKEN_FILE names)\n"
@@ -70,18 +78,28 @@ typedef struct command_help {
 } command_help_t;
 
 static const command_help_t commands[] = {
-    {"validate", "usage: dppctl validate SPEC.json\n"
+    {"validate", "usage: dppctl validate SPEC.json [--table DIR [--sample N]]\n"
                  "\n"
                  "Checks a session spec offline, as the master would: every error names its\n"
                  "JSON path (features.dense[3].transforms[0].op: unknown op ...) and, for a\n"
-                 "misspelt key or op, the nearest name. Exit 0 valid, 1 not.\n"},
-    {"submit", "usage: dppctl submit SPEC.json\n"
+                 "misspelt key or op, the nearest name.\n"
+                 "\n"
+                 "With --table DIR (the spec's table folder on this machine), also reads N\n"
+                 "records (default 1000, spread over up to 8 of the partitions' files) and\n"
+                 "checks every feature the spec names: in some record (else: the feature,\n"
+                 "how many records were read and the nearest name they hold), with values\n"
+                 "its transforms take (else: what was found and the first file and record),\n"
+                 "and the records a session would reject within max_reject_ratio.\n"
+                 "Exit 0 valid, 1 not.\n"},
+    {"submit", "usage: dppctl submit SPEC.json [--table DIR]\n"
                "\n"
                "Submits a spec to the master, which lists the table's files, plans the\n"
                "session and journals it; prints the session id on the last line of\n"
                "stdout. A spec the master refuses is reported with the file's name and\n"
                "the reason (tables and partitions that do not exist get the nearest name\n"
-               "and, when there are few, the list). Exit 0, or 1 with the reason.\n"},
+               "and, when there are few, the list). With --table DIR, the spec is first\n"
+               "checked against a sample of the table's records as validate --table does,\n"
+               "and not submitted when that fails. Exit 0, or 1 with the reason.\n"},
     {"status", "usage: dppctl status [SESSION] [-o text|json] [--watch] [--interval-s N]\n"
                "\n"
                "The session's state, epoch (counting from 0: \"2/6\" is epoch 2 of 6), rows,\n"
@@ -168,7 +186,7 @@ static char *read_spec(const char *path, size_t *len)
     return buf;
 }
 
-static int cmd_validate(const char *path)
+static int cmd_validate(const ctl_t *ctl, const char *path)
 {
     size_t len;
     char *json = read_spec(path, &len);
@@ -182,8 +200,10 @@ static int cmd_validate(const char *path)
         return ctl_fail("%s: %s", path, err);
     printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
            path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
+    fflush(stdout); /* before the sample's errors on stderr */
+    rc = ctl->table ? ctl_sample_check(&spec, path, ctl->table, ctl->sample) : CTL_OK;
     dpp_spec_close(&spec);
-    return 0;
+    return rc;
 }
 
 /* One request/reply with the master; an Error reply is printed (after
@@ -232,6 +252,31 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     char *json = read_spec(path, &len);
     if (json == NULL)
         return 1;
+    if (ctl->table) {
+        /* the master parses the spec again; here it only drives the sample */
+        dpp_spec_t spec;
+        char err[DPP_SPEC_ERRLEN];
+        int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
+        if (rc) {
+            free(json);
+            return ctl_fail("%s: %s", path, err);
+        }
+        /* stdout's last line stays the session id: the sample's words go to stderr */
+        fflush(stdout);
+        int saved = dup(STDOUT_FILENO);
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        rc = ctl_sample_check(&spec, path, ctl->table, ctl->sample);
+        fflush(stdout);
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+        dpp_spec_close(&spec);
+        if (rc) {
+            free(json);
+            return ctl_fail("%s: not submitted: its table sample (--table %s) failed the checks "
+                            "above",
+                            path, ctl->table);
+        }
+    }
     Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
     req.spec_json = json;
     ProtobufCMessage *reply;
@@ -489,13 +534,15 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"watch", no_argument, NULL, 'w'},
         {"interval-s", required_argument, NULL, 'i'},
+        {"table", required_argument, NULL, 'D'},
+        {"sample", required_argument, NULL, 'S'},
         {0, 0, 0, 0},
     };
     const char *env = getenv("DPP_MASTER");
     const char *token_file = NULL;
     static ctl_t ctl; /* static: its token stays reachable until exit */
     ctl = (ctl_t){
-        .master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000, .interval_ms = 1000};
+        .master = env && *env ? env : "127.0.0.1:7070", .timeout_ms = 60000, .interval_ms = 1000, .sample = 1000};
     char *end;
     int c;
     /* GNU getopt permutes: options may come before or after the command. */
@@ -534,6 +581,16 @@ int main(int argc, char **argv)
             break;
         case 'T':
             token_file = optarg;
+            break;
+        case 'D':
+            ctl.table = optarg;
+            break;
+        case 'S':
+            ctl.sample = (unsigned)strtoul(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || ctl.sample == 0 || ctl.sample > 10000000)
+                return ctl_fail("--sample: expected records from 1 to 10000000, got \"%s\"%s",
+                                optarg, "") +
+                       1;
             break;
         case 't':
             ctl.timeout_ms = (int)strtol(optarg, &end, 10) * 1000;
@@ -581,7 +638,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "validate") == 0 && npos == 2)
-        return cmd_validate(pos[1]);
+        return cmd_validate(&ctl, pos[1]);
     if (strcmp(cmd, "submit") == 0 && npos == 2)
         return cmd_submit(&ctl, pos[1]);
     if (strcmp(cmd, "status") == 0 && npos <= 2)

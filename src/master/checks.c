@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/nearest.h"
 #include "base/reject.h"
 #include "checks.h"
+#include "spec/schema.h"
 #include "master_internal.h"
 #include "persist.h"
 
@@ -19,22 +19,6 @@ static int named_in(const char *name, char *const *list, size_t n)
         if (strcmp(list[i], name) == 0)
             return 1;
     return 0;
-}
-
-/* "; did you mean "label"? (the records hold: a, b, c)" from the names a
- * record of the session had. */
-static const char *near_names(const dpp_session_t *s, const char *name, char *buf, size_t len)
-{
-    enum { MAX_NAMES = 256 };
-    const char *names[MAX_NAMES + 1];
-    size_t n = 0;
-    const char *p = s->record_names;
-    for (size_t i = 0; p && i < s->nrecord_names && n < MAX_NAMES; i++, p += strlen(p) + 1)
-        names[n++] = p;
-    names[n] = NULL;
-    /* the list only when nothing is near: 41 names hide one suggestion */
-    size_t listed = dpp_nearest(name, names, n) ? 0 : 64;
-    return dpp_suggest(buf, len, name, names, n, "the records hold", listed);
 }
 
 static void fail(dpp_master_t *m, dpp_session_t *s, const char *cause, const char *text)
@@ -63,35 +47,35 @@ int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitD
         s->first_reject = dpp_xstrdup(msg->first_reject);
     for (size_t i = 0; i < s->nfchecks && msg->records_examined > 0; i++) {
         dpp_feature_check_t *c = &s->fchecks[i];
-        if (named_in(c->name, msg->absent_features, msg->n_absent_features))
+        if (named_in(c->n.name, msg->absent_features, msg->n_absent_features))
             c->absent_records += msg->records_examined;
         else
             c->seen = 1;
     }
-    /* every split of epoch 0 reported: the whole first pass over the data */
-    int all = s->counts[SPLIT_PENDING] == 0 && s->counts[SPLIT_LEASED] == 0;
+    /* every split of epoch 0 reported: the whole first pass over the data
+     * (a consumed split's report may still be due: the epoch waits for it) */
+    int all = s->counts[SPLIT_PENDING] == 0 && s->counts[SPLIT_LEASED] == 0 && s->reports_due == 0;
     uint64_t rejected = dpp_rejects_total(&s->rejects);
     uint64_t total = s->rows_produced + s->rows_filtered + rejected;
     int too_many = rejected > 0 && (all || total >= DPP_CHECK_REJECT_MIN) &&
                    (double)rejected > s->spec.max_reject_ratio * (double)total;
-    char text[2048], hint[1024];
+    char text[2048];
     /* a feature no record had: the likely cause of too many rejects too */
     for (size_t i = 0; i < s->nfchecks; i++) {
         const dpp_feature_check_t *c = &s->fchecks[i];
-        if (c->seen || c->optional || c->absent_records == 0 ||
+        if (c->seen || c->n.optional || c->absent_records == 0 ||
             (!all && !too_many && c->absent_records < DPP_CHECK_ABSENT_RECORDS))
             continue;
-        const char *or_optional =
-            c->needed  ? ""
-            : c->dense ? " (or, if it may be missing from every record, mark it \"optional\": "
-                         "true and give it a fill_missing transform)"
-                       : " (or mark it \"optional\": true if it may be missing from every record)";
-        snprintf(text, sizeof text,
-                 "feature \"%s\" (%s) is in none of the %s%" PRIu64 " records %s: fix its name "
-                 "in the spec%s%s",
-                 c->name, c->role, all ? "" : "first ", c->absent_records,
-                 all ? "of epoch 0" : "read", or_optional,
-                 near_names(s, c->name, hint, sizeof hint));
+        char records[96];
+        snprintf(records, sizeof records, "%s%" PRIu64 " records %s", all ? "" : "first ",
+                 c->absent_records, all ? "of epoch 0" : "read");
+        enum { MAX_NAMES = 256 };
+        const char *names[MAX_NAMES];
+        size_t n = 0;
+        const char *p = s->record_names;
+        for (size_t j = 0; p && j < s->nrecord_names && n < MAX_NAMES; j++, p += strlen(p) + 1)
+            names[n++] = p;
+        dpp_schema_absent_text(text, sizeof text, &c->n, records, names, n);
         fail(m, s, "cause=schema", text);
         return 1;
     }

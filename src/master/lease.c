@@ -12,6 +12,7 @@
 #include "dpp.pb-c.h"
 #include "lease.h"
 #include "master_internal.h"
+#include "persist.h"
 #include "wire/conn.h"
 
 /* Only a rank whose client is attached gets leases: blocks nobody reads
@@ -267,8 +268,14 @@ void dpp_master_unwait_lease(dpp_master_t *m, peer_t *p)
 size_t dpp_master_release_worker(dpp_master_t *m, uint64_t worker_id)
 {
     size_t n = 0;
-    for (size_t i = 0; i < m->nsessions; i++)
-        n += dpp_session_release_worker(m->sessions[i], worker_id);
+    for (size_t i = 0; i < m->nsessions; i++) {
+        dpp_session_t *s = m->sessions[i];
+        n += dpp_session_release_worker(s, worker_id);
+        unsigned epoch = s->epoch;
+        int more = dpp_session_unhold(s, 0); /* its reports are not coming */
+        if (more >= 0)
+            dpp_master_epoch_moved(m, s, epoch, more);
+    }
     m->n.splits_released += n;
     dpp_log(n ? DPP_LOG_WARN : DPP_LOG_INFO, "worker_lost worker=%" PRIu64 " splits_requeued=%zu",
             worker_id, n);

@@ -120,6 +120,18 @@ static void session_lifecycle(dpp_master_t *m)
         dpp_master_fail_session(m, s, "cause=abandoned", why);
         m->n.sessions_abandoned++;
     }
+    /* an epoch held for worker reports that do not come from a worker that
+     * is still there (which a lost worker's release would have ended): the
+     * counts of those splits are given up, not the session */
+    for (size_t i = 0; i < m->nsessions; i++) {
+        dpp_session_t *s = m->sessions[i];
+        if (!s->epoch_held || dpp_now_ms() - s->held_ms < DPP_MASTER_HOLD_MAX_MS)
+            continue;
+        DPP_WARN("epoch_unheld session=%s epoch=%u reports_missing=%zu", s->id, s->epoch,
+                 s->reports_due);
+        unsigned epoch = s->epoch;
+        dpp_master_epoch_moved(m, s, epoch, dpp_session_unhold(s, 1));
+    }
     size_t kept = 0, pruned = 0;
     for (size_t i = 0; i < m->nsessions; i++) {
         dpp_session_t *s = m->sessions[i];

@@ -35,6 +35,10 @@ void dpp_master_fail_stop(dpp_master_t *m);
  * status is a few hundred bytes, so this many stay far below a frame. */
 #define DPP_MASTER_MAX_LISTED 10000
 
+/* How long an epoch whose splits were all consumed waits for worker reports
+ * still due (dpp_session_unhold) before it ends without them. */
+#define DPP_MASTER_HOLD_MAX_MS 10000
+
 /* A connection the master accepted (daemon/listener.h owns it). */
 typedef struct peer {
     dpp_peer_t base; /* first: the listener allocates and frees the struct */

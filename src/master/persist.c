@@ -10,6 +10,7 @@
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
 #include "index_cache.h"
+#include "lease.h"
 #include "master_internal.h"
 #include "persist.h"
 
@@ -117,6 +118,16 @@ void dpp_master_session_done(dpp_master_t *m, dpp_session_t *s)
     dpp_master_journal_put(m, &rec, 1);
 }
 
+void dpp_master_epoch_moved(dpp_master_t *m, dpp_session_t *s, unsigned epoch, int more)
+{
+    if (s->state == SESSION_DONE)
+        dpp_master_session_done(m, s);
+    else if (more == 1)
+        DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
+    dpp_master_grant_soon(m); /* a new epoch, or (order deterministic) splits within reach */
+    dpp_master_maybe_compact(m);
+}
+
 /* Rebuilds one journaled change. A record that no longer applies (its
  * session gone, an epoch already past) is skipped: replay must reach the
  * state the master had acknowledged, never refuse to start over one record. */
@@ -190,7 +201,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         const Dpp__JournalConsumed *jc = (const Dpp__JournalConsumed *)msg;
         dpp_session_t *s = dpp_master_find_session(m, jc->session_id);
         if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch && jc->split_id < s->nsplits)
-            dpp_session_consumed(s, jc->split_id);
+            dpp_session_consumed(s, jc->split_id, 0);
     } else if (type == DPP_J_EPOCH) {
         const Dpp__JournalEpoch *je = (const Dpp__JournalEpoch *)msg;
         dpp_session_t *s = dpp_master_find_session(m, je->session_id);

@@ -68,6 +68,12 @@ void dpp_master_fail_session(dpp_master_t *m, dpp_session_t *s, const char *what
  * it). */
 void dpp_master_session_done(dpp_master_t *m, dpp_session_t *s);
 
+/* After a change that may have ended epoch `epoch` of s (more: what
+ * dpp_session_consumed() or dpp_session_unhold() returned): says the
+ * session is done or the epoch is, and lets grants and compaction see the
+ * new state. */
+void dpp_master_epoch_moved(dpp_master_t *m, dpp_session_t *s, unsigned epoch, int more);
+
 /* The dpp_journal_open() callback (arg: the master): rebuilds one journaled
  * change. A record that no longer applies is skipped. */
 int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, size_t len);

@@ -294,11 +294,5 @@ void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
         return;
     unsigned epoch = s->epoch;
     m->n.splits_consumed++;
-    int more = dpp_session_consumed(s, msg->split_id);
-    if (s->state == SESSION_DONE)
-        dpp_master_session_done(m, s);
-    else if (more)
-        DPP_INFO("epoch_done session=%s epoch=%u", s->id, epoch);
-    dpp_master_grant_soon(m); /* a new epoch, or (order deterministic) splits within reach */
-    dpp_master_maybe_compact(m);
+    dpp_master_epoch_moved(m, s, epoch, dpp_session_consumed(s, msg->split_id, 1));
 }

@@ -87,8 +87,15 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
     if (done == DPP_SPLIT_DONE_COUNTED) {
         /* its client was faster than this message: the split's data still
          * counts for the checks when it is of the current epoch */
-        if (s->splits[i].lease.lease_id == msg->lease_id && msg->error_code == 0)
-            dpp_master_split_checks(m, s, msg);
+        if (s->splits[i].lease.lease_id != msg->lease_id)
+            return; /* of the epoch before */
+        dpp_session_reported(s, i);
+        if (msg->error_code == 0 && dpp_master_split_checks(m, s, msg))
+            return;
+        unsigned epoch = s->epoch;
+        int more = dpp_session_unhold(s, 0); /* that was the report the epoch waited for */
+        if (more >= 0)
+            dpp_master_epoch_moved(m, s, epoch, more);
         return;
     }
     if (msg->error_code != 0) {

@@ -55,29 +55,12 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
     s->rank_pending = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_pending);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
-    const dpp_spec_t *sp = &s->spec;
-    s->fchecks =
-        dpp_xcalloc(1 + sp->ndense + 2 * (size_t)sp->nsparse + sp->nfilters, sizeof *s->fchecks);
-    s->fchecks[s->nfchecks++] =
-        (dpp_feature_check_t){.name = sp->label, .role = "the label", .needed = 1};
-    for (unsigned i = 0; i < sp->ndense; i++)
-        s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->dense[i].name,
-                                                          .role = "a dense feature",
-                                                          .dense = 1,
-                                                          .optional = sp->dense[i].optional};
-    for (unsigned k = 0; k < sp->nsparse; k++) {
-        s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->sparse[k].name,
-                                                          .role = "a sparse feature",
-                                                          .optional = sp->sparse[k].optional};
-        if (sp->sparse[k].weights)
-            s->fchecks[s->nfchecks++] = (dpp_feature_check_t){.name = sp->sparse[k].weights,
-                                                              .role = "a sparse feature's weights",
-                                                              .optional = sp->sparse[k].optional};
-    }
-    for (unsigned f = 0; f < sp->nfilters; f++)
-        if (sp->filters[f].kind == DPP_FILTER_REQUIRE)
-            s->fchecks[s->nfchecks++] = (dpp_feature_check_t){
-                .name = sp->filters[f].feature, .role = "named by a require filter", .needed = 1};
+    dpp_spec_name_t *names = dpp_xcalloc(dpp_spec_names_max(&s->spec), sizeof *names);
+    s->nfchecks = dpp_spec_names(&s->spec, names);
+    s->fchecks = dpp_xcalloc(s->nfchecks, sizeof *s->fchecks);
+    for (size_t i = 0; i < s->nfchecks; i++)
+        s->fchecks[i].n = names[i];
+    free(names);
     s->holders = dpp_xcalloc(s->spec.consumers, sizeof *s->holders);
     for (unsigned r = 0; r < s->spec.consumers; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
@@ -256,6 +239,8 @@ static void plan_splits(dpp_session_t *s)
     memset(s->rank_pending, 0, s->spec.consumers * sizeof *s->rank_pending);
     memset(s->counts, 0, sizeof s->counts);
     s->counts[SPLIT_PENDING] = s->nsplits;
+    s->reports_due = 0;
+    s->epoch_held = 0;
 }
 
 int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
@@ -282,6 +267,10 @@ int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const
 
 void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
 {
+    if (s->splits[i].report_due && st != SPLIT_CONSUMED) {
+        s->splits[i].report_due = 0; /* produced again: a new report will come */
+        s->reports_due--;
+    }
     s->counts[s->splits[i].state]--;
     s->counts[st]++;
     s->splits[i].state = st;
@@ -348,14 +337,42 @@ static int epoch_complete(dpp_session_t *s)
     return 1;
 }
 
-int dpp_session_consumed(dpp_session_t *s, size_t i)
+int dpp_session_consumed(dpp_session_t *s, size_t i, int live)
 {
-    if (s->splits[i].state == SPLIT_CONSUMED)
+    dpp_split_t *sp = &s->splits[i];
+    if (sp->state == SPLIT_CONSUMED)
         return 0;
+    if (live && sp->state == SPLIT_LEASED) {
+        sp->report_due = 1;
+        s->reports_due++;
+    }
     dpp_session_set(s, i, SPLIT_CONSUMED);
     s->consumed_total++;
     if (s->counts[SPLIT_CONSUMED] < s->nsplits)
         return 0;
+    if (s->reports_due > 0) {
+        s->epoch_held = 1;
+        s->held_ms = dpp_now_ms();
+        return 0;
+    }
+    return epoch_complete(s);
+}
+
+void dpp_session_reported(dpp_session_t *s, size_t i)
+{
+    if (i < s->nsplits && s->splits[i].report_due) {
+        s->splits[i].report_due = 0;
+        s->reports_due--;
+    }
+}
+
+int dpp_session_unhold(dpp_session_t *s, int force)
+{
+    if (!s->epoch_held || (s->reports_due > 0 && !force))
+        return -1;
+    for (size_t i = 0; i < s->nsplits && s->reports_due > 0; i++)
+        dpp_session_reported(s, i);
+    s->epoch_held = 0;
     return epoch_complete(s);
 }
 
@@ -373,6 +390,8 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
     }
     for (size_t i = 0; i < s->nsplits; i++) {
         dpp_split_t *sp = &s->splits[i];
+        if (sp->lease.worker_id == worker_id && sp->report_due)
+            dpp_session_reported(s, i); /* its report is not coming */
         if (sp->lease.worker_id == worker_id &&
             (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
             if (sp->state == SPLIT_PRODUCED)
@@ -480,7 +499,7 @@ int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned
      * epoch */
     for (size_t j = 0; j < seq; j++)
         if (s->splits[first + j].state != SPLIT_CONSUMED)
-            dpp_session_consumed(s, first + j);
+            dpp_session_consumed(s, first + j, 0);
     if (s->state == SESSION_RUNNING && s->counts[SPLIT_CONSUMED] == s->nsplits)
         epoch_complete(s); /* the rank has no splits and the others are done */
     return 0;

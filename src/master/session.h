@@ -15,6 +15,7 @@
 
 #include "base/reject.h"
 #include "crypto/checkpoint_token.h"
+#include "spec/schema.h"
 #include "spec/spec.h"
 #include "spec/table.h"
 
@@ -69,16 +70,16 @@ typedef struct dpp_split {
     uint64_t record_skip, record_count;
     uint64_t range_records; /* in the byte range, by the index (the worker checks it) */
     uint64_t byte_start, byte_end;
+    /* its client acknowledged it before its worker's SPLIT_DONE came (they
+     * travel different connections): the report, with the split's counts,
+     * is still due (dpp_session_t.reports_due) */
+    int report_due;
 } dpp_split_t;
 
 /* A feature the spec names, as the schema check sees it
  * (src/master/checks.c). */
 typedef struct dpp_feature_check {
-    const char *name;        /* points into the session's spec */
-    const char *role;        /* "the label", "dense feature", ... for messages */
-    int optional;            /* the spec says it may be absent everywhere */
-    int needed;              /* the label, a require filter's: "optional" does not apply */
-    int dense;               /* absent, it needs a fill_missing value besides */
+    dpp_spec_name_t n;       /* points into the session's spec */
     int seen;                /* some record had it */
     uint64_t absent_records; /* records of splits none of whose records had it */
 } dpp_feature_check_t;
@@ -137,6 +138,12 @@ typedef struct dpp_session {
     /* splits consumed since it started (every epoch), and per second over
      * the last few seconds (the master's timer) */
     uint64_t consumed_total, rate_consumed;
+    /* splits consumed before their worker's report came; with every split
+     * consumed, the epoch is held (epoch_held, since held_ms) until the
+     * reports are in, so that the checks and the end see every count */
+    size_t reports_due;
+    int epoch_held;
+    int64_t held_ms;
     /* ranks taken over from a reader that was gone, and the rows that may
      * have come twice (the splits it stopped in, whole) */
     uint32_t takeovers;
@@ -253,8 +260,21 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
 
 /* Marks split i consumed. When that completes the epoch, starts the next one
  * (every split pending again) or ends the session. Returns 1 when new splits
- * became pending, else 0. */
-int dpp_session_consumed(dpp_session_t *s, size_t i);
+ * became pending, else 0. live: a client's acknowledgement (not a replay or
+ * a token's position): a split its worker has not reported yet is marked
+ * report_due, and an epoch whose last split that was is held instead of
+ * completed (dpp_session_unhold). */
+int dpp_session_consumed(dpp_session_t *s, size_t i, int live);
+
+/* Split i's worker report arrived after its client's acknowledgement. */
+void dpp_session_reported(dpp_session_t *s, size_t i);
+
+/* A held epoch ends when no report is due any more, or at once with force
+ * (its worker's reports are not coming: they are dropped). Returns -1 when
+ * nothing changed, else what dpp_session_consumed() returns for the split
+ * that completes an epoch (1: the next epoch began; 0: the session is
+ * done). */
+int dpp_session_unhold(dpp_session_t *s, int force);
 
 /* Returns every task leased to worker_id (index tasks, and splits leased or
  * produced but not yet consumed) to pending. Returns how many went back. */

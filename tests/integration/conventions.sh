@@ -11,7 +11,10 @@
 # it stopped and `status` counts the takeover. Case 5: connection errors
 # (refused, DNS, not an address), unknown sessions, ranks out of range.
 # Case 6: CLI habits: --version on every binary, -o json, `help CMD` and
-# `CMD --help`, epochs counted from 0.
+# `CMD --help`, epochs counted from 0. Case 7: `dppctl validate --table`
+# finds the mistakes of cases 1 and 2 and wrong types in a sample of the
+# table, for TFRecord and Parquet, before a session runs; `submit --table`
+# submits nothing then.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -183,5 +186,79 @@ grep -Eq "^session $long +done +table long +epoch 40/40 " "$DPP_TMP/long.status"
 dpp_ctl list -o json >"$DPP_TMP/list.json"
 python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))) >= 9' "$DPP_TMP/list.json" ||
     dpp_fail "case 6: list -o json: $(head -c 300 "$DPP_TMP/list.json")"
+
+dpp_step "case 7: validate --table, before any session"
+# validate_table SPEC DIR EXIT [EXTRA...]: dppctl validate SPEC --table DIR
+# (no master anywhere) exits EXIT; stdout and stderr in v.out and v.err.
+validate_table() {
+    local spec=$1 dir=$2 want=$3 rc=0
+    shift 3
+    env -u DPP_MASTER "$DPPCTL" validate "$spec" --table "$dir" "$@" >"$DPP_TMP/v.out" \
+        2>"$DPP_TMP/v.err" || rc=$?
+    ((rc == want)) || dpp_fail "case 7: validate $(basename "$spec") --table $dir exited $rc, expected $want:
+$(cat "$DPP_TMP/v.out" "$DPP_TMP/v.err")"
+}
+sampled="1000 records sampled from 1 of the table's 1 files"
+validate_table "$DPP_TMP/label.json" "$root/clean" 1
+expect_line "$DPP_TMP/v.err" "dppctl: $DPP_TMP/label.json: feature \"lable\" (the label) is in none of the $sampled: fix its name in the spec; did you mean \"label\"?"
+validate_table "$DPP_TMP/sparse.json" "$root/clean" 1
+expect_line "$DPP_TMP/v.err" "dppctl: $DPP_TMP/sparse.json: feature \"C1\" (a sparse feature) is in none of the $sampled: fix its name in the spec (or mark it \"optional\": true if it may be missing from every record); did you mean \"c1\"?"
+validate_table "$DPP_TMP/optional.json" "$root/clean" 0
+expect_line "$DPP_TMP/v.out" "$DPP_TMP/optional.json: table $root/clean: $sampled; every feature found, with values its transforms take"
+# the holes of case 2: 1 record in 32 lacks i1
+validate_table "$DPP_TMP/holes.json" "$root/holes" 1
+grep -Eqx "dppctl: $DPP_TMP/holes.json: feature \"i1\" \(a dense feature\) is missing from [0-9]+ of 1000 sampled records \([0-9.]+%\), which are rejected \(give it a fill_missing transform, or drop them with a require filter\); the first: file ds=2026-01-01/part-00000.tfrecord, record at offset [0-9]+" \
+    "$DPP_TMP/v.err" || dpp_fail "case 7: the holes are not named: $(cat "$DPP_TMP/v.err")"
+grep -Eqx "dppctl: $DPP_TMP/holes.json: [0-9]+ of the 1000 sampled records \([0-9.]+%\) would be rejected, more than the spec's max_reject_ratio 0.01: a session would fail" \
+    "$DPP_TMP/v.err" || dpp_fail "case 7: no verdict on the reject ratio: $(cat "$DPP_TMP/v.err")"
+validate_table "$DPP_TMP/holes-ratio.json" "$root/holes" 0
+grep -Eq "^note: feature \"i1\" \(a dense feature\) is missing from [0-9]+ of 1000 sampled records" "$DPP_TMP/v.out" &&
+    grep -Eq "; [0-9]+ \([0-9.]+%\) would be rejected\$" "$DPP_TMP/v.out" ||
+    dpp_fail "case 7: within max_reject_ratio 0.05, no note: $(cat "$DPP_TMP/v.out")"
+# types: strings where numbers go, numbers where strings go, a list of 1-8
+# ids as a dense value, weights that do not pair with their ids
+dpp_gen --rows 400 --shards 2 --partitions 2 --seed 9 --strings --out "$root/strs"
+spec "$DPP_TMP/types.json" strs label '{"name": "s1"}, {"name": "c2"}' \
+    '{"name": "i1"}, {"name": "c1", "transforms": [{"op": "vocab", "file": "v.txt"}]}, {"name": "c3", "weights": "i2"}'
+validate_table "$DPP_TMP/types.json" "$root/strs" 1 --sample 400
+first="the first (file ds=2026-01-01/part-00000.tfrecord, record at offset 0)"
+expect_line "$DPP_TMP/v.err" "dppctl: $DPP_TMP/types.json: feature \"s1\" (a dense feature): 400 of 400 sampled records would be rejected; $first holds strings, and a dense feature takes numbers (floats or integers): make it a sparse feature whose transforms start with \"hash\" or \"vocab\""
+grep -Eqx "dppctl: $DPP_TMP/types.json: feature \"c2\" \(a dense feature\): [0-9]+ of 400 sampled records would be rejected; the first \(file ds=2026-0[12]-0[12]/part-0000[01].tfrecord, record at offset [0-9]+\) holds [2-8] values where the spec's dim is 1" \
+    "$DPP_TMP/v.err" || dpp_fail "case 7: a dense list not named: $(cat "$DPP_TMP/v.err")"
+expect_line "$DPP_TMP/v.err" "dppctl: $DPP_TMP/types.json: feature \"i1\" (a sparse feature): 400 of 400 sampled records would be rejected; $first holds floats, and a sparse feature takes integer ids (or strings, through a \"hash\" or \"vocab\" op)"
+expect_line "$DPP_TMP/v.err" "dppctl: $DPP_TMP/types.json: feature \"c1\" (a sparse feature): 400 of 400 sampled records would be rejected; $first holds integers, and a vocab op maps strings: use \"hash\" or \"modulo\" for ids"
+grep -Eqx "dppctl: $DPP_TMP/types.json: feature \"i2\" \(a sparse feature's weights\): [0-9]+ of 400 sampled records would be rejected; the first \(.*\) holds 1 weights for the [2-8] ids of \"c3\"" \
+    "$DPP_TMP/v.err" || dpp_fail "case 7: unpaired weights not named: $(cat "$DPP_TMP/v.err")"
+# the same holes in Parquet, and a fill_missing that fills them
+dpp_gen --rows 4000 --shards 2 --partitions 1 --seed 6 --nulls --format parquet --out "$root/pq"
+spec "$DPP_TMP/pq.json" pq label "$i1" "$c1" ' "format": "parquet",'
+validate_table "$DPP_TMP/pq.json" "$root/pq" 1
+grep -Eq "^dppctl: $DPP_TMP/pq.json: feature \"i1\" \(a dense feature\) is missing from [0-9]+ of 1000 sampled records .*; the first: file ds=2026-01-01/part-0000[01].parquet, row [0-9]+\$" \
+    "$DPP_TMP/v.err" || dpp_fail "case 7: Parquet nulls not named: $(cat "$DPP_TMP/v.err")"
+spec "$DPP_TMP/pq-fill.json" pq label '{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}]}' \
+    '{"name": "s1", "transforms": [{"op": "hash", "n": 1000}]}' ' "format": "parquet",'
+validate_table "$DPP_TMP/pq-fill.json" "$root/pq" 0
+# a column dpp cannot read is refused by name
+mkdir -p "$root/structs/ds=1"
+cp "$DPP_SOURCE_DIR/tests/data/parquet-testing/nulls.snappy.parquet" "$root/structs/ds=1/"
+spec "$DPP_TMP/struct.json" structs b_struct "$i1" "$c1" ' "format": "parquet",'
+validate_table "$DPP_TMP/struct.json" "$root/structs" 1
+grep -Fq "dppctl: $DPP_TMP/struct.json: feature \"b_struct\" (the label): " "$DPP_TMP/v.err" &&
+    grep -Fq 'nulls.snappy.parquet: column "b_struct" is a struct' "$DPP_TMP/v.err" ||
+    dpp_fail "case 7: a struct column not refused by name: $(cat "$DPP_TMP/v.err")"
+# submit --table: a spec that fails its sample is not submitted
+before=$(dpp_ctl list -o json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+rc=0
+dpp_ctl submit "$DPP_TMP/label.json" --table "$root/clean" >"$DPP_TMP/sub.out" 2>"$DPP_TMP/sub.err" || rc=$?
+((rc == 1)) || dpp_fail "case 7: submit --table of a misspelt label exited $rc: $(cat "$DPP_TMP/sub.err")"
+expect_line "$DPP_TMP/sub.err" "dppctl: $DPP_TMP/label.json: not submitted: its table sample (--table $root/clean) failed the checks above"
+[[ ! -s $DPP_TMP/sub.out ]] || dpp_fail "case 7: submit --table printed on stdout: $(cat "$DPP_TMP/sub.out")"
+after=$(dpp_ctl list -o json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+((before == after)) || dpp_fail "case 7: a refused submit --table made a session ($before, then $after)"
+dpp_ctl submit "$DPP_TMP/optional.json" --table "$root/clean" >"$DPP_TMP/sub.out" 2>"$DPP_TMP/sub.err" ||
+    dpp_fail "case 7: submit --table of a good spec failed: $(cat "$DPP_TMP/sub.err")"
+grep -Eqx 's[0-9a-f]{16}' <(tail -n 1 "$DPP_TMP/sub.out") ||
+    dpp_fail "case 7: submit --table: the last line of stdout is not the session id: $(cat "$DPP_TMP/sub.out")"
+dpp_log "case 7: validate --table named the misspelt label, the holes, 5 wrong types and a struct column; submit --table held back a bad spec"
 
 dpp_log "PASS"

@@ -19,7 +19,7 @@ allowed() {
     client) echo "base crypto wire format" ;;
     master) echo "base crypto wire format parquet spec daemon" ;;
     worker) echo "base crypto wire format parquet spec daemon" ;;
-    ctl) echo "base crypto wire format spec" ;;
+    ctl) echo "base crypto wire format parquet spec" ;;
     gen) echo "base format" ;;
     *) echo "?" ;;
     esac

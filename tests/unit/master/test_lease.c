@@ -121,7 +121,7 @@ static int consume(fixture_t *fx, dpp_session_t *s, size_t i)
     if (got == NULL)
         return 0;
     assert_ptr_equal(got, s);
-    dpp_session_consumed(s, i);
+    dpp_session_consumed(s, i, 0);
     return 1;
 }
 

@@ -176,19 +176,74 @@ static void test_epoch_turnover(void **state)
         dpp_session_set(s, i, SPLIT_LEASED);
     dpp_session_set(s, 0, SPLIT_PRODUCED);
     assert_counts(s, 0, 2, 1, 0);
-    assert_int_equal(dpp_session_consumed(s, 0), 0);
-    assert_int_equal(dpp_session_consumed(s, 0), 0); /* a repeated ack changes nothing */
-    assert_int_equal(dpp_session_consumed(s, 1), 0);
+    assert_int_equal(dpp_session_consumed(s, 0, 0), 0);
+    assert_int_equal(dpp_session_consumed(s, 0, 0), 0); /* a repeated ack changes nothing */
+    assert_int_equal(dpp_session_consumed(s, 1, 0), 0);
     assert_counts(s, 0, 1, 0, 2);
     /* the last split of epoch 0 starts epoch 1 with every split pending */
-    assert_int_equal(dpp_session_consumed(s, 2), 1);
+    assert_int_equal(dpp_session_consumed(s, 2, 0), 1);
     assert_int_equal(s->epoch, 1);
     assert_int_equal(s->state, SESSION_RUNNING);
     assert_counts(s, 3, 0, 0, 0);
     for (size_t i = 0; i < 3; i++)
-        dpp_session_consumed(s, i);
+        dpp_session_consumed(s, i, 0);
     assert_int_equal(s->state, SESSION_DONE);
     assert_int_equal(s->epoch, 1);
+    dpp_session_free(s);
+}
+
+/* A client's acknowledgement can come before its worker's report (two
+ * connections): the last one holds the epoch until the reports are in, so
+ * that the checks and the session's end see every count. */
+static void test_epoch_held_for_reports(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make(2, 2, 1, 100);
+    index_all(s, 10);
+    for (size_t i = 0; i < 2; i++) {
+        dpp_session_set(s, i, SPLIT_LEASED);
+        s->splits[i].lease.worker_id = 7;
+    }
+    assert_int_equal(dpp_session_consumed(s, 0, 1), 0); /* still leased: report due */
+    assert_int_equal(s->reports_due, 1);
+    assert_int_equal(dpp_session_unhold(s, 0), -1); /* nothing is held yet */
+    dpp_session_set(s, 1, SPLIT_PRODUCED);
+    assert_int_equal(dpp_session_consumed(s, 1, 1), 0); /* produced: nothing due for it */
+    assert_int_equal(s->epoch_held, 1);
+    assert_int_equal(s->epoch, 0);
+    assert_int_equal(dpp_session_unhold(s, 0), -1); /* split 0's report is still due */
+    dpp_session_reported(s, 0);
+    dpp_session_reported(s, 0); /* twice changes nothing */
+    assert_int_equal(s->reports_due, 0);
+    assert_int_equal(dpp_session_unhold(s, 0), 1);
+    assert_int_equal(s->epoch, 1);
+    assert_int_equal(s->epoch_held, 0);
+    assert_counts(s, 2, 0, 0, 0);
+
+    /* epoch 1: the worker is lost with a report due: the epoch ends, the
+     * session with it */
+    for (size_t i = 0; i < 2; i++) {
+        dpp_session_set(s, i, SPLIT_LEASED);
+        s->splits[i].lease.worker_id = 7;
+        dpp_session_consumed(s, i, 1);
+    }
+    assert_int_equal(s->reports_due, 2);
+    assert_int_equal(s->state, SESSION_RUNNING);
+    assert_int_equal(dpp_session_release_worker(s, 7), 0); /* consumed splits stay consumed */
+    assert_int_equal(s->reports_due, 0);
+    assert_int_equal(dpp_session_unhold(s, 0), 0);
+    assert_int_equal(s->state, SESSION_DONE);
+    dpp_session_free(s);
+
+    /* force ends a hold whose reports never come */
+    s = make(1, 1, 1, 100);
+    index_all(s, 10);
+    dpp_session_set(s, 0, SPLIT_LEASED);
+    dpp_session_consumed(s, 0, 1);
+    assert_int_equal(dpp_session_unhold(s, 0), -1);
+    assert_int_equal(dpp_session_unhold(s, 1), 0);
+    assert_int_equal(s->state, SESSION_DONE);
+    assert_int_equal(s->reports_due, 0);
     dpp_session_free(s);
 }
 
@@ -216,7 +271,7 @@ static void test_release_worker(void **state)
     dpp_session_set(s, 1, SPLIT_PRODUCED);
     s->splits[1].rows = 50;
     s->rows_produced = 50;
-    dpp_session_consumed(s, 2);
+    dpp_session_consumed(s, 2, 0);
     /* worker 7 dies: its leased and produced (not consumed) splits go back */
     assert_int_equal(dpp_session_release_worker(s, 7), 2);
     assert_counts(s, 2, 1, 0, 1);
@@ -254,7 +309,7 @@ static void consume_all(dpp_session_t *s)
 {
     unsigned epoch = s->epoch;
     for (size_t i = 0; i < s->nsplits && s->epoch == epoch && s->state == SESSION_RUNNING; i++)
-        dpp_session_consumed(s, i);
+        dpp_session_consumed(s, i, 0);
 }
 
 /* shuffle: each epoch deals the ranges in another order, the same for the
@@ -305,13 +360,13 @@ static void test_held_back(void **state)
     s->rank_prefetch[0] = 2;
     assert_int_equal(dpp_session_rank_cursor(s, 0), 0);
     assert_int_equal(dpp_session_lease_end(s, 0), 3); /* positions 0..2 */
-    dpp_session_consumed(s, 1);                       /* out of order: seq 0 still open */
+    dpp_session_consumed(s, 1, 0);                       /* out of order: seq 0 still open */
     assert_int_equal(dpp_session_lease_end(s, 0), 3);
-    dpp_session_consumed(s, 0);
+    dpp_session_consumed(s, 0, 0);
     assert_int_equal(dpp_session_rank_cursor(s, 0), 2);
     assert_int_equal(dpp_session_lease_end(s, 0), 5); /* positions 2..4 */
     for (size_t i = 2; i < 8; i++)
-        dpp_session_consumed(s, i);
+        dpp_session_consumed(s, i, 0);
     assert_int_equal(s->state, SESSION_DONE);
     dpp_session_free(s);
     s = make_x(8, 1, 1, 10, "keep", "\"order\":\"fastest\",");
@@ -364,7 +419,7 @@ static void test_resume(void **state)
     size_t r0 = s->rank_first[0];
     dpp_session_set(s, r0, SPLIT_LEASED);
     dpp_session_set(s, r0 + 1, SPLIT_PRODUCED);
-    dpp_session_consumed(s, r0 + 2); /* acknowledged, yet after the token */
+    dpp_session_consumed(s, r0 + 2, 0); /* acknowledged, yet after the token */
     assert_int_equal(dpp_session_resume(s, 0, 0, 1), 0);
     assert_int_equal(s->splits[r0].state, SPLIT_CONSUMED);
     assert_int_equal(rank_state(s, 0, SPLIT_PENDING), 3);
@@ -674,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_planning),       cmocka_unit_test(test_all_empty_is_done),
         cmocka_unit_test(test_ranks),          cmocka_unit_test(test_epoch_turnover),
         cmocka_unit_test(test_release_worker), cmocka_unit_test(test_shuffle_plans),
+        cmocka_unit_test(test_epoch_held_for_reports),
         cmocka_unit_test(test_held_back),      cmocka_unit_test(test_pad_batches),
         cmocka_unit_test(test_resume),         cmocka_unit_test(test_token_key),
         cmocka_unit_test(test_check_token),    cmocka_unit_test(test_token_key_journal),
