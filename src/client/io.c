@@ -19,6 +19,8 @@
 #include "dpp/client.h"
 
 #define ATTACH_EVERY_MS 1000
+/* the last epoch's verdict, while the master waits for a worker's report */
+#define VERDICT_RETRY_MS 20
 #define KEEPALIVE_MS 5000 /* an empty Credit to each worker */
 #define ATTACH_EVERY_NO_WORKERS_MS 200
 #define MAX_BLOCK_INDEX (1u << 24)
@@ -528,9 +530,13 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
             fail_client(io, DPP_EFAILED, r->error);
         } else {
             pthread_mutex_lock(&io->core->mu);
-            if (verdict) { /* sent after the last acknowledgement */
+            if (verdict && !r->rank_reports_due) { /* sent after the last acknowledgement */
                 io->core->verdict = VERDICT_OK;
                 pthread_cond_broadcast(&io->core->cv);
+            } else if (verdict) {
+                /* the master still waits for a worker's word on a split of
+                 * this rank, which may fail the session: ask again soon */
+                io->next_attach_ms = dpp_now_ms() + VERDICT_RETRY_MS;
             } else if (io->core->verdict == VERDICT_ASKED) {
                 io->next_attach_ms = 0;
             }

@@ -263,6 +263,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.start_seq = start_seq;
     r.start_records = start_records;
     r.taken_over = taken_over;
+    r.rank_reports_due = dpp_session_rank_reports_due(s, req->rank);
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
     dpp_conn_send(&p->base.conn, DPP_MSG_ATTACH_REPLY, &r.base);

@@ -358,6 +358,16 @@ int dpp_session_consumed(dpp_session_t *s, size_t i, int live)
     return epoch_complete(s);
 }
 
+int dpp_session_rank_reports_due(const dpp_session_t *s, unsigned r)
+{
+    if (s->reports_due == 0 || s->rank_first == NULL || r >= s->spec.consumers)
+        return 0;
+    for (size_t j = 0; j < s->rank_count[r]; j++)
+        if (s->splits[s->rank_first[r] + j].report_due)
+            return 1;
+    return 0;
+}
+
 void dpp_session_reported(dpp_session_t *s, size_t i)
 {
     if (i < s->nsplits && s->splits[i].report_due) {

@@ -266,6 +266,9 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
  * completed (dpp_session_unhold). */
 int dpp_session_consumed(dpp_session_t *s, size_t i, int live);
 
+/* 1 when a split of rank r in the current epoch is report_due. */
+int dpp_session_rank_reports_due(const dpp_session_t *s, unsigned r);
+
 /* Split i's worker report arrived after its client's acknowledgement. */
 void dpp_session_reported(dpp_session_t *s, size_t i);
 
