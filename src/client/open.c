@@ -255,10 +255,11 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     }
     dpp__core_take_key(core, r);
     if (o->world_size && o->world_size != r->consumers) {
-        set_open_error("world_size %u does not match session %s, which has %u consumers (ranks 0 "
-                       "to %u): give the trainers' world size to the spec's \"consumers\", or "
+        set_open_error("world_size %u does not match session %s, which has %u consumer%s (ranks "
+                       "0 to %u): give the trainers' world size to the spec's \"consumers\", or "
                        "leave world_size 0",
-                       o->world_size, c->session, r->consumers, r->consumers - 1);
+                       o->world_size, c->session, r->consumers, r->consumers == 1 ? "" : "s",
+                       r->consumers - 1);
         rc = DPP_ERANK;
         goto fail;
     }

@@ -136,8 +136,9 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     }
     if (req->rank >= s->spec.consumers) {
         dpp_conn_send_error(&p->base.conn, DPP_ERANK,
-                            "rank %u is out of range: session %s has %u consumers (ranks 0 to %u)",
-                            req->rank, s->id, s->spec.consumers, s->spec.consumers - 1);
+                            "rank %u is out of range: session %s has %u consumer%s (ranks 0 to %u)",
+                            req->rank, s->id, s->spec.consumers, s->spec.consumers == 1 ? "" : "s",
+                            s->spec.consumers - 1);
         return;
     }
     uint32_t start_seq = 0;

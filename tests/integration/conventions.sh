@@ -162,7 +162,7 @@ dpp_expect_reject "dppctl: master 7000: not an address: expected HOST:PORT or [V
     "$DPPCTL" --master 7000 list || dpp_fail "case 5: not an address"
 dpp_expect_reject "dppctl: read snosuch: no session \"snosuch\" on this master (dppctl list shows its sessions; a finished one is forgotten after --session-retention)" \
     "$DPPCTL" read snosuch || dpp_fail "case 5: unknown session"
-dpp_expect_reject "dppctl: read $long: rank 3 is out of range: session $long has 1 consumers (ranks 0 to 0)" \
+dpp_expect_reject "dppctl: read $long: rank 3 is out of range: session $long has 1 consumer (ranks 0 to 0)" \
     "$DPPCTL" read "$long" --rank 3 || dpp_fail "case 5: rank out of range"
 
 dpp_step "case 6: CLI habits"
