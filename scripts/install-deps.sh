@@ -7,13 +7,15 @@ packages=(
     build-essential cmake pkg-config
     libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev liburing-dev
     libjansson-dev libcmocka-dev
-    # Parquet codecs and the string hash
-    libsnappy-dev zlib1g-dev liblz4-dev libbrotli-dev libxxhash-dev
+    # Parquet codecs, the string hash, the tokenizer's patterns
+    libsnappy-dev zlib1g-dev liblz4-dev libbrotli-dev libxxhash-dev libpcre2-dev
     clang libclang-rt-14-dev  # make fuzz: clang 14 (clang-14), libFuzzer and sanitizer runtimes
     python3-torch python3-numpy
     # tests only: an independent Prometheus text parser (metrics test), YAML
     # for the deploy/ checks, ip(8) for the network-namespace test
     python3-prometheus-client python3-yaml iproute2
+    # tests only: Unicode properties in Python regexes (the tokenizer's reference)
+    python3-regex
     # tests only: `pip install ./python` (the install test), offline
     python3-pip python3-setuptools python3-wheel
 )

@@ -2,7 +2,8 @@
 # Installs the npm packages the tests use as independent references into a
 # cache folder outside the tree ($DPP_NPM_CACHE, default $HOME/.cache/dpp-npm):
 # DuckDB's Node API (Parquet conformance, sums of generated tables) and
-# hyparquet (a second Parquet reader for dpp-gen's files, gen_check.sh).
+# hyparquet (a second Parquet reader for dpp-gen's files, gen_check.sh),
+# tiktoken (OpenAI's tokenizer, WASM: the reference of tests/text/tiktoken.sh).
 #
 # Idempotent: when the pinned version is already there it touches no network.
 # When the registry cannot be reached it says so on stderr and exits 0: the
@@ -17,6 +18,7 @@ PACKAGES=(
     "@duckdb/node-api@$DUCKDB_NODE_API_VERSION"
     "hyparquet@1.33.0"
     "hyparquet-compressors@1.1.2"
+    "tiktoken@1.0.22"
 )
 
 cache="${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}"

@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Byte-level BPE (bpe.h). The rank table is one open-addressing hash of
+ * token bytes (XXH3) over an arena; single bytes have a direct table. A
+ * piece is merged with a linear scan for the lowest pair while it is
+ * short, and with a heap over a linked list once it is long, so that a
+ * hostile document (100 KB of one letter is one piece) costs n log n, not
+ * n squared. Both give the same merges: lowest rank first, the leftmost
+ * pair among equal ranks. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pcre2.h>
+#include <xxhash.h>
+
+#include "dpp/error.h"
+#include "text/bpe.h"
+
+#define NO_RANK UINT32_MAX
+#define LINEAR_MAX 128 /* pieces up to this many bytes: the linear merge */
+
+typedef struct slot {
+    uint32_t off; /* into arena; len 0: empty slot */
+    uint32_t rank;
+    uint16_t len;
+} slot_t;
+
+struct dpp_bpe {
+    uint8_t *arena;
+    size_t arena_len;
+    slot_t *slots;
+    size_t mask; /* slots: mask + 1, a power of two */
+    size_t ntokens;
+    uint32_t byte_rank[256];
+    pcre2_code *re;
+};
+
+/* Per thread: match data and JIT stack, the merge arrays, a buffer for
+ * text with invalid UTF-8 replaced. */
+struct dpp_bpe_scratch {
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    pcre2_jit_stack *jit;
+    size_t cap;         /* of the arrays below, in pieces' bytes + 1 */
+    uint32_t *start;    /* part starts */
+    uint32_t *rank;     /* rank of part i merged with part i+1 */
+    uint32_t *next, *prev;
+    uint64_t *heap; /* (rank << 32 | start) */
+    uint8_t *fixed;
+    size_t fixed_cap;
+};
+
+/* ---- the named encodings (tiktoken's openai_public definitions) ---- */
+
+static const char cl100k_pattern[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char o200k_pattern[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const cl100k_specials[] = {"<|endoftext|>", "<|fim_prefix|>",
+                                              "<|fim_middle|>", "<|fim_suffix|>",
+                                              "<|endofprompt|>"};
+static const uint32_t cl100k_special_ids[] = {100257, 100258, 100259, 100260, 100276};
+static const char *const o200k_specials[] = {"<|endoftext|>", "<|endofprompt|>"};
+static const uint32_t o200k_special_ids[] = {199999, 200018};
+
+const char *dpp_bpe_pattern(const char *encoding)
+{
+    if (strcmp(encoding, "cl100k_base") == 0)
+        return cl100k_pattern;
+    if (strcmp(encoding, "o200k_base") == 0)
+        return o200k_pattern;
+    return NULL;
+}
+
+int dpp_bpe_specials(const char *encoding, const char *const **names, const uint32_t **ids,
+                     size_t *n)
+{
+    if (strcmp(encoding, "cl100k_base") == 0) {
+        *names = cl100k_specials;
+        *ids = cl100k_special_ids;
+        *n = sizeof cl100k_special_ids / sizeof cl100k_special_ids[0];
+        return 0;
+    }
+    if (strcmp(encoding, "o200k_base") == 0) {
+        *names = o200k_specials;
+        *ids = o200k_special_ids;
+        *n = sizeof o200k_special_ids / sizeof o200k_special_ids[0];
+        return 0;
+    }
+    return DPP_EINVAL;
+}
+
+/* ---- the rank table ---- */
+
+static uint32_t lookup(const dpp_bpe_t *b, const uint8_t *s, size_t len)
+{
+    if (len == 1)
+        return b->byte_rank[s[0]];
+    if (len > DPP_BPE_MAX_TOKEN)
+        return NO_RANK;
+    size_t i = (size_t)XXH3_64bits(s, len) & b->mask;
+    for (;;) {
+        const slot_t *e = &b->slots[i];
+        if (e->len == 0)
+            return NO_RANK;
+        if (e->len == len && memcmp(b->arena + e->off, s, len) == 0)
+            return e->rank;
+        i = (i + 1) & b->mask;
+    }
+}
+
+/* 0, or 1 when the token is there already. */
+static int insert(dpp_bpe_t *b, uint32_t off, size_t len, uint32_t rank)
+{
+    const uint8_t *s = b->arena + off;
+    size_t i = (size_t)XXH3_64bits(s, len) & b->mask;
+    for (;;) {
+        slot_t *e = &b->slots[i];
+        if (e->len == 0) {
+            *e = (slot_t){.off = off, .rank = rank, .len = (uint16_t)len};
+            return 0;
+        }
+        if (e->len == len && memcmp(b->arena + e->off, s, len) == 0)
+            return 1;
+        i = (i + 1) & b->mask;
+    }
+}
+
+static int b64_value(uint8_t c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Standard base64 with padding; returns the decoded length, or -1. */
+static long b64_decode(const uint8_t *s, size_t len, uint8_t *out, size_t cap)
+{
+    if (len == 0 || len % 4 != 0)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        int v[4];
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            if (s[i + k] == '=' && i + 4 == len && k >= 2) {
+                v[k] = 0;
+                pad++;
+            } else if (pad || (v[k] = b64_value(s[i + k])) < 0) {
+                return -1;
+            }
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint8_t bytes[3] = {(uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w};
+        for (int k = 0; k < 3 - pad; k++) {
+            if (n == cap)
+                return -1;
+            out[n++] = bytes[k];
+        }
+    }
+    return (long)n;
+}
+
+static int fail(char *err, size_t errlen, const char *name, size_t line, const char *what)
+{
+    snprintf(err, errlen, "tokenizer file %s, line %zu: %s", name, line, what);
+    return DPP_ESPEC;
+}
+
+static int parse_ranks(dpp_bpe_t *b, const char *name, const uint8_t *buf, size_t len, char *err,
+                       size_t errlen)
+{
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    lines += len > 0 && buf[len - 1] != '\n';
+    if (lines > DPP_BPE_MAX_RANKS)
+        return fail(err, errlen, name, DPP_BPE_MAX_RANKS + 1, "more tokens than dpp takes (16M)");
+    size_t nslots = 16;
+    while (nslots < 2 * lines + 16)
+        nslots *= 2;
+    b->slots = calloc(nslots, sizeof *b->slots);
+    b->arena = malloc(len + 1); /* decoded tokens are shorter than their lines */
+    if (b->slots == NULL || b->arena == NULL)
+        return -ENOMEM;
+    b->mask = nslots - 1;
+    for (int i = 0; i < 256; i++)
+        b->byte_rank[i] = NO_RANK;
+    uint8_t *seen = calloc(lines / 8 + 1, 1); /* ranks given, to refuse one twice */
+    if (seen == NULL)
+        return -ENOMEM;
+    size_t line = 0, pos = 0, max_rank = 0;
+    int rc = 0;
+    char what[160];
+    while (pos < len && rc == 0) {
+        line++;
+        const uint8_t *l = buf + pos;
+        const uint8_t *nl = memchr(l, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - l) : len - pos;
+        pos += ll + (nl != NULL);
+        if (ll > 0 && l[ll - 1] == '\r')
+            ll--;
+        if (ll == 0) {
+            rc = fail(err, errlen, name, line, "empty line; expected \"BASE64 RANK\"");
+            break;
+        }
+        const uint8_t *sp = memchr(l, ' ', ll);
+        if (sp == NULL) {
+            rc = fail(err, errlen, name, line,
+                      "no rank; expected \"BASE64 RANK\" (a tiktoken rank file)");
+            break;
+        }
+        size_t tl = (size_t)(sp - l);
+        uint64_t rank = 0;
+        size_t digits = 0;
+        for (const uint8_t *d = sp + 1; d < l + ll; d++, digits++) {
+            if (*d < '0' || *d > '9' || rank > DPP_BPE_MAX_RANKS) {
+                digits = 0;
+                break;
+            }
+            rank = rank * 10 + (uint64_t)(*d - '0');
+        }
+        if (digits == 0 || rank >= lines) {
+            snprintf(what, sizeof what,
+                     digits == 0 ? "the rank is not a number; expected \"BASE64 RANK\""
+                                 : "rank %llu is past the %zu tokens of the file",
+                     (unsigned long long)rank, lines);
+            rc = fail(err, errlen, name, line, what);
+            break;
+        }
+        long n = b64_decode(l, tl, b->arena + b->arena_len, DPP_BPE_MAX_TOKEN);
+        if (n <= 0) {
+            rc = fail(err, errlen, name, line,
+                      "the token is not base64 of 1 to 256 bytes (standard alphabet, padded)");
+            break;
+        }
+        if (seen[rank / 8] & (1u << (rank % 8))) {
+            snprintf(what, sizeof what, "rank %llu twice", (unsigned long long)rank);
+            rc = fail(err, errlen, name, line, what);
+            break;
+        }
+        seen[rank / 8] |= (uint8_t)(1u << (rank % 8));
+        uint32_t off = (uint32_t)b->arena_len;
+        if (insert(b, off, (size_t)n, (uint32_t)rank)) {
+            rc = fail(err, errlen, name, line, "a token that an earlier line has already");
+            break;
+        }
+        if (n == 1)
+            b->byte_rank[b->arena[off]] = (uint32_t)rank;
+        b->arena_len += (size_t)n;
+        if (rank > max_rank)
+            max_rank = rank;
+        b->ntokens++;
+    }
+    free(seen);
+    if (rc)
+        return rc;
+    for (int i = 0; i < 256; i++)
+        if (b->byte_rank[i] == NO_RANK) {
+            snprintf(err, errlen,
+                     "tokenizer file %s: no token for the byte 0x%02x: a byte-level BPE needs all "
+                     "256 single bytes",
+                     name, i);
+            return DPP_ESPEC;
+        }
+    b->ntokens = max_rank + 1;
+    return 0;
+}
+
+int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t len,
+                const char *pattern, char *err, size_t errlen)
+{
+    *out = NULL;
+    dpp_bpe_t *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return -ENOMEM;
+    int rc = parse_ranks(b, name, buf, len, err, errlen);
+    if (rc == 0) {
+        int code;
+        PCRE2_SIZE at;
+        b->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                              &code, &at, NULL);
+        if (b->re == NULL) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(code, msg, sizeof msg);
+            snprintf(err, errlen, "tokenizer pattern: %s at offset %zu", (const char *)msg,
+                     (size_t)at);
+            rc = DPP_ESPEC;
+        } else {
+            pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE); /* without JIT it still matches */
+        }
+    }
+    if (rc) {
+        dpp_bpe_free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+int dpp_bpe_load(dpp_bpe_t **out, const char *path, const char *pattern, char *err, size_t errlen)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, errlen, "tokenizer file %s: %s", path, strerror(e));
+        return -e;
+    }
+    if ((uint64_t)st.st_size > DPP_BPE_MAX_FILE) {
+        close(fd);
+        snprintf(err, errlen, "tokenizer file %s: %lld bytes, more than the 64 MiB dpp takes",
+                 path, (long long)st.st_size);
+        return DPP_ESPEC;
+    }
+    size_t len = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (buf == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : EIO;
+            close(fd);
+            free(buf);
+            snprintf(err, errlen, "tokenizer file %s: %s", path, strerror(e));
+            return -e;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    int rc = dpp_bpe_new(out, path, buf, len, pattern, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void dpp_bpe_free(dpp_bpe_t *b)
+{
+    if (b == NULL)
+        return;
+    pcre2_code_free(b->re);
+    free(b->slots);
+    free(b->arena);
+    free(b);
+}
+
+size_t dpp_bpe_size(const dpp_bpe_t *b)
+{
+    return b->ntokens;
+}
+
+dpp_bpe_scratch_t *dpp_bpe_scratch_new(const dpp_bpe_t *b)
+{
+    dpp_bpe_scratch_t *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->md = pcre2_match_data_create_from_pattern(b->re, NULL);
+    s->mctx = pcre2_match_context_create(NULL);
+    /* a long run of spaces backtracks through \s+(?!\S): more than the
+     * default 32 KiB of JIT stack */
+    s->jit = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
+    if (s->md == NULL || s->mctx == NULL || s->jit == NULL) {
+        dpp_bpe_scratch_free(s);
+        return NULL;
+    }
+    pcre2_jit_stack_assign(s->mctx, NULL, s->jit);
+    return s;
+}
+
+void dpp_bpe_scratch_free(dpp_bpe_scratch_t *s)
+{
+    if (s == NULL)
+        return;
+    pcre2_match_data_free(s->md);
+    pcre2_match_context_free(s->mctx);
+    pcre2_jit_stack_free(s->jit);
+    free(s->start);
+    free(s->rank);
+    free(s->next);
+    free(s->prev);
+    free(s->heap);
+    free(s->fixed);
+    free(s);
+}
+
+/* ---- encoding ---- */
+
+static int push(uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        uint32_t *p = realloc(*ids, c * sizeof *p);
+        if (p == NULL)
+            return -ENOMEM;
+        *ids = p;
+        *cap = c;
+    }
+    (*ids)[(*n)++] = id;
+    return 0;
+}
+
+static int grow(dpp_bpe_scratch_t *s, size_t need)
+{
+    if (need <= s->cap)
+        return 0;
+    size_t c = s->cap ? s->cap : 256;
+    while (c < need)
+        c *= 2;
+    uint32_t *a = realloc(s->start, c * sizeof *a);
+    if (a)
+        s->start = a;
+    uint32_t *r = realloc(s->rank, c * sizeof *r);
+    if (r)
+        s->rank = r;
+    uint32_t *nx = realloc(s->next, c * sizeof *nx);
+    if (nx)
+        s->next = nx;
+    uint32_t *pv = realloc(s->prev, c * sizeof *pv);
+    if (pv)
+        s->prev = pv;
+    uint64_t *h = realloc(s->heap, 4 * c * sizeof *h); /* a push per part, two per merge */
+    if (h)
+        s->heap = h;
+    if (!a || !r || !nx || !pv || !h)
+        return -ENOMEM;
+    s->cap = c;
+    return 0;
+}
+
+/* Short pieces: parts as an array, the lowest pair found by a scan. */
+static int merge_linear(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
+                        uint32_t **ids, size_t *n, size_t *cap)
+{
+    uint32_t *st = s->start, *rk = s->rank;
+    size_t np = len + 1; /* parts[0..len) plus the end */
+    for (size_t i = 0; i <= len; i++)
+        st[i] = (uint32_t)i;
+    for (size_t i = 0; i + 1 < len; i++)
+        rk[i] = lookup(b, p + i, 2);
+    if (len > 0)
+        rk[len - 1] = NO_RANK;
+    for (;;) {
+        uint32_t best = NO_RANK;
+        size_t at = 0;
+        for (size_t i = 0; i + 2 < np; i++)
+            if (rk[i] < best) {
+                best = rk[i];
+                at = i;
+            }
+        if (best == NO_RANK)
+            break;
+        /* part at swallows part at+1 */
+        memmove(st + at + 1, st + at + 2, (np - at - 2) * sizeof *st);
+        memmove(rk + at + 1, rk + at + 2, (np - at - 2) * sizeof *rk);
+        np--;
+        rk[at] = at + 2 < np ? lookup(b, p + st[at], st[at + 2] - st[at]) : NO_RANK;
+        if (at > 0)
+            rk[at - 1] = lookup(b, p + st[at - 1], st[at + 1] - st[at - 1]);
+    }
+    for (size_t i = 0; i + 1 < np; i++)
+        if (push(ids, n, cap, lookup(b, p + st[i], st[i + 1] - st[i])) != 0)
+            return -ENOMEM;
+    return 0;
+}
+
+static void heap_push(uint64_t *h, size_t *hn, uint64_t v)
+{
+    size_t i = (*hn)++;
+    h[i] = v;
+    while (i > 0 && h[(i - 1) / 2] > h[i]) {
+        uint64_t t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *hn)
+{
+    uint64_t top = h[0];
+    h[0] = h[--(*hn)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *hn && h[l] < h[m])
+            m = l;
+        if (r < *hn && h[r] < h[m])
+            m = r;
+        if (m == i)
+            break;
+        uint64_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* Long pieces: parts as a list over byte positions (a part is named by its
+ * first byte), candidate pairs in a heap keyed (rank, position); an entry
+ * whose part is gone or whose rank changed is passed over. */
+static int merge_heap(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
+                      uint32_t **ids, size_t *n, size_t *cap)
+{
+    uint32_t *nx = s->next, *pv = s->prev, *rk = s->rank;
+    uint64_t *h = s->heap;
+    size_t hn = 0;
+    const uint32_t end = (uint32_t)len;
+    for (uint32_t i = 0; i < end; i++) {
+        nx[i] = i + 1;
+        pv[i] = i - 1; /* 0's prev is never read */
+        rk[i] = i + 1 < end ? lookup(b, p + i, 2) : NO_RANK;
+        if (rk[i] != NO_RANK)
+            heap_push(h, &hn, (uint64_t)rk[i] << 32 | i);
+    }
+    while (hn > 0) {
+        uint64_t top = heap_pop(h, &hn);
+        uint32_t i = (uint32_t)top, r = (uint32_t)(top >> 32);
+        if (rk[i] != r) /* stale: merged away, or its pair changed */
+            continue;
+        uint32_t j = nx[i]; /* swallowed */
+        uint32_t k = nx[j];
+        nx[i] = k;
+        if (k < end)
+            pv[k] = i;
+        rk[j] = NO_RANK;
+        uint32_t after = k < end ? nx[k] : end;
+        rk[i] = k < end ? lookup(b, p + i, after - i) : NO_RANK;
+        if (rk[i] != NO_RANK)
+            heap_push(h, &hn, (uint64_t)rk[i] << 32 | i);
+        if (i > 0) {
+            uint32_t q = pv[i];
+            rk[q] = lookup(b, p + q, k - q);
+            if (rk[q] != NO_RANK)
+                heap_push(h, &hn, (uint64_t)rk[q] << 32 | q);
+        }
+    }
+    for (uint32_t i = 0; i < end; i = nx[i])
+        if (push(ids, n, cap, lookup(b, p + i, nx[i] - i)) != 0)
+            return -ENOMEM;
+    return 0;
+}
+
+static int encode_piece(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
+                        uint32_t **ids, size_t *n, size_t *cap)
+{
+    uint32_t whole = lookup(b, p, len);
+    if (whole != NO_RANK)
+        return push(ids, n, cap, whole);
+    if (grow(s, len + 2) != 0)
+        return -ENOMEM;
+    return len <= LINEAR_MAX ? merge_linear(b, s, p, len, ids, n, cap)
+                             : merge_heap(b, s, p, len, ids, n, cap);
+}
+
+/* Length of the well-formed UTF-8 sequence at t[0..len), or 0 with *bad
+ * the length of its maximal invalid subpart (Unicode 3.9, table 3-7). */
+static size_t utf8_seq(const uint8_t *t, size_t len, size_t *bad)
+{
+    uint8_t c = t[0];
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xbf;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+        need = 2;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    for (size_t k = 1; k <= need; k++) {
+        if (k >= len || t[k] < lo || t[k] > hi) {
+            *bad = k;
+            return 0;
+        }
+        lo = 0x80;
+        hi = 0xbf;
+    }
+    return need + 1;
+}
+
+/* text with each maximal invalid subpart as U+FFFD, into s->fixed; NULL
+ * when the text is valid (use it as it is). */
+static const uint8_t *fix_utf8(dpp_bpe_scratch_t *s, const uint8_t *t, size_t len, size_t *out,
+                               int *nomem)
+{
+    size_t i = 0, bad = 0;
+    while (i < len) {
+        if (t[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(t + i, len - i, &bad);
+        if (k == 0)
+            break;
+        i += k;
+    }
+    if (i == len)
+        return NULL;
+    size_t need = 3 * len; /* each byte at most one U+FFFD of 3 bytes */
+    if (s->fixed_cap < need) {
+        uint8_t *f = realloc(s->fixed, need);
+        if (f == NULL) {
+            *nomem = 1;
+            return NULL;
+        }
+        s->fixed = f;
+        s->fixed_cap = need;
+    }
+    memcpy(s->fixed, t, i);
+    size_t o = i;
+    while (i < len) {
+        size_t k = t[i] < 0x80 ? 1 : utf8_seq(t + i, len - i, &bad);
+        if (k) {
+            memcpy(s->fixed + o, t + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(s->fixed + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i += bad;
+        }
+    }
+    *out = o;
+    return s->fixed;
+}
+
+int dpp_bpe_encode(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *text, size_t len,
+                   uint32_t **ids, size_t *n, size_t *cap)
+{
+    int nomem = 0;
+    size_t flen = 0;
+    const uint8_t *fixed = fix_utf8(s, text, len, &flen, &nomem);
+    if (nomem)
+        return -ENOMEM;
+    if (fixed) {
+        text = fixed;
+        len = flen;
+    }
+    size_t n0 = *n, at = 0;
+    while (at < len) {
+        int m = pcre2_match(b->re, text, len, at, PCRE2_NO_UTF_CHECK, s->md, s->mctx);
+        PCRE2_SIZE from, to;
+        if (m < 0) {
+            /* no piece starts here (or the matcher gave up): the rest as one
+             * piece, so that every byte still becomes tokens */
+            from = at;
+            to = len;
+        } else {
+            const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(s->md);
+            from = ov[0];
+            to = ov[1];
+            if (from > at) /* bytes no piece covers: a piece of their own */
+                to = from, from = at;
+            if (to == from) { /* an empty match: one character on */
+                to = from + 1;
+                while (to < len && (text[to] & 0xc0) == 0x80)
+                    to++;
+            }
+        }
+        if (encode_piece(b, s, text + from, to - from, ids, n, cap) != 0) {
+            *n = n0;
+            return -ENOMEM;
+        }
+        at = to;
+    }
+    return 0;
+}
