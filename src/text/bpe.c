@@ -285,6 +285,60 @@ static int parse_ranks(dpp_bpe_t *b, const char *name, const uint8_t *buf, size_
     return 0;
 }
 
+/* Unicode's White_Space, which \s means in Rust's regex (so in tiktoken's
+ * patterns); PCRE2's \s under UCP also takes U+180E. */
+#define WHITE_SPACE "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+
+/* The pattern with \s and \S spelt as White_Space classes: in a class, \s
+ * becomes its ranges; outside, [ranges] and [^ranges]. A \S inside a class
+ * (which ranges cannot negate; no tiktoken pattern has one) stays PCRE2's.
+ * NULL: out of memory. */
+static char *spell_white_space(const char *pattern)
+{
+    size_t n = strlen(pattern);
+    char *out = malloc(n * (sizeof WHITE_SPACE + 3) + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    int in_class = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = pattern[i];
+        if (c == '\\' && i + 1 < n) {
+            char e = pattern[++i];
+            if (e == 's' || (e == 'S' && !in_class)) {
+                if (!in_class) {
+                    out[o++] = '[';
+                    if (e == 'S')
+                        out[o++] = '^';
+                }
+                memcpy(out + o, WHITE_SPACE, sizeof WHITE_SPACE - 1);
+                o += sizeof WHITE_SPACE - 1;
+                if (!in_class)
+                    out[o++] = ']';
+            } else {
+                out[o++] = '\\';
+                out[o++] = e;
+            }
+            continue;
+        }
+        if (c == '[' && !in_class) {
+            in_class = 1;
+            out[o++] = c;
+            /* a ']' first in a class (or after '^') is a member */
+            if (i + 1 < n && pattern[i + 1] == '^')
+                out[o++] = pattern[++i];
+            if (i + 1 < n && pattern[i + 1] == ']')
+                out[o++] = pattern[++i];
+            continue;
+        }
+        if (c == ']' && in_class)
+            in_class = 0;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t len,
                 const char *pattern, char *err, size_t errlen)
 {
@@ -296,8 +350,14 @@ int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t le
     if (rc == 0) {
         int code;
         PCRE2_SIZE at;
-        b->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+        char *spelt = spell_white_space(pattern);
+        if (spelt == NULL) {
+            dpp_bpe_free(b);
+            return -ENOMEM;
+        }
+        b->re = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
                               &code, &at, NULL);
+        free(spelt);
         if (b->re == NULL) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(code, msg, sizeof msg);

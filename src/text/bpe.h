@@ -10,7 +10,9 @@
  * Text that is not valid UTF-8 is encoded as if each maximal invalid
  * subsequence were U+FFFD (the WHATWG and Python "replace" rule), so the
  * ids equal a reference tokenizer's for the text a UTF-8 decoder makes of
- * the bytes. Thread-safety: a loaded dpp_bpe_t is read-only; each thread
+ * the bytes; nothing is dropped (a leading U+FEFF is text). \s and \S in a
+ * pattern mean Unicode's White_Space, as in Rust's regex that tiktoken
+ * uses (PCRE2's own \s also takes U+180E). Thread-safety: a loaded dpp_bpe_t is read-only; each thread
  * encodes with its own dpp_bpe_scratch_t. */
 #ifndef DPP_TEXT_BPE_H
 #define DPP_TEXT_BPE_H

@@ -7,7 +7,8 @@
 // document of OUT_DIR/corpus.bin, one line each), and the corpus: seeded
 // documents mixing ASCII, accents, CJK, Cyrillic, Arabic, emoji with
 // modifiers and joiners, digits, whitespace runs, contractions, long runs of
-// one letter or space, and bytes that are not UTF-8. The reference encodes
+// one letter or space, characters whose whitespace class regex engines
+// disagree on (U+180E, U+0085, U+001C, U+200B ...), and bytes that are not UTF-8. The reference encodes
 // what a UTF-8 decoder (WHATWG, replacement) makes of the bytes.
 import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
@@ -34,7 +35,7 @@ const words = ["the", "quick", "Brown", "FOX", "don't", "I'LL", "we've", "She's"
   "مرحبا", "שלום", "👍", "👍🏽", "👨‍👩‍👧", "🚀🚀", "x²", "½", "12345678901", "3.14159",
   "2026-12-02", "1,000,000", " ", "   ", "\t", "\n", "\n\n", "\r\n", "  \n ", "!!!", "...",
   "--", "#include", "<|endoftext|>", "$$", "’", "“quoted”", "a", "A", "e\u0301", "ﬁ",
-  "\u00a0", "\u3000", "😀😃", "🇫🇷", "https://example.com/a?b=c", "snake_case", "CamelCase"];
+  "\u00a0", "\u3000", "\u180e", "\u0085", "\u001c", "\u000b", "\u2028", "\u200b", "\ufeff", "😀😃", "🇫🇷", "https://example.com/a?b=c", "snake_case", "CamelCase"];
 const invalid = [[0xff], [0x80], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0xaf],
   [0xf4, 0x90, 0x80, 0x80], [0xf0, 0x9f, 0x98], [0xfe, 0xfe]];
 
@@ -70,7 +71,8 @@ for (const doc of docs) {
 }
 writeFileSync(join(out, "corpus.bin"), Buffer.concat(corpus));
 
-const decoder = new TextDecoder("utf-8");
+// ignoreBOM: a leading U+FEFF is text, as dpp reads it (the default decoder drops it)
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 for (const name of ["cl100k_base", "o200k_base"]) {
   const spec = require(`tiktoken/encoders/${name}.json`);
   writeRankFile(spec.bpe_ranks, join(out, `${name}.tiktoken`));
