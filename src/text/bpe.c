@@ -7,7 +7,6 @@
  * n squared. Both give the same merges: lowest rank first, the leftmost
  * pair among equal ranks. */
 #define PCRE2_CODE_UNIT_WIDTH 8
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,25 +20,9 @@
 
 #include "dpp/error.h"
 #include "text/bpe.h"
+#include "text/bpe_internal.h"
 
-#define NO_RANK UINT32_MAX
 #define LINEAR_MAX 128 /* pieces up to this many bytes: the linear merge */
-
-typedef struct slot {
-    uint32_t off; /* into arena; len 0: empty slot */
-    uint32_t rank;
-    uint16_t len;
-} slot_t;
-
-struct dpp_bpe {
-    uint8_t *arena;
-    size_t arena_len;
-    slot_t *slots;
-    size_t mask; /* slots: mask + 1, a power of two */
-    size_t ntokens;
-    uint32_t byte_rank[256];
-    pcre2_code *re;
-};
 
 /* Per thread: match data and JIT stack, the merge arrays, a buffer for
  * text with invalid UTF-8 replaced. */
@@ -50,10 +33,14 @@ struct dpp_bpe_scratch {
     size_t cap;         /* of the arrays below, in pieces' bytes + 1 */
     uint32_t *start;    /* part starts */
     uint32_t *rank;     /* rank of part i merged with part i+1 */
+    uint32_t *result;   /* the id that merge makes */
+    uint32_t *id;       /* part i's id */
     uint32_t *next, *prev;
     uint64_t *heap; /* (rank << 32 | start) */
     uint8_t *fixed;
     size_t fixed_cap;
+    uint8_t *spaced; /* the text after a prefix space */
+    size_t spaced_cap;
 };
 
 /* ---- the named encodings (tiktoken's openai_public definitions) ---- */
@@ -194,16 +181,10 @@ static int parse_ranks(dpp_bpe_t *b, const char *name, const uint8_t *buf, size_
     lines += len > 0 && buf[len - 1] != '\n';
     if (lines > DPP_BPE_MAX_RANKS)
         return fail(err, errlen, name, DPP_BPE_MAX_RANKS + 1, "more tokens than dpp takes (16M)");
-    size_t nslots = 16;
-    while (nslots < 2 * lines + 16)
-        nslots *= 2;
-    b->slots = calloc(nslots, sizeof *b->slots);
-    b->arena = malloc(len + 1); /* decoded tokens are shorter than their lines */
-    if (b->slots == NULL || b->arena == NULL)
+    /* decoded tokens are shorter than their lines */
+    if (dpp__bpe_tables(b, lines, len + 1) != 0)
         return -ENOMEM;
-    b->mask = nslots - 1;
-    for (int i = 0; i < 256; i++)
-        b->byte_rank[i] = NO_RANK;
+    b->whole_first = 1;
     uint8_t *seen = calloc(lines / 8 + 1, 1); /* ranks given, to refuse one twice */
     if (seen == NULL)
         return -ENOMEM;
@@ -339,6 +320,92 @@ static char *spell_white_space(const char *pattern)
     return out;
 }
 
+int dpp__bpe_tables(dpp_bpe_t *b, size_t ntokens, size_t bytes)
+{
+    size_t nslots = 16;
+    while (nslots < 2 * ntokens + 16)
+        nslots *= 2;
+    b->slots = calloc(nslots, sizeof *b->slots);
+    b->arena = malloc(bytes ? bytes : 1);
+    if (b->slots == NULL || b->arena == NULL)
+        return -ENOMEM;
+    b->mask = nslots - 1;
+    for (int i = 0; i < 256; i++)
+        b->byte_rank[i] = NO_RANK;
+    return 0;
+}
+
+int dpp__bpe_add_token(dpp_bpe_t *b, const uint8_t *tok, size_t len, uint32_t id)
+{
+    uint32_t off = (uint32_t)b->arena_len;
+    memcpy(b->arena + off, tok, len);
+    if (insert(b, off, len, id))
+        return 1;
+    b->arena_len += len;
+    if (len == 1)
+        b->byte_rank[tok[0]] = id;
+    if (id >= b->ntokens)
+        b->ntokens = (size_t)id + 1;
+    return 0;
+}
+
+uint32_t dpp__bpe_lookup(const dpp_bpe_t *b, const uint8_t *tok, size_t len)
+{
+    return lookup(b, tok, len);
+}
+
+int dpp__bpe_pairs(dpp_bpe_t *b, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n + 16)
+        cap *= 2;
+    b->pair_keys = calloc(cap, sizeof *b->pair_keys);
+    b->pair_rank = malloc(cap * sizeof *b->pair_rank);
+    b->pair_result = malloc(cap * sizeof *b->pair_result);
+    if (!b->pair_keys || !b->pair_rank || !b->pair_result)
+        return -ENOMEM;
+    b->pair_mask = cap - 1;
+    b->by_pairs = 1;
+    return 0;
+}
+
+int dpp__bpe_add_pair(dpp_bpe_t *b, uint32_t left, uint32_t right, uint32_t rank, uint32_t result)
+{
+    uint64_t key = ((uint64_t)left << 32 | right) + 1;
+    size_t i = (size_t)XXH3_64bits(&key, sizeof key) & b->pair_mask;
+    int again = 0;
+    while (b->pair_keys[i] != 0 && !again) {
+        again = b->pair_keys[i] == key;
+        if (!again)
+            i = (i + 1) & b->pair_mask;
+    }
+    b->pair_keys[i] = key;
+    b->pair_rank[i] = rank;
+    b->pair_result[i] = result;
+    return again;
+}
+
+int dpp__bpe_compile(dpp_bpe_t *b, const char *pattern, char *err, size_t errlen)
+{
+    int code;
+    PCRE2_SIZE at;
+    char *spelt = spell_white_space(pattern);
+    if (spelt == NULL)
+        return -ENOMEM;
+    b->re = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code,
+                          &at, NULL);
+    free(spelt);
+    if (b->re == NULL) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        snprintf(err, errlen, "tokenizer pattern: %s at offset %zu", (const char *)msg,
+                 (size_t)at);
+        return DPP_ESPEC;
+    }
+    pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE); /* without JIT it still matches */
+    return 0;
+}
+
 int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t len,
                 const char *pattern, char *err, size_t errlen)
 {
@@ -347,27 +414,8 @@ int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t le
     if (b == NULL)
         return -ENOMEM;
     int rc = parse_ranks(b, name, buf, len, err, errlen);
-    if (rc == 0) {
-        int code;
-        PCRE2_SIZE at;
-        char *spelt = spell_white_space(pattern);
-        if (spelt == NULL) {
-            dpp_bpe_free(b);
-            return -ENOMEM;
-        }
-        b->re = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                              &code, &at, NULL);
-        free(spelt);
-        if (b->re == NULL) {
-            PCRE2_UCHAR msg[160];
-            pcre2_get_error_message(code, msg, sizeof msg);
-            snprintf(err, errlen, "tokenizer pattern: %s at offset %zu", (const char *)msg,
-                     (size_t)at);
-            rc = DPP_ESPEC;
-        } else {
-            pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE); /* without JIT it still matches */
-        }
-    }
+    if (rc == 0)
+        rc = dpp__bpe_compile(b, pattern, err, errlen);
     if (rc) {
         dpp_bpe_free(b);
         return rc;
@@ -376,7 +424,7 @@ int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t le
     return 0;
 }
 
-int dpp_bpe_load(dpp_bpe_t **out, const char *path, const char *pattern, char *err, size_t errlen)
+int dpp__bpe_read_file(const char *path, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -414,7 +462,20 @@ int dpp_bpe_load(dpp_bpe_t **out, const char *path, const char *pattern, char *e
         got += (size_t)r;
     }
     close(fd);
-    int rc = dpp_bpe_new(out, path, buf, len, pattern, err, errlen);
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+int dpp_bpe_load(dpp_bpe_t **out, const char *path, const char *pattern, char *err, size_t errlen)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    int rc = dpp__bpe_read_file(path, &buf, &len, err, errlen);
+    if (rc)
+        return rc;
+    rc = dpp_bpe_new(out, path, buf, len, pattern, err, errlen);
     free(buf);
     return rc;
 }
@@ -426,6 +487,13 @@ void dpp_bpe_free(dpp_bpe_t *b)
     pcre2_code_free(b->re);
     free(b->slots);
     free(b->arena);
+    free(b->pair_keys);
+    free(b->pair_rank);
+    free(b->pair_result);
+    for (size_t i = 0; i < b->nspecial; i++)
+        free(b->special_names[i]);
+    free(b->special_names);
+    free(b->special_ids);
     free(b);
 }
 
@@ -461,10 +529,13 @@ void dpp_bpe_scratch_free(dpp_bpe_scratch_t *s)
     pcre2_jit_stack_free(s->jit);
     free(s->start);
     free(s->rank);
+    free(s->result);
+    free(s->id);
     free(s->next);
     free(s->prev);
     free(s->heap);
     free(s->fixed);
+    free(s->spaced);
     free(s);
 }
 
@@ -491,37 +562,62 @@ static int grow(dpp_bpe_scratch_t *s, size_t need)
     size_t c = s->cap ? s->cap : 256;
     while (c < need)
         c *= 2;
-    uint32_t *a = realloc(s->start, c * sizeof *a);
-    if (a)
-        s->start = a;
-    uint32_t *r = realloc(s->rank, c * sizeof *r);
-    if (r)
-        s->rank = r;
-    uint32_t *nx = realloc(s->next, c * sizeof *nx);
-    if (nx)
-        s->next = nx;
-    uint32_t *pv = realloc(s->prev, c * sizeof *pv);
-    if (pv)
-        s->prev = pv;
+    /* a failure leaves the arrays grown so far larger, which is harmless */
+    uint32_t **arrays[] = {&s->start, &s->rank, &s->next, &s->prev, &s->result, &s->id};
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) {
+        uint32_t *p = realloc(*arrays[k], c * sizeof *p);
+        if (p == NULL)
+            return -ENOMEM;
+        *arrays[k] = p;
+    }
     uint64_t *h = realloc(s->heap, 4 * c * sizeof *h); /* a push per part, two per merge */
-    if (h)
-        s->heap = h;
-    if (!a || !r || !nx || !pv || !h)
+    if (h == NULL)
         return -ENOMEM;
+    s->heap = h;
     s->cap = c;
     return 0;
+}
+
+static uint32_t pair_lookup(const dpp_bpe_t *b, uint32_t left, uint32_t right, uint32_t *result)
+{
+    uint64_t key = ((uint64_t)left << 32 | right) + 1;
+    size_t i = (size_t)XXH3_64bits(&key, sizeof key) & b->pair_mask;
+    for (;;) {
+        if (b->pair_keys[i] == 0)
+            return NO_RANK;
+        if (b->pair_keys[i] == key) {
+            *result = b->pair_result[i];
+            return b->pair_rank[i];
+        }
+        i = (i + 1) & b->pair_mask;
+    }
+}
+
+/* The rank of merging the part [from, mid) (id left) with [mid, to) (id
+ * right), and the id it makes into *result; NO_RANK when they do not
+ * merge. */
+static inline uint32_t pair_rank(const dpp_bpe_t *b, const uint8_t *p, uint32_t from, uint32_t to,
+                                 uint32_t left, uint32_t right, uint32_t *result)
+{
+    if (b->by_pairs)
+        return pair_lookup(b, left, right, result);
+    uint32_t r = lookup(b, p + from, to - from);
+    *result = r;
+    return r;
 }
 
 /* Short pieces: parts as an array, the lowest pair found by a scan. */
 static int merge_linear(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
                         uint32_t **ids, size_t *n, size_t *cap)
 {
-    uint32_t *st = s->start, *rk = s->rank;
+    uint32_t *st = s->start, *rk = s->rank, *rs = s->result, *id = s->id;
     size_t np = len + 1; /* parts[0..len) plus the end */
     for (size_t i = 0; i <= len; i++)
         st[i] = (uint32_t)i;
+    for (size_t i = 0; i < len; i++)
+        id[i] = b->byte_rank[p[i]];
     for (size_t i = 0; i + 1 < len; i++)
-        rk[i] = lookup(b, p + i, 2);
+        rk[i] = pair_rank(b, p, (uint32_t)i, (uint32_t)i + 2, id[i], id[i + 1], &rs[i]);
     if (len > 0)
         rk[len - 1] = NO_RANK;
     for (;;) {
@@ -535,15 +631,20 @@ static int merge_linear(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t 
         if (best == NO_RANK)
             break;
         /* part at swallows part at+1 */
-        memmove(st + at + 1, st + at + 2, (np - at - 2) * sizeof *st);
-        memmove(rk + at + 1, rk + at + 2, (np - at - 2) * sizeof *rk);
+        id[at] = rs[at];
+        size_t tail = np - at - 2;
+        memmove(st + at + 1, st + at + 2, tail * sizeof *st);
+        memmove(rk + at + 1, rk + at + 2, tail * sizeof *rk);
+        memmove(rs + at + 1, rs + at + 2, tail * sizeof *rs);
+        memmove(id + at + 1, id + at + 2, tail * sizeof *id);
         np--;
-        rk[at] = at + 2 < np ? lookup(b, p + st[at], st[at + 2] - st[at]) : NO_RANK;
+        rk[at] = at + 2 < np ? pair_rank(b, p, st[at], st[at + 2], id[at], id[at + 1], &rs[at])
+                             : NO_RANK;
         if (at > 0)
-            rk[at - 1] = lookup(b, p + st[at - 1], st[at + 1] - st[at - 1]);
+            rk[at - 1] = pair_rank(b, p, st[at - 1], st[at + 1], id[at - 1], id[at], &rs[at - 1]);
     }
     for (size_t i = 0; i + 1 < np; i++)
-        if (push(ids, n, cap, lookup(b, p + st[i], st[i + 1] - st[i])) != 0)
+        if (push(ids, n, cap, id[i]) != 0)
             return -ENOMEM;
     return 0;
 }
@@ -587,14 +688,17 @@ static uint64_t heap_pop(uint64_t *h, size_t *hn)
 static int merge_heap(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
                       uint32_t **ids, size_t *n, size_t *cap)
 {
-    uint32_t *nx = s->next, *pv = s->prev, *rk = s->rank;
+    uint32_t *nx = s->next, *pv = s->prev, *rk = s->rank, *rs = s->result, *id = s->id;
     uint64_t *h = s->heap;
     size_t hn = 0;
     const uint32_t end = (uint32_t)len;
     for (uint32_t i = 0; i < end; i++) {
         nx[i] = i + 1;
         pv[i] = i - 1; /* 0's prev is never read */
-        rk[i] = i + 1 < end ? lookup(b, p + i, 2) : NO_RANK;
+        id[i] = b->byte_rank[p[i]];
+    }
+    for (uint32_t i = 0; i < end; i++) {
+        rk[i] = i + 1 < end ? pair_rank(b, p, i, i + 2, id[i], id[i + 1], &rs[i]) : NO_RANK;
         if (rk[i] != NO_RANK)
             heap_push(h, &hn, (uint64_t)rk[i] << 32 | i);
     }
@@ -605,23 +709,24 @@ static int merge_heap(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p
             continue;
         uint32_t j = nx[i]; /* swallowed */
         uint32_t k = nx[j];
+        id[i] = rs[i];
         nx[i] = k;
         if (k < end)
             pv[k] = i;
         rk[j] = NO_RANK;
         uint32_t after = k < end ? nx[k] : end;
-        rk[i] = k < end ? lookup(b, p + i, after - i) : NO_RANK;
+        rk[i] = k < end ? pair_rank(b, p, i, after, id[i], id[k], &rs[i]) : NO_RANK;
         if (rk[i] != NO_RANK)
             heap_push(h, &hn, (uint64_t)rk[i] << 32 | i);
         if (i > 0) {
             uint32_t q = pv[i];
-            rk[q] = lookup(b, p + q, k - q);
+            rk[q] = pair_rank(b, p, q, k, id[q], id[i], &rs[q]);
             if (rk[q] != NO_RANK)
                 heap_push(h, &hn, (uint64_t)rk[q] << 32 | q);
         }
     }
     for (uint32_t i = 0; i < end; i = nx[i])
-        if (push(ids, n, cap, lookup(b, p + i, nx[i] - i)) != 0)
+        if (push(ids, n, cap, id[i]) != 0)
             return -ENOMEM;
     return 0;
 }
@@ -629,9 +734,13 @@ static int merge_heap(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p
 static int encode_piece(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *p, size_t len,
                         uint32_t **ids, size_t *n, size_t *cap)
 {
-    uint32_t whole = lookup(b, p, len);
-    if (whole != NO_RANK)
-        return push(ids, n, cap, whole);
+    if (b->whole_first) {
+        uint32_t whole = lookup(b, p, len);
+        if (whole != NO_RANK)
+            return push(ids, n, cap, whole);
+    }
+    if (len == 1)
+        return push(ids, n, cap, b->byte_rank[p[0]]);
     if (grow(s, len + 2) != 0)
         return -ENOMEM;
     return len <= LINEAR_MAX ? merge_linear(b, s, p, len, ids, n, cap)
@@ -729,6 +838,21 @@ int dpp_bpe_encode(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t *text
     if (fixed) {
         text = fixed;
         len = flen;
+    }
+    if (b->prefix_space && len > 0 && text[0] != ' ') {
+        /* Hugging Face's ByteLevel add_prefix_space: the text as if it
+         * followed a word */
+        if (s->spaced_cap < len + 1) {
+            uint8_t *p = realloc(s->spaced, len + 1);
+            if (p == NULL)
+                return -ENOMEM;
+            s->spaced = p;
+            s->spaced_cap = len + 1;
+        }
+        s->spaced[0] = ' ';
+        memcpy(s->spaced + 1, text, len);
+        text = s->spaced;
+        len++;
     }
     size_t n0 = *n, at = 0;
     while (at < len) {

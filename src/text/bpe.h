@@ -50,6 +50,19 @@ int dpp_bpe_new(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t le
 int dpp_bpe_load(dpp_bpe_t **out, const char *path, const char *pattern, char *err, size_t errlen);
 void dpp_bpe_free(dpp_bpe_t *b);
 
+/* A Hugging Face tokenizer.json of a byte-level BPE model (hf.c says what
+ * is read and what is refused), from buf[0..len) (name for messages) or
+ * from a file. Its split pattern comes from the file. Returns 0, DPP_ESPEC
+ * with a sentence naming the file and the part it cannot read, -errno (the
+ * file), or -ENOMEM. */
+int dpp_bpe_new_hf(dpp_bpe_t **out, const char *name, const uint8_t *buf, size_t len, char *err,
+                   size_t errlen);
+int dpp_bpe_load_hf(dpp_bpe_t **out, const char *path, char *err, size_t errlen);
+
+/* The id of an added token of a Hugging Face file ("<|endoftext|>"), or -1
+ * (also for every tiktoken rank file: dpp_bpe_specials() has those). */
+int64_t dpp_bpe_special_id(const dpp_bpe_t *b, const char *name);
+
 /* Tokens in the rank file (the largest rank + 1). */
 size_t dpp_bpe_size(const dpp_bpe_t *b);
 

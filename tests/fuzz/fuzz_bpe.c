@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the tokenizer (src/text/bpe.c). Input byte 0 chooses:
-// even, the rest is a tiktoken rank file (a file dpp is given, not
-// trusted): refused with a message naming the file, or loaded and used on a
-// fixed text; odd, the rest is text (any bytes, invalid UTF-8 too) encoded
+// libFuzzer target: the tokenizer (src/text/bpe.c, hf.c). Input byte 0
+// chooses: 0 mod 4, the rest is a tiktoken rank file, 2 mod 4 a Hugging
+// Face tokenizer.json (files dpp is given, not trusted): refused with a
+// message naming the file, or loaded and used on a fixed text; odd, the
+// rest is text (any bytes, invalid UTF-8 too) encoded
 // with a vocabulary built here (256 bytes and merges of "ab", "abab", "  ",
 // ...). Every id is a rank of the vocabulary, and the ids' bytes are the
 // text as a UTF-8 decoder with replacement makes it.
@@ -76,12 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = 0, cap = 0;
     if ((data[0] & 1) == 0) {
         dpp_bpe_t *b;
-        char err[256];
-        int rc = dpp_bpe_new(&b, "f.tiktoken", data + 1, size - 1, dpp_bpe_pattern("o200k_base"),
-                             err, sizeof err);
+        char err[512];
+        int hf = (data[0] & 3) == 2;
+        const char *name = hf ? "f.json" : "f.tiktoken";
+        int rc = hf ? dpp_bpe_new_hf(&b, name, data + 1, size - 1, err, sizeof err)
+                    : dpp_bpe_new(&b, name, data + 1, size - 1, dpp_bpe_pattern("o200k_base"), err,
+                                  sizeof err);
         if (rc) {
             FUZZ_CHECK(rc == DPP_ESPEC, "rc %d", rc);
-            FUZZ_CHECK(strstr(err, "f.tiktoken") != NULL, "message: %s", err);
+            FUZZ_CHECK(strstr(err, name) != NULL, "message: %s", err);
             return 0;
         }
         dpp_bpe_scratch_t *s = dpp_bpe_scratch_new(b);

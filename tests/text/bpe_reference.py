@@ -8,7 +8,8 @@ whitespace runs, long runs of one letter (the heap merge of long pieces)
 and invalid UTF-8 is encoded by both: here with Python's `regex` (the
 cl100k_base split pattern), bytes.decode("utf-8", "replace") and the
 merge rule written out naively (lowest rank first, leftmost on ties); there
-by tokenize_ids. Also: rank files dpp must refuse, each with its message.
+by tokenize_ids. Also: rank files and tokenizer.json files dpp must
+refuse, each with its message.
 
 Usage: bpe_reference.py TOKENIZE_IDS
 """
@@ -106,7 +107,7 @@ def make_corpus(seed, n):
             elif k < 92:
                 parts.append(rng.choice(INVALID))
             elif k < 96:
-                parts.append(b"ab" * rng.randrange(1, 400))  # a long piece: the heap merge
+                parts.append(b"ab" * rng.randrange(65, 200))  # over 128 bytes: the heap merge
             else:
                 parts.append(b" " * rng.randrange(1, 200))
         docs.append(b"".join(parts))
@@ -122,13 +123,14 @@ def write_ranks(path, ranks):
 
 
 def run(tool, ranks_path, pattern_path, docs, tmp):
+    """tokenize_ids over docs; pattern_path None: ranks_path is a tokenizer.json."""
     corpus = os.path.join(tmp, "corpus.bin")
     with open(corpus, "wb") as f:
         for d in docs:
             f.write(struct.pack("<I", len(d)) + d)
     out = os.path.join(tmp, "ids.txt")
-    p = subprocess.run([tool, ranks_path, "@" + pattern_path, corpus, out], capture_output=True,
-                       text=True)
+    how = "hf" if pattern_path is None else "@" + pattern_path
+    p = subprocess.run([tool, ranks_path, how, corpus, out], capture_output=True, text=True)
     return p, out
 
 
@@ -194,6 +196,78 @@ def main():
         if p.returncode == 0 or "tokenizer pattern: " not in p.stderr:
             sys.exit(f"bpe_reference: a bad pattern: exit {p.returncode}: {p.stderr!r}")
         print(f"bpe_reference: {len(cases) + 2} bad rank files and patterns refused by name")
+        hf_refusals(tool, ranks, tmp)
+
+
+def hf_json(ranks, **over):
+    """A tokenizer.json of the trained vocabulary (byte-level strings)."""
+    alphabet, nxt = {}, 256
+    for b in range(256):
+        printable = 0x21 <= b <= 0x7e or 0xa1 <= b <= 0xac or b >= 0xae
+        alphabet[b] = chr(b if printable else nxt)
+        nxt += not printable
+    chars = lambda t: "".join(alphabet[x] for x in t)
+    vocab = {chars(t): r for t, r in ranks.items()}
+    merges = []
+    for t, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        for i in range(1, len(t)):
+            if t[:i] in ranks and t[i:] in ranks:
+                merges.append(f"{chars(t[:i])} {chars(t[i:])}")
+                break
+    doc = {"normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+           "model": {"type": "BPE", "vocab": vocab, "merges": merges, "dropout": None},
+           "added_tokens": [{"id": len(ranks), "content": "<|eot|>", "special": True}]}
+    for k, v in over.items():
+        if k.startswith("model_"):
+            doc["model"][k[6:]] = v
+        else:
+            doc[k] = v
+    return doc
+
+
+def hf_refusals(tool, ranks, tmp):
+    """tokenizer.json files dpp must refuse, each with the part named."""
+    import json
+    good = hf_json(ranks)
+    no_byte = hf_json(ranks)
+    del no_byte["model"]["vocab"]["A"]
+    bad_merge = hf_json(ranks)
+    bad_merge["model"]["merges"].append("A zzz")
+    cases = [
+        ("not JSON", "{\"model\": ", "not JSON at line 1"),
+        ("WordPiece", hf_json(ranks, model_type="WordPiece"), "model type WordPiece"),
+        ("byte_fallback", hf_json(ranks, model_byte_fallback=True), "byte_fallback"),
+        ("dropout", hf_json(ranks, model_dropout=0.1), "dropout"),
+        ("suffix", hf_json(ranks, model_end_of_word_suffix="</w>"), "end_of_word_suffix"),
+        ("NFC", hf_json(ranks, normalizer={"type": "NFC"}), "normalizer NFC"),
+        ("Whitespace", hf_json(ranks, pre_tokenizer={"type": "Whitespace"}),
+         "pre_tokenizer Whitespace"),
+        ("Removed", hf_json(ranks, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed"},
+            {"type": "ByteLevel", "use_regex": False}]}), "behavior Removed"),
+        ("two splits", hf_json(ranks, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated"},
+            {"type": "ByteLevel", "use_regex": True}]}), "two splitting steps"),
+        ("no byte A", no_byte, "no token for the byte 0x41"),
+        ("merge of no token", bad_merge, "\"zzz\" is not a token of the vocab"),
+        ("bad regex", hf_json(ranks, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"},
+            {"type": "ByteLevel", "use_regex": False}]}), "tokenizer pattern: "),
+    ]
+    path = os.path.join(tmp, "tokenizer.json")
+    for name, doc, want in [("good", good, None)] + cases:
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        p, _ = run(tool, path, None, [b"Hello world"], tmp)
+        if want is None:
+            if p.returncode != 0:
+                sys.exit(f"bpe_reference: the good tokenizer.json was refused: {p.stderr!r}")
+            continue
+        if p.returncode == 0 or want not in p.stderr or "tokenizer.json" not in p.stderr:
+            sys.exit(f"bpe_reference: tokenizer.json {name}: expected a refusal with {want!r}, "
+                     f"got exit {p.returncode}: {p.stderr!r}")
+    print(f"bpe_reference: {len(cases)} bad tokenizer.json files refused by name")
 
 
 if __name__ == "__main__":

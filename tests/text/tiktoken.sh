@@ -21,30 +21,6 @@ trap 'rm -rf "$tmp"' EXIT
 node "$src/tests/text/tiktoken_ref.mjs" "$cache/node_modules" "$tmp" 7
 for enc in cl100k_base o200k_base; do
     "$tool" "$tmp/$enc.tiktoken" "$enc" "$tmp/corpus.bin" "$tmp/$enc.dpp"
-    python3 - "$tmp/$enc.expected" "$tmp/$enc.dpp" "$tmp/corpus.bin" "$enc" <<'PY'
-import struct, sys
-want = open(sys.argv[1]).read().split("\n")
-got = open(sys.argv[2]).read().split("\n")
-corpus = open(sys.argv[3], "rb").read()
-docs, at = [], 0
-while at < len(corpus):
-    (n,) = struct.unpack_from("<I", corpus, at)
-    docs.append(corpus[at + 4:at + 4 + n])
-    at += 4 + n
-bad = 0
-tokens = 0
-for i, doc in enumerate(docs):
-    w, g = want[i].split(), got[i].split()
-    tokens += len(w)
-    if w != g:
-        bad += 1
-        if bad <= 3:
-            k = next((j for j in range(min(len(w), len(g))) if w[j] != g[j]), min(len(w), len(g)))
-            print(f"tiktoken: {sys.argv[4]}: document {i} differs at id {k}: "
-                  f"tiktoken {w[max(0, k - 3):k + 4]}, dpp {g[max(0, k - 3):k + 4]}; "
-                  f"document bytes {doc[:200]!r}", file=sys.stderr)
-if bad:
-    sys.exit(f"tiktoken: {sys.argv[4]}: {bad} of {len(docs)} documents differ")
-print(f"tiktoken: {sys.argv[4]}: {len(docs)} documents, {tokens} ids, all equal to tiktoken's")
-PY
+    python3 "$src/tests/text/compare_ids.py" "$tmp/$enc.expected" "$tmp/$enc.dpp" "$tmp/corpus.bin" \
+        "tiktoken: $enc"
 done

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tokenizer under test, as a filter for the reference checks
- * (tests/text/): tokenize_ids RANKS ENCODING|@PATTERN_FILE CORPUS OUT.
+ * (tests/text/): tokenize_ids RANKS ENCODING|@PATTERN_FILE CORPUS OUT, or
+ * tokenize_ids TOKENIZER_JSON hf CORPUS OUT for a Hugging Face file.
  * CORPUS holds documents as a little-endian uint32 length and the bytes
  * (any bytes: invalid UTF-8 too); OUT gets one line per document, its ids
  * separated by spaces. */
@@ -39,15 +40,17 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t plen = 0;
+    int hf = strcmp(argv[2], "hf") == 0;
     char *pattern_file = argv[2][0] == '@' ? slurp(argv[2] + 1, &plen) : NULL;
     const char *pattern = pattern_file ? pattern_file : dpp_bpe_pattern(argv[2]);
-    if (pattern == NULL) {
+    if (pattern == NULL && !hf) {
         fprintf(stderr, "tokenize_ids: unknown encoding %s\n", argv[2]);
         return 2;
     }
     char err[512];
     dpp_bpe_t *b;
-    if (dpp_bpe_load(&b, argv[1], pattern, err, sizeof err) != 0) {
+    if ((hf ? dpp_bpe_load_hf(&b, argv[1], err, sizeof err)
+            : dpp_bpe_load(&b, argv[1], pattern, err, sizeof err)) != 0) {
         fprintf(stderr, "tokenize_ids: %s\n", err);
         return 1;
     }
