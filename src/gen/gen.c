@@ -42,7 +42,7 @@ static const unsigned sparse_vocab_bits[NSPARSE] = {
 static const unsigned sparse_len_scale[NSPARSE] = {0, 1, 2, 0, 1, 0, 3, 1, 0, 2, 1, 0, 1,
                                                    4, 0, 1, 2, 0, 1, 0, 2, 1, 0, 3, 1, 0};
 
-typedef enum gen_format { GEN_TFRECORD, GEN_PARQUET } gen_format_t;
+typedef enum gen_format { GEN_TFRECORD, GEN_PARQUET, GEN_JSONL } gen_format_t;
 
 typedef struct gen_args {
     uint64_t rows;
@@ -79,7 +79,7 @@ typedef struct row_msg {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
-               "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet]\n"
+               "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet|jsonl]\n"
                "               [--index] [--nulls] [--strings]\n"
                "               [--compression zstd|snappy|none] [--row-group-rows N]\n"
                "               [--page-version 1|2] [--version] [--help]\n"
@@ -126,7 +126,17 @@ static void usage(FILE *f)
                "probability 1/32, by a draw of its own per (seed, row_id, feature), so the\n"
                "values that stay are those written without --nulls; a null is an absent\n"
                "feature in TFRecord and a null in Parquet. Without --nulls every value is\n"
-               "present and every list holds 1-8 ids.\n");
+               "present and every list holds 1-8 ids.\n"
+               "\n"
+               "--format jsonl: a corpus for text sessions instead, part-NNNNN.jsonl, one\n"
+               "document per line: {\"id\": N, \"lang\": \"en\" (or \"de\", 1 in 10),\n"
+               "\"text\": \"...\"}. A text is sentences of words drawn from a seeded word\n"
+               "model (frequent words often, a long tail rarely, a few with accents, CJK\n"
+               "or emoji, and quoted words whose quotes JSON escapes), a paragraph break\n"
+               "now and then; lengths vary from a few words to a few thousand (most\n"
+               "short). N counts documents from 0 in file order; each text is a function\n"
+               "of (seed, N) alone. --index, --nulls, --strings and the Parquet options\n"
+               "are refused.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -242,8 +252,11 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
                 a->format = GEN_TFRECORD;
             } else if (strcmp(optarg, "parquet") == 0) {
                 a->format = GEN_PARQUET;
+            } else if (strcmp(optarg, "jsonl") == 0) {
+                a->format = GEN_JSONL;
             } else {
-                fprintf(stderr, "dpp-gen: --format: expected tfrecord or parquet, got \"%s\"\n",
+                fprintf(stderr,
+                        "dpp-gen: --format: expected tfrecord, parquet or jsonl, got \"%s\"\n",
                         optarg);
                 return -1;
             }
@@ -316,6 +329,14 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
     if (a->shards == 0 || a->partitions == 0) {
         fprintf(stderr, "dpp-gen: --%s must be at least 1\n",
                 a->shards == 0 ? "shards" : "partitions");
+        return -1;
+    }
+    if (a->format == GEN_JSONL && (parquet_only || a->index || a->nulls || a->strings)) {
+        fprintf(stderr, "dpp-gen: %s does not apply to --format jsonl\n",
+                parquet_only ? parquet_only
+                : a->index   ? "--index"
+                : a->nulls   ? "--nulls"
+                             : "--strings");
         return -1;
     }
     if (a->format == GEN_TFRECORD && parquet_only) {
@@ -499,6 +520,85 @@ static void row_msg_fill(row_msg_t *m, const gen_args_t *a)
     m->features.n_feature = n;
 }
 
+/* ---- --format jsonl: documents from a seeded word model ---- */
+
+static const char *const common_words[] = {
+    "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be",
+    "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have",
+    "an", "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has",
+    "there", "been", "if", "more", "when", "will", "would", "who", "so", "no", "data", "model",
+    "training", "batch", "worker", "table", "split", "token", "sequence", "epoch", "rank"};
+static const char *const rare_words[] = {
+    "café", "naïve", "Zürich", "straße", "日本語", "中文", "Привет", "😀", "👍🏽", "2026",
+    "3.14159", "e.g.,", "—", "\"quoted\"", "back\\slash", "tab\there"};
+#define NCOMMON (sizeof common_words / sizeof common_words[0])
+#define NRARE (sizeof rare_words / sizeof rare_words[0])
+#define DOC_MAX (64 * 1024) /* bytes of one line, escapes included */
+
+/* Appends s to the line as JSON string content (", \\ and control
+ * characters escaped). Returns 0, or -1 when the line would be too long. */
+static int json_put(char *line, size_t *n, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[8];
+        size_t l = 0;
+        if (c == '"' || c == '\\')
+            esc[l++] = '\\', esc[l++] = (char)c;
+        else if (c == '\n')
+            esc[l++] = '\\', esc[l++] = 'n';
+        else if (c == '\t')
+            esc[l++] = '\\', esc[l++] = 't';
+        else if (c < 0x20)
+            l = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
+        else
+            esc[l++] = (char)c;
+        if (*n + l + 8 > DOC_MAX)
+            return -1;
+        memcpy(line + *n, esc, l);
+        *n += l;
+    }
+    return 0;
+}
+
+/* Document `id` as one JSON line (with its '\n') into line; its length. */
+static size_t doc_line(const gen_args_t *a, uint64_t id, char *line)
+{
+    uint64_t key = row_key(a->seed, id);
+    size_t n = (size_t)snprintf(line, DOC_MAX, "{\"id\": %" PRIu64 ", \"lang\": \"%s\", \"text\": \"",
+                                id, draw(key, 0, 0) % 10 == 0 ? "de" : "en");
+    /* most documents short, a few long: a geometric number of doublings */
+    unsigned scale = clz64(draw(key, 1, 0) | 1);
+    uint64_t words = 3 + draw(key, 1, 1) % (16u << (scale < 9 ? scale : 9));
+    int sentence_start = 1;
+    for (uint64_t w = 0; w < words; w++) {
+        uint64_t d = draw(key, 2, (unsigned)w);
+        const char *word;
+        char cap[32];
+        if (d % 50 == 0) {
+            word = rare_words[(d >> 8) % NRARE];
+        } else {
+            /* Zipf-like: rank (2^e - 1) + uniform below 2^e, e uniform */
+            unsigned e = (unsigned)((d >> 8) % 7);
+            uint64_t rank = ((1u << e) - 1) + ((d >> 16) & ((1u << e) - 1));
+            word = common_words[rank % NCOMMON];
+        }
+        if (sentence_start && word[0] >= 'a' && word[0] <= 'z') {
+            snprintf(cap, sizeof cap, "%s", word);
+            cap[0] = (char)(cap[0] - 'a' + 'A');
+            word = cap;
+        }
+        const char *sep = w + 1 == words ? "." : (d >> 40) % 12 == 0 ? ". " : (d >> 40) % 17 == 0 ? ", " : " ";
+        if (json_put(line, &n, word) != 0 || json_put(line, &n, sep) != 0)
+            break;
+        sentence_start = sep[0] == '.';
+        if (sentence_start && (d >> 48) % 9 == 0 && w + 1 < words && json_put(line, &n, "\n\n") != 0)
+            break;
+    }
+    memcpy(line + n, "\"}\n", 3);
+    return n + 3;
+}
+
 static int mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
@@ -536,6 +636,7 @@ typedef struct writer {
     size_t rec_cap;
     char *file_buf; /* stdio buffer */
     char *idx_buf;  /* stdio buffer of the --index sidecar */
+    char *line;     /* --format jsonl: one document's line */
     uint64_t bytes;
 } writer_t;
 
@@ -598,6 +699,15 @@ static int write_shard(writer_t *w, const gen_args_t *a, const char *dir, const 
     if (a->format == GEN_PARQUET) {
         if (write_parquet_rows(w, a, f, tmp, first, n) != 0)
             goto fail;
+    } else if (a->format == GEN_JSONL) {
+        for (uint64_t doc = first; doc < first + n; doc++) {
+            size_t len = doc_line(a, doc, w->line);
+            if (fwrite(w->line, 1, len, f) != len) {
+                fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
+                goto fail;
+            }
+            w->bytes += len;
+        }
     } else {
         for (uint64_t row = first; row < first + n; row++) {
             row_fill(&w->msg.row, a, row);
@@ -681,7 +791,8 @@ static int generate(const gen_args_t *a)
     int rc = -1;
 
     if (!w || !(w->file_buf = malloc(WRITE_BUF)) ||
-        (a->index && !(w->idx_buf = malloc(WRITE_BUF)))) {
+        (a->index && !(w->idx_buf = malloc(WRITE_BUF))) ||
+        (a->format == GEN_JSONL && !(w->line = malloc(DOC_MAX)))) {
         fprintf(stderr, "dpp-gen: out of memory\n");
         goto out;
     }
@@ -720,21 +831,24 @@ static int generate(const gen_args_t *a)
         for (uint64_t s = 0; s < a->shards; s++) {
             uint64_t shard_rows = part_rows / a->shards + (s < part_rows % a->shards);
             snprintf(name, sizeof(name), "part-%05" PRIu64 ".%s", s,
-                     a->format == GEN_PARQUET ? "parquet" : "tfrecord");
+                     a->format == GEN_PARQUET ? "parquet"
+                     : a->format == GEN_JSONL ? "jsonl"
+                                              : "tfrecord");
             if (write_shard(w, a, dir, name, row, shard_rows) != 0)
                 goto out;
             row += shard_rows;
             files++;
         }
     }
-    printf("dpp-gen: wrote %" PRIu64 " rows in %" PRIu64 " files, %" PRIu64 " bytes, under %s\n",
-           row, files, w->bytes, a->out);
+    printf("dpp-gen: wrote %" PRIu64 " %s in %" PRIu64 " files, %" PRIu64 " bytes, under %s\n",
+           row, a->format == GEN_JSONL ? "documents" : "rows", files, w->bytes, a->out);
     rc = 0;
 out:
     if (w) {
         free(w->rec);
         free(w->file_buf);
         free(w->idx_buf);
+        free(w->line);
         dpp_gen_pq_free(w->pq);
         free(w);
     }
