@@ -369,7 +369,9 @@ int ctl_sample_check(const dpp_spec_t *spec, const char *spec_path, const char *
 {
     char *table = realpath(dir, NULL);
     if (table == NULL)
-        return ctl_fail("--table %s: %s", dir, strerror(errno));
+        return ctl_fail("--table %s: %s (expected the folder of the spec's table on this "
+                        "machine, such as DATA_ROOT/TABLE)",
+                        dir, strerror(errno));
     char **files = NULL;
     size_t nfiles = 0;
     char err[DPP_SPEC_ERRLEN];
@@ -409,8 +411,18 @@ int ctl_sample_check(const dpp_spec_t *spec, const char *spec_path, const char *
              s.records, k, nfiles);
     size_t errors = s.records ? report(&s, spec_path, sampled) : 0;
     if (s.records == 0) {
-        fprintf(stderr, "dppctl: %s: table %s: no record could be read from %zu of its files%s\n",
-                spec_path, dir, k, s.nnotes ? " (see the notes above)" : "");
+        /* the likeliest cause: the files are of the other format */
+        char hint[160] = "";
+        for (size_t f = 0; dpp_format_names[f]; f++) {
+            size_t fl = strlen(files[0]), el = strlen(dpp_format_names[f]);
+            if ((dpp_format_t)f != spec->format && fl > el && files[0][fl - el - 1] == '.' &&
+                strcmp(files[0] + fl - el, dpp_format_names[f]) == 0)
+                snprintf(hint, sizeof hint,
+                         "; its files end in .%s: should the spec say \"format\": \"%s\"?",
+                         dpp_format_names[f], dpp_format_names[f]);
+        }
+        fprintf(stderr, "dppctl: %s: table %s: no record could be read from %zu of its files%s%s\n",
+                spec_path, dir, k, s.nnotes ? " (see the notes above)" : "", hint);
         errors++;
     } else if (errors == 0) {
         printf("%s: table %s: %s; every feature found, with values its transforms take", spec_path,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* JSON Lines (jsonl.h): a validating one-pass reader of an object's
  * top-level fields. Recursive descent with a depth bound; strings checked
- * for escapes, control characters and UTF-8 (Unicode table 3-7). */
+ * for escapes, control characters and UTF-8 (base/utf8.h). */
 #include <string.h>
 
+#include "base/utf8.h"
 #include "dpp/error.h"
 #include "format/jsonl.h"
 
@@ -29,34 +30,6 @@ static void ws(cur_t *c)
 static int hex(uint8_t x)
 {
     return (x >= '0' && x <= '9') || (x >= 'a' && x <= 'f') || (x >= 'A' && x <= 'F');
-}
-
-/* A UTF-8 sequence starting at c->i (a byte >= 0x80): its length, or 0. */
-static size_t utf8_len(const cur_t *c)
-{
-    const uint8_t *t = c->p + c->i;
-    size_t left = c->len - c->i, need;
-    uint8_t lo = 0x80, hi = 0xbf, b = t[0];
-    if (b >= 0xc2 && b <= 0xdf)
-        need = 1;
-    else if (b >= 0xe0 && b <= 0xef) {
-        need = 2;
-        lo = b == 0xe0 ? 0xa0 : 0x80;
-        hi = b == 0xed ? 0x9f : 0xbf;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3;
-        lo = b == 0xf0 ? 0x90 : 0x80;
-        hi = b == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        return 0;
-    }
-    for (size_t k = 1; k <= need; k++) {
-        if (k >= left || t[k] < lo || t[k] > hi)
-            return 0;
-        lo = 0x80;
-        hi = 0xbf;
-    }
-    return need + 1;
 }
 
 /* At '"': to after the closing quote; *escaped when it has escapes. */
@@ -94,7 +67,7 @@ static int string(cur_t *c, int *escaped)
             c->i++;
             continue;
         }
-        size_t k = utf8_len(c);
+        size_t bad_len, k = dpp_utf8_seq(c->p + c->i, c->len - c->i, &bad_len);
         if (k == 0)
             return bad(c, "invalid UTF-8 in a string");
         c->i += k;

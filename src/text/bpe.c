@@ -18,6 +18,7 @@
 #include <pcre2.h>
 #include <xxhash.h>
 
+#include "base/utf8.h"
 #include "dpp/error.h"
 #include "text/bpe.h"
 #include "text/bpe_internal.h"
@@ -747,40 +748,6 @@ static int encode_piece(const dpp_bpe_t *b, dpp_bpe_scratch_t *s, const uint8_t 
                              : merge_heap(b, s, p, len, ids, n, cap);
 }
 
-/* Length of the well-formed UTF-8 sequence at t[0..len), or 0 with *bad
- * the length of its maximal invalid subpart (Unicode 3.9, table 3-7). */
-static size_t utf8_seq(const uint8_t *t, size_t len, size_t *bad)
-{
-    uint8_t c = t[0];
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        need = 1;
-    else if (c >= 0xe0 && c <= 0xef) {
-        need = 2;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        *bad = 1;
-        return 0;
-    }
-    for (size_t k = 1; k <= need; k++) {
-        if (k >= len || t[k] < lo || t[k] > hi) {
-            *bad = k;
-            return 0;
-        }
-        lo = 0x80;
-        hi = 0xbf;
-    }
-    return need + 1;
-}
-
 /* text with each maximal invalid subpart as U+FFFD, into s->fixed; NULL
  * when the text is valid (use it as it is). */
 static const uint8_t *fix_utf8(dpp_bpe_scratch_t *s, const uint8_t *t, size_t len, size_t *out,
@@ -792,7 +759,7 @@ static const uint8_t *fix_utf8(dpp_bpe_scratch_t *s, const uint8_t *t, size_t le
             i++;
             continue;
         }
-        size_t k = utf8_seq(t + i, len - i, &bad);
+        size_t k = dpp_utf8_seq(t + i, len - i, &bad);
         if (k == 0)
             break;
         i += k;
@@ -812,7 +779,7 @@ static const uint8_t *fix_utf8(dpp_bpe_scratch_t *s, const uint8_t *t, size_t le
     memcpy(s->fixed, t, i);
     size_t o = i;
     while (i < len) {
-        size_t k = t[i] < 0x80 ? 1 : utf8_seq(t + i, len - i, &bad);
+        size_t k = t[i] < 0x80 ? 1 : dpp_utf8_seq(t + i, len - i, &bad);
         if (k) {
             memcpy(s->fixed + o, t + i, k);
             o += k;

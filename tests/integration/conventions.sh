@@ -246,6 +246,10 @@ validate_table "$DPP_TMP/struct.json" "$root/structs" 1
 grep -Fq "dppctl: $DPP_TMP/struct.json: feature \"b_struct\" (the label): " "$DPP_TMP/v.err" &&
     grep -Fq 'nulls.snappy.parquet: column "b_struct" is a struct' "$DPP_TMP/v.err" ||
     dpp_fail "case 7: a struct column not refused by name: $(cat "$DPP_TMP/v.err")"
+# a spec of the other format: the likely fix is named
+validate_table "$DPP_TMP/optional.json" "$root/pq" 1
+grep -Fq 'its files end in .parquet: should the spec say "format": "parquet"?' "$DPP_TMP/v.err" ||
+    dpp_fail "case 7: a TFRecord spec on Parquet files: $(cat "$DPP_TMP/v.err")"
 # submit --table: a spec that fails its sample is not submitted
 before=$(dpp_ctl list -o json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 rc=0
