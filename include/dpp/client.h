@@ -214,6 +214,28 @@ typedef struct dpp_kjt {
 
 int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out);
 
+/* A batch of a text session (spec format "jsonl", docs/spec.md#text-sessions):
+ * packed sequences of `length` tokens. The first `rows` rows hold tokens
+ * (dpp_batch_valid_rows(); padding rows of remainder "pad" come last and
+ * hold none). Views of the batch, row-major int64 [rows * length]:
+ * input_ids; labels, the next token of the same document or -100 where
+ * there is none (a document's last token, padding); position_ids, a
+ * token's place in its document. cu_seqlens int64 [ncu]: each row's
+ * document-piece boundaries, from 0 to length, row r's cu_lengths[r] of
+ * them back to back. padding float32 [rows]: padded positions at the end
+ * of each row. DPP_ENOFEATURE for a batch of any other session. */
+typedef struct dpp_text_batch {
+    size_t rows;
+    uint32_t length;
+    const int64_t *input_ids, *labels, *position_ids;
+    const int64_t *cu_seqlens;
+    const int32_t *cu_lengths;
+    size_t ncu;
+    const float *padding;
+} dpp_text_batch_t;
+
+int dpp_batch_text(const dpp_batch_t *b, dpp_text_batch_t *out);
+
 /* Returns the batch's memory to the client's pool and its budget. Every
  * pointer from the accessors becomes invalid. Accepts NULL. */
 void dpp_batch_release(dpp_batch_t *b);

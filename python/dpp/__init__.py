@@ -11,6 +11,8 @@ torch tensors that view the library's memory without a copy::
             batch.dense                      # float32 [B, D], spec order
             batch.sparse["c1"].values        # int64 ids of feature c1
             batch.sparse.offsets             # KJT layout (to_kjt() with torchrec)
+            batch.text.input_ids             # text sessions: int64 [B, L], labels,
+                                             # position_ids, cu_seqlens (see Text)
 
     loader = torch.utils.data.DataLoader(dpp.TorchDataset(master, session),
                                          batch_size=None, pin_memory=True)
@@ -19,7 +21,7 @@ The library is found through DPP_LIB (a path), else <source>/build next to
 this package, else the dynamic linker (see dpp._lib). docs/client.md has the
 whole story.
 """
-from ._batch import Batch, Jagged, Sparse, TensorBatch
+from ._batch import Batch, Jagged, Sparse, TensorBatch, Text
 from ._client import CHECKPOINT_SIZE, Client
 from ._dataset import WORKERS_MESSAGE, TorchDataset, resolve_rank
 from ._errors import DppError, DppTimeoutError, EndOfData, EpochEnd, SessionEnd
@@ -50,6 +52,7 @@ __all__ = [
     "SessionEnd",
     "Sparse",
     "TensorBatch",
+    "Text",
     "TorchDataset",
     "WORKERS_MESSAGE",
     "library_path",

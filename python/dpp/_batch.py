@@ -184,6 +184,73 @@ class Sparse:
             self.weights is not None,
         )
 
+TEXT_KEYS = ("input_ids", "labels", "position_ids", "cu_seqlens")
+
+
+class Text:
+    """A text session's batch (spec format "jsonl"): ``rows`` packed
+    sequences of ``length`` tokens.
+
+    Attributes:
+        input_ids: int64 [rows, length] token ids (a view of the batch).
+        labels: int64 [rows, length]: the next token of the same document,
+            -100 where there is none (a document's last token, padding):
+            ``cross_entropy(logits.view(-1, V), labels.view(-1))`` as is.
+        position_ids: int64 [rows, length]: the token's place in its document.
+        cu_seqlens: int32 [segments + 1]: where each document piece starts in
+            the flattened rows * length tokens, from 0 to rows * length, every
+            row boundary included: the layout variable-length attention
+            kernels take (flash_attn_varlen_func). Built per batch (a copy).
+        row_cu_seqlens: ``Jagged`` of each row's own boundaries, 0 .. length.
+        padding: float32 [rows]: padded positions of each row (at its end).
+        pad_tokens: int: padded positions in the batch.
+        max_seqlen: int: the longest segment (for the varlen kernels).
+
+    A row of remainder "pad" (mask False) is all padding.
+    """
+
+    __slots__ = ("input_ids", "labels", "position_ids", "cu_seqlens", "row_cu_seqlens",
+                 "padding", "pad_tokens", "max_seqlen", "length")
+
+    def __init__(self, fields):
+        sp = fields.sparse
+        ids, lab, pos, cu = (sp[k] for k in TEXT_KEYS)
+        rows = fields.rows
+        length = int(ids.lengths.max()) if rows else 0
+        self.length = length
+        if bool((ids.lengths == length).all()):
+            self.input_ids = ids.values.view(rows, length)
+            self.labels = lab.values.view(rows, length)
+            self.position_ids = pos.values.view(rows, length)
+        else:  # rows of remainder "pad" carry no tokens: filled here
+            full = ids.lengths == length
+            self.input_ids = torch.zeros((rows, length), dtype=torch.int64)
+            self.labels = torch.full((rows, length), -100, dtype=torch.int64)
+            self.position_ids = torch.zeros((rows, length), dtype=torch.int64)
+            self.input_ids[full] = ids.values.view(-1, length)
+            self.labels[full] = lab.values.view(-1, length)
+            self.position_ids[full] = pos.values.view(-1, length)
+        self.row_cu_seqlens = cu
+        self.padding = fields.labels
+        self.pad_tokens = int(fields.labels.sum().item()) + length * int((ids.lengths != length).sum())
+        # every row's boundaries after its first 0, shifted to the row's place
+        counts = cu.lengths.long()
+        row = torch.repeat_interleave(torch.arange(rows, dtype=torch.int64), counts)
+        keep = torch.ones(cu.values.numel(), dtype=torch.bool)
+        starts = torch.cumsum(counts, 0) - counts
+        keep[starts[counts > 0]] = False
+        flat = cu.values[keep] + row[keep] * length
+        empty = (counts == 0).nonzero().flatten()  # a padding row: one segment
+        if empty.numel():
+            flat = torch.sort(torch.cat([flat, (empty + 1) * length]))[0]
+        self.cu_seqlens = torch.cat([torch.zeros(1, dtype=torch.int64), flat]).to(torch.int32)
+        seg = self.cu_seqlens[1:] - self.cu_seqlens[:-1]
+        self.max_seqlen = int(seg.max()) if seg.numel() else 0
+
+    def __repr__(self):
+        return "Text(rows=%d, length=%d, segments=%d, pad_tokens=%d)" % (
+            self.input_ids.shape[0], self.length, self.cu_seqlens.numel() - 1, self.pad_tokens)
+
 
 def _pin(t):
     """A pinned copy of t, or (without CUDA, where pinning does not exist) a
@@ -195,7 +262,16 @@ def _pin(t):
 
 class _BatchFields:
     """What Batch and TensorBatch share: rows, epoch, labels, dense,
-    dense_features, sparse."""
+    dense_features, sparse, text."""
+
+    @property
+    def text(self):
+        """A ``Text`` for a batch of a text session (built on first access
+        from the sparse columns), None for any other session."""
+        t = getattr(self, "_text", None)
+        if t is None and tuple(self.sparse.keys) == TEXT_KEYS:
+            t = self._text = Text(self)
+        return t
 
     def pin_memory(self):
         """A TensorBatch whose tensors are pinned (page-locked) copies, for

@@ -188,6 +188,28 @@ int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out)
     return 0;
 }
 
+int dpp_batch_text(const dpp_batch_t *b, dpp_text_batch_t *out)
+{
+    static const char *const columns[] = {"input_ids", "labels", "position_ids", "cu_seqlens"};
+    const dpp_core_t *c = b->core;
+    memset(out, 0, sizeof *out);
+    if (c->nsparse != 4 || c->ndense != 0)
+        return DPP_ENOFEATURE;
+    for (unsigned k = 0; k < 4; k++)
+        if (strcmp(c->sparse_names[k], columns[k]) != 0)
+            return DPP_ENOFEATURE;
+    const int64_t **cols[3] = {&out->input_ids, &out->labels, &out->position_ids};
+    size_t n;
+    for (unsigned k = 0; k < 3; k++)
+        *cols[k] = dpp_block_values(b->buf, &c->shape, k, &n);
+    out->rows = b->valid_rows;
+    out->length = out->rows ? (uint32_t)dpp_block_lengths(b->buf, &c->shape, 0)[0] : 0;
+    out->cu_seqlens = dpp_block_values(b->buf, &c->shape, 3, &out->ncu);
+    out->cu_lengths = dpp_block_lengths(b->buf, &c->shape, 3);
+    out->padding = dpp_block_labels(b->buf);
+    return 0;
+}
+
 int dpp_batch_labels(const dpp_batch_t *b, const float **labels)
 {
     *labels = dpp_block_labels(b->buf);

@@ -4,10 +4,10 @@
 
 #include "format/format.h"
 
-const char *const dpp_format_names[] = {"tfrecord", "parquet", NULL};
+const char *const dpp_format_names[] = {"tfrecord", "parquet", "jsonl", NULL};
 
 const char *dpp_format_list(void)
 {
     /* Kept by hand beside the names: a format is added in both lines. */
-    return "\"tfrecord\" or \"parquet\"";
+    return "\"tfrecord\", \"parquet\" or \"jsonl\"";
 }

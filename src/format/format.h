@@ -9,6 +9,7 @@
 typedef enum dpp_format {
     DPP_FORMAT_TFRECORD = 0, /* TFRecord files of tf.Example records (the default) */
     DPP_FORMAT_PARQUET = 1,  /* Parquet files (src/parquet) */
+    DPP_FORMAT_JSONL = 2,    /* JSON Lines documents, tokenized and packed (src/text) */
 } dpp_format_t;
 
 /* Names in dpp_format_t order, NULL-terminated. */

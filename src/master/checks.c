@@ -102,3 +102,18 @@ int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitD
         s->checks_done = 1;
     return 0;
 }
+
+int dpp_master_plan_checks(dpp_master_t *m, dpp_session_t *s)
+{
+    uint64_t rejected = dpp_rejects_total(&s->rejects);
+    if (s->nsplits > 0 || rejected == 0)
+        return 0;
+    char reasons[512] = "", text[2048];
+    dpp_rejects_describe(&s->rejects, reasons, sizeof reasons);
+    snprintf(text, sizeof text,
+             "the session has nothing to deliver: every one of the %" PRIu64
+             " records its files hold was rejected (%s); the first: %s",
+             rejected, reasons, s->first_reject ? s->first_reject : "-");
+    fail(m, s, "cause=rejects", text);
+    return 1;
+}

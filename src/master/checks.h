@@ -25,4 +25,10 @@
  * when it failed it. */
 int dpp_master_split_checks(dpp_master_t *m, dpp_session_t *s, const Dpp__SplitDone *msg);
 
+/* A session planned with no records to read while its index tasks turned
+ * some away (a text session whose every line was rejected: no split is
+ * left to report them) fails, naming the first. Returns 1 when it failed
+ * it. */
+int dpp_master_plan_checks(dpp_master_t *m, dpp_session_t *s);
+
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The master's index cache: file indexes keyed by path, size, mtime and
- * split_rows, filled by index tasks and journal replay, read at submit. A
+ * the spec's index key (dpp_spec_index_key), filled by index tasks and journal replay, read at submit. A
  * chained hash table, doubled when it holds as many entries as buckets, so
  * that a session of 100,000 files costs 100,000 lookups, not 100,000^2/2
  * comparisons. */
@@ -12,24 +12,24 @@
 #include "master_internal.h"
 #include "spec/vocab.h"
 
-static uint64_t key_hash(const char *path, uint64_t size, int64_t mtime_ns, unsigned split_rows)
+static uint64_t key_hash(const char *path, uint64_t size, int64_t mtime_ns, uint64_t key)
 {
     uint64_t h = dpp_string_hash((const uint8_t *)path, strlen(path), 0);
     h ^= size * UINT64_C(0x9E3779B97F4A7C15);
     h ^= (uint64_t)mtime_ns * UINT64_C(0xC2B2AE3D27D4EB4F);
-    h ^= (uint64_t)split_rows * UINT64_C(0x165667B19E3779F9);
+    h ^= key * UINT64_C(0x165667B19E3779F9);
     return h ^ (h >> 29);
 }
 
 static index_entry_t *cache_find(dpp_master_t *m, uint64_t h, const char *path, uint64_t size,
-                                 int64_t mtime_ns, unsigned split_rows)
+                                 int64_t mtime_ns, uint64_t key)
 {
     if (m->index_cache.nbuckets == 0)
         return NULL;
     for (index_entry_t *e = m->index_cache.buckets[h & (m->index_cache.nbuckets - 1)]; e;
          e = e->next)
         if (e->hash == h && e->size == size && e->mtime_ns == mtime_ns &&
-            e->split_rows == split_rows && strcmp(e->path, path) == 0)
+            e->key == key && strcmp(e->path, path) == 0)
             return e;
     return NULL;
 }
@@ -51,12 +51,12 @@ static void grow(dpp_index_cache_t *c)
     c->nbuckets = n;
 }
 
-void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows)
+void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, uint64_t key)
 {
     if (f->index_size == 0)
         return;
-    uint64_t h = key_hash(f->path, f->index_size, f->index_mtime_ns, split_rows);
-    if (cache_find(m, h, f->path, f->index_size, f->index_mtime_ns, split_rows))
+    uint64_t h = key_hash(f->path, f->index_size, f->index_mtime_ns, key);
+    if (cache_find(m, h, f->path, f->index_size, f->index_mtime_ns, key))
         return;
     dpp_index_cache_t *c = &m->index_cache;
     if (c->n >= c->nbuckets)
@@ -66,7 +66,7 @@ void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned s
     e->path = dpp_xstrdup(f->path);
     e->size = f->index_size;
     e->mtime_ns = f->index_mtime_ns;
-    e->split_rows = split_rows;
+    e->key = key;
     e->records = f->records;
     e->nbounds = f->nbounds;
     e->bounds = dpp_xcalloc(f->nbounds ? f->nbounds : 1, sizeof *e->bounds);
@@ -79,11 +79,11 @@ void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned s
 size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
 {
     size_t n = 0;
+    uint64_t key = dpp_spec_index_key(&s->spec);
     for (size_t i = 0; i < s->nfiles; i++) {
         dpp_file_t *f = &s->files[i];
-        uint64_t h = key_hash(f->path, f->size, f->mtime_ns, s->spec.split_rows);
-        const index_entry_t *e =
-            cache_find(m, h, f->path, f->size, f->mtime_ns, s->spec.split_rows);
+        uint64_t h = key_hash(f->path, f->size, f->mtime_ns, key);
+        const index_entry_t *e = cache_find(m, h, f->path, f->size, f->mtime_ns, key);
         if (e) {
             dpp_session_file_indexed(s, i, e->records, e->bounds, e->nbounds);
             f->index_size = e->size;

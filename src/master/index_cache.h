@@ -10,11 +10,12 @@
 #include "master.h"
 #include "session.h"
 
-/* Remembers f's index (copied) under its path, split_rows and the size and
+/* Remembers f's index (copied) under its path, the spec's index key
+ * (dpp_spec_index_key: split_rows, and a text session's settings) and the size and
  * mtime the index was computed from (f->index_size, f->index_mtime_ns; the
  * file may have changed since), unless it is known already or index_size is
  * 0 (not reusable). The entry lives until dpp_master_index_cache_free(). */
-void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, unsigned split_rows);
+void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, uint64_t key);
 
 /* Marks the files of a new session whose index the master already knows
  * indexed (which may plan the session). Returns how many. */

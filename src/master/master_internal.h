@@ -67,7 +67,7 @@ static inline peer_role_t peer_role(const peer_t *p)
 
 /* Split boundaries of files already indexed, so that a later session on the
  * same unchanged files needs no index task. Keyed by path, size, mtime and
- * split_rows; kept for the master's lifetime and rebuilt from the journal's
+ * the spec's index key (split_rows; for text also tokenizer and packing); kept for the master's lifetime and rebuilt from the journal's
  * index records at restart. */
 typedef struct index_entry {
     struct index_entry *next; /* in its bucket */
@@ -75,7 +75,7 @@ typedef struct index_entry {
     char *path;
     uint64_t size;
     int64_t mtime_ns;
-    unsigned split_rows;
+    uint64_t key;
     uint64_t records;
     uint64_t *bounds;
     size_t nbounds;

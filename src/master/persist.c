@@ -194,7 +194,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
                  * file as it is now: it may have changed while we were down */
                 f->index_size = ji->file_size;
                 f->index_mtime_ns = ji->file_mtime_ns;
-                dpp_master_index_cache_put(m, f, s->spec.split_rows);
+                dpp_master_index_cache_put(m, f, dpp_spec_index_key(&s->spec));
             }
         }
     } else if (type == DPP_J_CONSUMED) {

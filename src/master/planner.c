@@ -9,6 +9,8 @@ const dpp_planner_t *dpp_planner_for(dpp_format_t format)
         break;
     case DPP_FORMAT_PARQUET:
         return &dpp_planner_parquet;
+    case DPP_FORMAT_JSONL:
+        return &dpp_planner_jsonl;
     }
     return &dpp_planner_tfrecord;
 }

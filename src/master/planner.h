@@ -41,5 +41,6 @@ const dpp_planner_t *dpp_planner_for(dpp_format_t format);
 /* One for each format, in its own file. */
 extern const dpp_planner_t dpp_planner_tfrecord;
 extern const dpp_planner_t dpp_planner_parquet;
+extern const dpp_planner_t dpp_planner_jsonl;
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "dpp/error.h"
@@ -133,6 +134,8 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
         return;
     }
     add_rejects(&s->rejects, msg->rejects);
+    if (msg->reject_detail[0] && s->first_reject == NULL)
+        s->first_reject = dpp_xstrdup(msg->reject_detail);
     if (msg->reject_detail[0]) {
         char q[600];
         DPP_WARN("file_tail_rejected session=%s file=%s detail=%s", s->id, f->rel_path,
@@ -163,7 +166,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
     f->index_size = ji.file_size;
     f->index_mtime_ns = ji.file_mtime_ns;
-    dpp_master_index_cache_put(m, f, s->spec.split_rows);
+    dpp_master_index_cache_put(m, f, dpp_spec_index_key(&s->spec));
     m->n.index_done++;
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
               f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);
@@ -172,7 +175,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
                  s->id, s->nfiles, s->nsplits, dpp_session_state_name(s->state),
                  s->planned_ms - s->submitted_ms);
         dpp_master_count_planning(m, s);
-        if (s->state == SESSION_DONE)
+        if (s->state == SESSION_DONE && !dpp_master_plan_checks(m, s))
             dpp_master_session_done(m, s); /* nothing to read in its files */
     }
     if (planned)

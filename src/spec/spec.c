@@ -789,6 +789,261 @@ static int check_depth(parser_t *p, const char *json, size_t len)
     return 0;
 }
 
+/* ---- text sessions (format "jsonl") -------------------------------------- */
+
+static const char *const pack_names[] = {"concat", "best_fit", NULL};
+static const char *const tokenizer_kinds[] = {"tiktoken", "huggingface", NULL};
+
+/* An optional special-token name: absent leaves *out at dflt, null is none. */
+static int get_special(parser_t *p, const jpath_t *path, json_t *obj, const char *key,
+                       const char *dflt, char **out)
+{
+    jpath_t kp = at_key(path, key);
+    json_t *v = json_object_get(obj, key);
+    const char *name = dflt;
+    if (v && json_is_null(v))
+        name = NULL;
+    else if (v && (!json_is_string(v) || json_string_length(v) == 0))
+        return fail(p, &kp, "expected the name of a special token (e.g. \"<|endoftext|>\") or null");
+    else if (v)
+        name = json_string_value(v);
+    if (name && (*out = strdup(name)) == NULL)
+        return -ENOMEM;
+    return 0;
+}
+
+static int parse_text_docs(parser_t *p, json_t *root, dpp_text_spec_t *t)
+{
+    static const char *const keys[] = {"field", "min_bytes", "max_bytes", "where", NULL};
+    jpath_t path = at_key(NULL, "text");
+    json_t *obj = json_object_get(root, "text");
+    int rc, found;
+    const char *field = "text";
+    t->max_bytes = UINT64_MAX;
+    if (obj) {
+        if (!json_is_object(obj))
+            return fail(p, &path, "expected an object");
+        if ((rc = check_keys(p, &path, obj, keys, NULL)) != 0)
+            return rc;
+        if (json_object_get(obj, "field") && !(field = get_string(p, &path, obj, "field", &rc)))
+            return rc;
+        int64_t x = 0;
+        if ((rc = get_int(p, &path, obj, "min_bytes", 0, 0, INT64_MAX, &x, &found)) != 0)
+            return rc;
+        t->min_bytes = (uint64_t)x;
+        if ((rc = get_int(p, &path, obj, "max_bytes", 0, 1, INT64_MAX, &x, &found)) != 0)
+            return rc;
+        if (found)
+            t->max_bytes = (uint64_t)x;
+        if (t->max_bytes < t->min_bytes) {
+            jpath_t kp = at_key(&path, "max_bytes");
+            return fail(p, &kp, "is below min_bytes (%llu): no document could pass",
+                        (unsigned long long)t->min_bytes);
+        }
+        json_t *where = json_object_get(obj, "where");
+        if (where) {
+            jpath_t wp = at_key(&path, "where");
+            if (!json_is_object(where) || json_object_size(where) == 0)
+                return fail(p, &wp, "expected an object of field: string value, e.g. "
+                                    "{\"lang\": \"en\"}");
+            if (json_object_size(where) > DPP_TEXT_MAX_WHERE)
+                return fail(p, &wp, "%zu fields, more than %d", json_object_size(where),
+                            DPP_TEXT_MAX_WHERE);
+            size_t n = json_object_size(where);
+            t->where_keys = calloc(n, sizeof *t->where_keys);
+            t->where_values = calloc(n, sizeof *t->where_values);
+            if (!t->where_keys || !t->where_values)
+                return -ENOMEM;
+            for (void *it = json_object_iter(where); it; it = json_object_iter_next(where, it)) {
+                const char *key = json_object_iter_key(it);
+                json_t *v = json_object_iter_value(it);
+                jpath_t kp = at_key(&wp, key);
+                if (!json_is_string(v))
+                    return fail(p, &kp, "expected a string (a document passes when its field "
+                                        "\"%s\" is this string)", key);
+                if (key[0] == '\0')
+                    return fail(p, &kp, "a field name must not be empty");
+                unsigned w = t->nwhere++;
+                t->where_keys[w] = strdup(key);
+                t->where_values[w] = strdup(json_string_value(v));
+                if (!t->where_keys[w] || !t->where_values[w])
+                    return -ENOMEM;
+            }
+        }
+    }
+    t->field = strdup(field);
+    return t->field ? 0 : -ENOMEM;
+}
+
+static int parse_tokenizer(parser_t *p, json_t *root, dpp_text_spec_t *t)
+{
+    static const char *const keys[] = {"file", "kind", "pattern", "specials", NULL};
+    jpath_t path = at_key(NULL, "tokenizer");
+    json_t *obj = json_object_get(root, "tokenizer");
+    int rc;
+    if (!obj)
+        return fail(p, &path, "required for format \"jsonl\": {\"file\": \"<a tiktoken rank file "
+                              "or tokenizer.json under a data root>\", ...}");
+    if (!json_is_object(obj))
+        return fail(p, &path, "expected an object");
+    if ((rc = check_keys(p, &path, obj, keys, NULL)) != 0)
+        return rc;
+    const char *file = get_string(p, &path, obj, "file", &rc);
+    if (!file)
+        return rc;
+    jpath_t fp = at_key(&path, "file");
+    if (!dpp_path_is_relative_inside(file))
+        return fail(p, &fp, "must be a relative path inside a data root");
+    size_t fl = strlen(file);
+    int kind = fl > 5 && strcmp(file + fl - 5, ".json") == 0;
+    if ((rc = get_choice(p, &path, obj, "kind", 0, tokenizer_kinds,
+                         "\"tiktoken\" or \"huggingface\"", &kind)) != 0)
+        return rc;
+    t->tokenizer_hf = kind;
+    if ((t->tokenizer_file = strdup(file)) == NULL)
+        return -ENOMEM;
+    json_t *pat = json_object_get(obj, "pattern");
+    json_t *specials = json_object_get(obj, "specials");
+    jpath_t pp = at_key(&path, "pattern");
+    if (t->tokenizer_hf) {
+        if (pat)
+            return fail(p, &pp, "a Hugging Face tokenizer.json has its own pattern; leave it out");
+        if (specials) {
+            jpath_t sp = at_key(&path, "specials");
+            return fail(p, &sp, "a Hugging Face tokenizer.json names its added tokens itself; "
+                                "leave it out");
+        }
+        return 0;
+    }
+    const char *name = get_string(p, &path, obj, "pattern", &rc);
+    if (!name)
+        return fail(p, &pp, "%s: the tiktoken encoding whose split pattern applies, "
+                            "\"cl100k_base\" or \"o200k_base\"",
+                    pat ? "expected a string" : "required");
+    /* the encodings src/text/bpe.c has patterns for (spec sits below text) */
+    static const char *const known[] = {"cl100k_base", "o200k_base", NULL};
+    if (strcmp(name, known[0]) != 0 && strcmp(name, known[1]) != 0) {
+        char hint[256];
+        return fail(p, &pp, "unknown encoding \"%s\"%s", name,
+                    dpp_suggest(hint, sizeof hint, name, known, 2, "encodings", 4));
+    }
+    if ((t->pattern = strdup(name)) == NULL)
+        return -ENOMEM;
+    if (specials) {
+        jpath_t sp = at_key(&path, "specials");
+        if (!json_is_object(specials) || json_object_size(specials) > DPP_TEXT_MAX_SPECIALS)
+            return fail(p, &sp, "expected an object of at most %d name: id pairs, e.g. "
+                                "{\"<|endoftext|>\": 100257}", DPP_TEXT_MAX_SPECIALS);
+        size_t n = json_object_size(specials);
+        t->special_names = calloc(n ? n : 1, sizeof *t->special_names);
+        t->special_ids = calloc(n ? n : 1, sizeof *t->special_ids);
+        if (!t->special_names || !t->special_ids)
+            return -ENOMEM;
+        for (void *it = json_object_iter(specials); it;
+             it = json_object_iter_next(specials, it)) {
+            const char *key = json_object_iter_key(it);
+            json_t *v = json_object_iter_value(it);
+            jpath_t kp = at_key(&sp, key);
+            if (key[0] == '\0')
+                return fail(p, &kp, "a special token's name must not be empty");
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) > INT32_MAX)
+                return fail(p, &kp, "expected the token's id, an integer from 0 to %d",
+                            INT32_MAX);
+            t->special_ids[t->nspecials] = json_integer_value(v);
+            if ((t->special_names[t->nspecials++] = strdup(key)) == NULL)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int parse_sequence(parser_t *p, json_t *root, dpp_text_spec_t *t)
+{
+    static const char *const keys[] = {"length", "pack", "eos", "bos", "window", NULL};
+    jpath_t path = at_key(NULL, "sequence");
+    json_t *obj = json_object_get(root, "sequence");
+    int rc, found, choice = 0;
+    if (!obj)
+        return fail(p, &path, "required for format \"jsonl\": {\"length\": <tokens per "
+                              "sequence>, \"pack\": \"concat\" or \"best_fit\"}");
+    if (!json_is_object(obj))
+        return fail(p, &path, "expected an object");
+    if ((rc = check_keys(p, &path, obj, keys, NULL)) != 0)
+        return rc;
+    int64_t x = 0;
+    if ((rc = get_int(p, &path, obj, "length", 1, 1, DPP_TEXT_MAX_LENGTH, &x, &found)) != 0)
+        return rc;
+    t->length = (unsigned)x;
+    if ((rc = get_choice(p, &path, obj, "pack", 0, pack_names, "\"concat\" or \"best_fit\"",
+                         &choice)) != 0)
+        return rc;
+    t->pack = (dpp_pack_kind_t)choice;
+    x = DPP_TEXT_DEFAULT_WINDOW;
+    if ((rc = get_int(p, &path, obj, "window", 0, 1, 1 << 20, &x, &found)) != 0)
+        return rc;
+    if (found && t->pack != DPP_PACK_KIND_BEST_FIT) {
+        jpath_t wp = at_key(&path, "window");
+        return fail(p, &wp, "applies to \"pack\": \"best_fit\" only");
+    }
+    t->window = (unsigned)x;
+    if ((rc = get_special(p, &path, obj, "eos", "<|endoftext|>", &t->eos)) != 0)
+        return rc;
+    return get_special(p, &path, obj, "bos", NULL, &t->bos);
+}
+
+/* A text session's columns, as the sparse features and label every layer
+ * above the source knows how to move. */
+static int text_columns(dpp_spec_t *s)
+{
+    static const char *const names[] = DPP_TEXT_COLUMNS;
+    s->sparse = calloc(DPP_TEXT_NCOLUMNS, sizeof *s->sparse);
+    if (!s->sparse)
+        return -ENOMEM;
+    for (unsigned k = 0; k < DPP_TEXT_NCOLUMNS; k++) {
+        if ((s->sparse[k].name = strdup(names[k])) == NULL)
+            return -ENOMEM;
+        s->nsparse = k + 1;
+    }
+    s->label = strdup(DPP_TEXT_LABEL);
+    return s->label ? 0 : -ENOMEM;
+}
+
+static int parse_text(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const row_keys[] = {"features", "label", "filters", NULL};
+    for (const char *const *k = row_keys; *k; k++) {
+        if (json_object_get(root, *k)) {
+            jpath_t kp = at_key(NULL, *k);
+            return fail(p, &kp, "a text session (format \"jsonl\") has no %s: its batches are "
+                                "input_ids, labels, position_ids and cu_seqlens; choose "
+                                "documents with \"text\" (field, min_bytes, max_bytes, where)",
+                        *k);
+        }
+    }
+    if ((s->text = calloc(1, sizeof *s->text)) == NULL)
+        return -ENOMEM;
+    int rc = parse_text_docs(p, root, s->text);
+    if (rc == 0)
+        rc = parse_tokenizer(p, root, s->text);
+    if (rc == 0)
+        rc = parse_sequence(p, root, s->text);
+    if (rc)
+        return rc;
+    /* per row: the label, four lengths, and at most 4 x length + 1 ids */
+    uint64_t row_bytes = 4 + 16 + 8 * (4 * (uint64_t)s->text->length + 1);
+    if (row_bytes * s->batch_size > DPP_BLOCK_MAX_BYTES) {
+        jpath_t bp = at_key(NULL, "batch_size");
+        return fail(p, &bp,
+                    "%u sequences of %u tokens may take %llu MiB, over the %u MiB a block may "
+                    "hold: at most %llu sequences per batch (or shorter sequences)",
+                    s->batch_size, s->text->length,
+                    (unsigned long long)((row_bytes * s->batch_size) >> 20),
+                    DPP_BLOCK_MAX_BYTES >> 20, (unsigned long long)(DPP_BLOCK_MAX_BYTES / row_bytes));
+    }
+    return text_columns(s);
+}
+
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
 {
     static const char *const top_keys[] = {"table",      "partitions",     "batch_size",
@@ -797,6 +1052,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "features",   "label",          "filters",
                                            "remainder",  "shuffle",        "order",
                                            "format",     "idle_timeout_s", "max_reject_ratio",
+                                           "text",       "tokenizer",      "sequence",
                                            NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
@@ -853,6 +1109,15 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     rc = parse_io_keys(p, root, s);
     if (rc)
         return rc;
+    if (s->format == DPP_FORMAT_JSONL)
+        return parse_text(p, root, s);
+    static const char *const text_keys[] = {"text", "tokenizer", "sequence", NULL};
+    for (const char *const *k = text_keys; *k; k++) {
+        if (json_object_get(root, *k)) {
+            jpath_t kp = at_key(NULL, *k);
+            return fail(p, &kp, "applies to text sessions (\"format\": \"jsonl\") only");
+        }
+    }
 
     json_t *features = json_object_get(root, "features");
     if (!features)
@@ -964,6 +1229,30 @@ static void features_free(dpp_feature_spec_t *f, unsigned n)
     free(f);
 }
 
+static void strings_free(char **v, unsigned n)
+{
+    if (v)
+        for (unsigned i = 0; i < n; i++)
+            free(v[i]);
+    free(v);
+}
+
+static void text_free(dpp_text_spec_t *t)
+{
+    if (!t)
+        return;
+    free(t->field);
+    strings_free(t->where_keys, t->nwhere);
+    strings_free(t->where_values, t->nwhere);
+    free(t->tokenizer_file);
+    free(t->pattern);
+    strings_free(t->special_names, t->nspecials);
+    free(t->special_ids);
+    free(t->eos);
+    free(t->bos);
+    free(t);
+}
+
 void dpp_spec_close(dpp_spec_t *spec)
 {
     if (!spec)
@@ -980,6 +1269,7 @@ void dpp_spec_close(dpp_spec_t *spec)
         for (unsigned i = 0; i < spec->nfilters; i++)
             free(spec->filters[i].feature);
     free(spec->filters);
+    text_free(spec->text);
     memset(spec, 0, sizeof(*spec));
 }
 
@@ -1105,6 +1395,71 @@ static json_t *filter_to_json(const dpp_filter_t *f)
     return NULL;
 }
 
+/* A text session's own sections, {"text", "tokenizer", "sequence"}, every
+ * default written out. Each of their fields changes which sequences a split
+ * makes, so they are also what the index key hashes. */
+static json_t *text_to_json(const dpp_text_spec_t *t)
+{
+    json_t *root = json_object(), *docs = json_object(), *tok = json_object(),
+           *seq = json_object();
+    if (set(root, "text", docs) != 0 || set(root, "tokenizer", tok) != 0 ||
+        set(root, "sequence", seq) != 0)
+        goto fail;
+    if (set(docs, "field", json_string(t->field)) != 0 ||
+        set(docs, "min_bytes", json_integer((json_int_t)t->min_bytes)) != 0 ||
+        (t->max_bytes != UINT64_MAX &&
+         set(docs, "max_bytes", json_integer((json_int_t)t->max_bytes)) != 0))
+        goto fail;
+    if (t->nwhere) {
+        json_t *where = json_object();
+        if (set(docs, "where", where) != 0)
+            goto fail;
+        for (unsigned i = 0; i < t->nwhere; i++)
+            if (set(where, t->where_keys[i], json_string(t->where_values[i])) != 0)
+                goto fail;
+    }
+    if (set(tok, "file", json_string(t->tokenizer_file)) != 0 ||
+        set(tok, "kind", json_string(tokenizer_kinds[t->tokenizer_hf ? 1 : 0])) != 0 ||
+        (t->pattern && set(tok, "pattern", json_string(t->pattern)) != 0))
+        goto fail;
+    if (t->nspecials) {
+        json_t *sp = json_object();
+        if (set(tok, "specials", sp) != 0)
+            goto fail;
+        for (unsigned i = 0; i < t->nspecials; i++)
+            if (set(sp, t->special_names[i], json_integer(t->special_ids[i])) != 0)
+                goto fail;
+    }
+    if (set(seq, "length", json_integer(t->length)) != 0 ||
+        set(seq, "pack", json_string(pack_names[t->pack])) != 0 ||
+        (t->pack == DPP_PACK_KIND_BEST_FIT && set(seq, "window", json_integer(t->window)) != 0) ||
+        set(seq, "eos", t->eos ? json_string(t->eos) : json_null()) != 0 ||
+        set(seq, "bos", t->bos ? json_string(t->bos) : json_null()) != 0)
+        goto fail;
+    return root;
+fail:
+    json_decref(root);
+    return NULL;
+}
+
+uint64_t dpp_spec_index_key(const dpp_spec_t *spec)
+{
+    if (spec->text == NULL)
+        return spec->split_rows;
+    /* FNV-1a of the text sections, then split_rows mixed in */
+    json_t *t = text_to_json(spec->text);
+    char *js = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(t);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const char *c = js ? js : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
+    free(js);
+    h ^= (uint64_t)spec->split_rows * UINT64_C(0x9E3779B97F4A7C15);
+    /* never a plain split_rows value, so a text index is never taken for
+     * a row format's */
+    return h | (UINT64_C(1) << 63);
+}
+
 char *dpp_spec_to_json(const dpp_spec_t *spec)
 {
     json_t *root = json_object();
@@ -1146,6 +1501,19 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
     if (set(root, "shuffle", shuffle) != 0 ||
         (spec->shuffle && set(shuffle, "seed", json_integer(spec->shuffle_seed)) != 0))
         goto out;
+    if (spec->text) {
+        json_t *t = text_to_json(spec->text);
+        if (t == NULL)
+            goto out;
+        for (void *it = json_object_iter(t); it; it = json_object_iter_next(t, it))
+            if (set(root, json_object_iter_key(it), json_incref(json_object_iter_value(it))) != 0) {
+                json_decref(t);
+                goto out;
+            }
+        json_decref(t);
+        text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        goto out;
+    }
     json_t *f = features;
     features = NULL;
     if (set(root, "features", f) != 0)

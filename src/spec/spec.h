@@ -113,6 +113,45 @@ typedef enum dpp_remainder {
  * records fails (docs/spec.md#max_reject_ratio). */
 #define DPP_SPEC_DEFAULT_REJECT_RATIO 0.01
 
+/* A text session (format "jsonl"): which documents, the tokenizer and how
+ * its ids are packed into sequences (docs/spec.md#text-sessions). Its
+ * blocks have no features of the spec's own: the parser fills dense,
+ * sparse and label with the text columns below (DPP_TEXT_COLUMNS), so
+ * every layer above the source moves them like any other sparse feature. */
+typedef enum dpp_pack_kind {
+    DPP_PACK_KIND_CONCAT = 0,   /* documents joined and cut every length tokens */
+    DPP_PACK_KIND_BEST_FIT = 1, /* documents kept whole where they fit, best-fit decreasing */
+} dpp_pack_kind_t;
+
+#define DPP_TEXT_MAX_LENGTH 65536 /* tokens per sequence */
+#define DPP_TEXT_MAX_WHERE 16
+#define DPP_TEXT_MAX_SPECIALS 64
+#define DPP_TEXT_DEFAULT_WINDOW 256
+
+typedef struct dpp_text_spec {
+    char *field;                 /* the document's text, default "text" */
+    uint64_t min_bytes;          /* documents shorter (UTF-8 bytes, unescaped) are filtered */
+    uint64_t max_bytes;          /* ... and longer; UINT64_MAX: no bound */
+    char **where_keys, **where_values; /* field == value (strings), all of them */
+    unsigned nwhere;
+    char *tokenizer_file;        /* relative to a data root */
+    int tokenizer_hf;            /* 1: a Hugging Face tokenizer.json, 0: a tiktoken rank file */
+    char *pattern;               /* tiktoken: the encoding whose split pattern applies */
+    char **special_names;        /* tiktoken: special tokens by name (default: the encoding's) */
+    int64_t *special_ids;
+    unsigned nspecials;
+    unsigned length;             /* tokens per sequence */
+    dpp_pack_kind_t pack;
+    unsigned window;             /* best_fit: documents packed together */
+    char *eos, *bos;             /* special token names, NULL: none */
+} dpp_text_spec_t;
+
+/* The columns of a text session's blocks, in sparse-feature order; the
+ * label column holds each sequence's padded positions. */
+#define DPP_TEXT_COLUMNS {"input_ids", "labels", "position_ids", "cu_seqlens"}
+#define DPP_TEXT_NCOLUMNS 4
+#define DPP_TEXT_LABEL "padding"
+
 typedef struct dpp_spec {
     char *table;          /* relative to a data root */
     dpp_format_t format;  /* of the table's files, default tfrecord */
@@ -143,6 +182,7 @@ typedef struct dpp_spec {
     char *label;
     dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
     unsigned nfilters;
+    dpp_text_spec_t *text; /* format "jsonl"; NULL otherwise */
 } dpp_spec_t;
 
 /* Parses and validates a spec (JSON text of len bytes). On failure returns
@@ -161,5 +201,10 @@ void dpp_spec_close(dpp_spec_t *spec);
  * fixed order) so that parsing the result gives an equal spec. Returns a
  * malloc'd NUL-terminated string the caller frees, or NULL on -ENOMEM. */
 char *dpp_spec_to_json(const dpp_spec_t *spec);
+
+/* What an index task's result depends on besides the file: split_rows, and
+ * for a text session everything that changes how many sequences a split
+ * makes (tokenizer, filters, packing). Equal keys: an index may be reused. */
+uint64_t dpp_spec_index_key(const dpp_spec_t *spec);
 
 #endif

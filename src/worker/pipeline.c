@@ -19,10 +19,11 @@
 #include "format/block.h"
 #include "spec/spec.h"
 #include "spec/transform.h"
+#include "spec/vocab.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "source.h"
-#include "vocab_cache.h"
+#include "file_cache.h"
 
 /* Rejected records logged per split; the rest are only counted. */
 #define MAX_LOGGED_REJECTS 5
@@ -67,7 +68,7 @@ static void plan_close(plan_t *p)
 {
     for (unsigned k = 0; k < p->spec.nsparse; k++)
         if (p->spec.sparse[k].nops > 0)
-            dpp_vocab_cache_put(p->spec.sparse[k].ops[0].vocab);
+            dpp_file_cache_put(p->spec.sparse[k].ops[0].vocab);
     if (p->src)
         p->src->projection_free(p->proj);
     free(p->dense_slot);
@@ -92,19 +93,22 @@ static int slot_of(const char **names, size_t *n, const char *name)
     return (int)(*n)++;
 }
 
-/* The data root the master found the task's table under: its path without
- * the file's path in the table and the table's path in the root. Empty when
- * the paths do not end that way. */
-static void data_root_of(const dpp_task_t *t, const char *table, char *root, size_t len)
+static int vocab_load(const char *real, const char *name, const char *arg, void **out, char *err,
+                      size_t errlen)
 {
-    size_t n = strlen(t->path), rel = strlen(t->rel_path), tab = strlen(table);
-    root[0] = '\0';
-    if (n < rel + tab + 2 || strcmp(t->path + n - rel, t->rel_path) != 0 ||
-        t->path[n - rel - 1] != '/' || strncmp(t->path + n - rel - 1 - tab, table, tab) != 0 ||
-        t->path[n - rel - tab - 2] != '/')
-        return;
-    snprintf(root, len, "%.*s", (int)(n - rel - tab - 2), t->path);
+    (void)arg;
+    dpp_vocab_t *v = NULL;
+    int rc = dpp_vocab_load(real, name, &v, err, errlen);
+    *out = v;
+    return rc;
 }
+
+static void vocab_unload(void *v)
+{
+    dpp_vocab_free(v);
+}
+
+static const dpp_file_kind_t vocab_files = {"vocabulary", vocab_load, vocab_unload};
 
 static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t *cfg, char *err,
                      size_t errlen)
@@ -114,14 +118,17 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     if (rc)
         return rc;
     char root[4096];
-    data_root_of(t, p->spec.table, root, sizeof root);
+    dpp_source_data_root(t, p->spec.table, root, sizeof root);
     for (unsigned k = 0; k < p->spec.nsparse; k++) {
         dpp_transform_t *op = p->spec.sparse[k].ops;
         char why[256];
         if (p->spec.sparse[k].nops == 0 || op->op != DPP_OP_VOCAB)
             continue;
-        if ((rc = dpp_vocab_cache_get(root, cfg->roots, cfg->nroots, op->file, &op->vocab, why,
-                                      sizeof why)) != 0) {
+        void *vocab = NULL;
+        rc = dpp_file_cache_get(&vocab_files, NULL, root, cfg->roots, cfg->nroots, op->file,
+                                &vocab, why, sizeof why);
+        op->vocab = vocab;
+        if (rc != 0) {
             snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k, p->spec.sparse[k].name,
                      why);
             plan_close(p);
@@ -172,7 +179,7 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     p->shape.dims = p->dims;
     p->shape.weighted = p->weighted;
     p->src = dpp_source_ops(s->format);
-    rc = p->src->projection_new(&p->proj, names, n);
+    rc = p->src->projection_new(&p->proj, names, n, &p->spec, root, cfg, err, errlen);
     if (rc == 0) {
         p->slot_names = names; /* the plan keeps them: they point into its spec */
         names = NULL;
@@ -873,8 +880,19 @@ out:
         times->transform_ns += x.sampled.transform_ns * TIME_SAMPLE;
         times->encode_ns += x.sampled.encode_ns * TIME_SAMPLE;
     }
-    if (src.ops)
-        src.ops->close(&src); /* counts src.bytes_read */
+    if (src.ops) {
+        src.ops->close(&src); /* counts src.bytes_read, and inputs that were no rows */
+        /* A range cut into windows (ranks balanced) is read by each of them
+         * from its start; the last window reads all of it, and counts its
+         * inputs that were no rows once. */
+        if (t->record_take == 0 || t->range_records == 0 ||
+            t->record_skip + t->record_take >= t->range_records) {
+            dpp_rejects_add(&res->rejects, &src.rejects);
+            res->filtered += src.filtered;
+            if (!res->reject_detail[0] && src.reject_detail[0])
+                snprintf(res->reject_detail, sizeof res->reject_detail, "%s", src.reject_detail);
+        }
+    }
     res->bytes_read = st1.bytes_read - st0.bytes_read + src.bytes_read;
     dpp_split_scratch_free(&own);
     ctx_close(&x);

@@ -2,6 +2,7 @@
 /* Which source reads which format (source.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "source.h"
 
@@ -15,6 +16,18 @@ int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
     return err;
 }
 
+/* source.h */
+void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len)
+{
+    size_t n = strlen(t->path), rel = strlen(t->rel_path), tab = strlen(table);
+    root[0] = '\0';
+    if (n < rel + tab + 2 || strcmp(t->path + n - rel, t->rel_path) != 0 ||
+        t->path[n - rel - 1] != '/' || strncmp(t->path + n - rel - 1 - tab, table, tab) != 0 ||
+        t->path[n - rel - tab - 2] != '/')
+        return;
+    snprintf(root, len, "%.*s", (int)(n - rel - tab - 2), t->path);
+}
+
 const dpp_source_ops_t *dpp_source_ops(dpp_format_t format)
 {
     switch (format) {
@@ -22,6 +35,8 @@ const dpp_source_ops_t *dpp_source_ops(dpp_format_t format)
         break;
     case DPP_FORMAT_PARQUET:
         return &dpp_source_parquet;
+    case DPP_FORMAT_JSONL:
+        return &dpp_source_jsonl;
     }
     return &dpp_source_tfrecord;
 }

@@ -14,9 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/reject.h"
 #include "format/example_decode.h"
 #include "format/format.h"
 #include "pipeline.h"
+#include "spec/spec.h"
 #include "reader.h"
 
 /* One row as a source hands it over. data is valid until the next call of
@@ -38,15 +40,25 @@ typedef struct dpp_source {
     const dpp_task_t *task;
     void *state;         /* the format's own, from open() to close() */
     uint64_t bytes_read; /* by a source that does not read through `reader` */
+    /* A source whose rows are made of inputs that are not rows (a text
+     * source's sequences, made of JSON lines) counts the inputs it turns
+     * away here, by close(): the pipeline adds them to the split's. */
+    dpp_rejects_t rejects;
+    char reject_detail[512]; /* the first of them, naming file and offset */
+    uint64_t filtered;
 } dpp_source_t;
 
 typedef struct dpp_source_ops {
     dpp_format_t format;
 
     /* What decode() needs to find the features names[0..n) (slot order) in a
-     * row. Returns 0 with *proj (freed by projection_free, NULL accepted)
-     * or -ENOMEM. */
-    int (*projection_new)(void **proj, const char *const *names, size_t n);
+     * row of a split of spec's table (under data root `root`), and for a
+     * format that makes its rows (text), what it makes them with. Returns 0
+     * with *proj (freed by projection_free, NULL accepted), -ENOMEM, or an
+     * error with a sentence in err (a tokenizer that cannot be loaded). */
+    int (*projection_new)(void **proj, const char *const *names, size_t n, const dpp_spec_t *spec,
+                          const char *root, const dpp_pipeline_config_t *cfg, char *err,
+                          size_t errlen);
     void (*projection_free)(void *proj);
 
     /* Opens task t's file and positions at its range (with the thread's
@@ -108,11 +120,17 @@ typedef struct dpp_source_ops {
 int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The data root the master found task t's table (spec `table`) under: its
+ * path without the file's path in the table and the table's path in the
+ * root. Empty when the paths do not end that way. */
+void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len);
+
 /* The source of a format; never NULL for a dpp_format_t value. */
 const dpp_source_ops_t *dpp_source_ops(dpp_format_t format);
 
 /* One for each format, in its own file. */
 extern const dpp_source_ops_t dpp_source_tfrecord;
 extern const dpp_source_ops_t dpp_source_parquet;
+extern const dpp_source_ops_t dpp_source_jsonl;
 
 #endif

@@ -59,8 +59,15 @@ static void projection_free(void *proj)
     free(p);
 }
 
-static int projection_new(void **proj, const char *const *names, size_t n)
+static int projection_new(void **proj, const char *const *names, size_t n,
+                          const dpp_spec_t *spec, const char *root,
+                          const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
 {
+    (void)spec;
+    (void)root;
+    (void)cfg;
+    (void)err;
+    (void)errlen;
     pq_proj_t *p = calloc(1, sizeof *p);
     *proj = p;
     if (p == NULL || (p->names = calloc(n + 1, sizeof *p->names)) == NULL)

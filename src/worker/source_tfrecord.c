@@ -17,8 +17,15 @@
 #include "source.h"
 #include "spec/table.h"
 
-static int projection_new(void **proj, const char *const *names, size_t n)
+static int projection_new(void **proj, const char *const *names, size_t n,
+                          const dpp_spec_t *spec, const char *root,
+                          const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
 {
+    (void)spec;
+    (void)root;
+    (void)cfg;
+    (void)err;
+    (void)errlen;
     dpp_projection_t *p = NULL;
     int rc = dpp_projection_new(&p, names, n);
     *proj = p;

@@ -6,6 +6,12 @@
 // smaller than the row's before it in the same batch: 0 in file order).
 // Exit 0 only with 0 missing and 0 duplicates in every epoch.
 //
+// A text session (spec format "jsonl") has no row_id: with --text 1 a
+// row's identity is a hash of its sequence (input_ids and position_ids),
+// EXPECTED_IDS_FILE holds those hashes (hex, one per sequence; a sequence
+// that occurs k times, k times), and --write-ids FILE writes the hashes of
+// the first epoch, from a session read undisturbed, to make that file.
+//
 // For the determinism and resume tests it can also write a hash of every
 // batch (--hashes), write a checkpoint token after a batch (--checkpoint-at
 // K --token FILE), kill itself with SIGKILL after a batch (--die-after N,
@@ -51,6 +57,28 @@ static uint64_t batch_hash(dpp_client_t *c, dpp_batch_t *b)
     return fnv(h, dpp_batch_mask(b), rows);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A text row's identity: its slot among the expected hashes (sorted, ties
+ * taken in turn, the last one again for a duplicate), or -1 when the hash
+ * is not expected. */
+static int64_t text_row_id(const uint64_t *hs, size_t n, const uint32_t *seen, uint64_t h)
+{
+    const uint64_t *at = bsearch(&h, hs, n, sizeof *hs, cmp_u64);
+    if (at == NULL)
+        return -1;
+    size_t j = (size_t)(at - hs);
+    while (j > 0 && hs[j - 1] == h)
+        j--;
+    while (j + 1 < n && hs[j + 1] == h && seen[j])
+        j++;
+    return (int64_t)j;
+}
+
 static int write_token(dpp_client_t *c, const char *path)
 {
     uint8_t tok[DPP_CHECKPOINT_SIZE];
@@ -71,20 +99,22 @@ static void usage(void)
     fprintf(stderr,
             "usage: dpp-fault-check [--hashes FILE] [--checkpoint-at K --token FILE]\n"
             "                       [--die-after N] [--resume FILE] [--prefetch-splits N]\n"
-            "                       [--share 1]\n"
+            "                       [--share 1] [--text 1] [--write-ids FILE]\n"
             "                       MASTER SESSION RANK EXPECTED_IDS_FILE [DELAY_MS]\n"
             "EXPECTED_IDS_FILE: the row ids this rank must get, one per line;\n"
             "DELAY_MS: time spent per batch, as a trainer's step would;\n"
             "--share 1: the rank gets a share of them that changes per epoch (shuffle\n"
-            "with several ranks): ids not seen are not counted missing\n");
+            "with several ranks): ids not seen are not counted missing;\n"
+            "--text 1: a text session; ids are sequence hashes (hex);\n"
+            "--write-ids FILE: write the ids of epoch 0 to FILE and stop after it\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *hashes_path = NULL, *token_path = NULL, *resume_path = NULL;
+    const char *hashes_path = NULL, *token_path = NULL, *resume_path = NULL, *ids_out = NULL;
     long checkpoint_at = -1, die_after = -1;
     unsigned prefetch_splits = 0;
-    int i = 1, share = 0;
+    int i = 1, share = 0, text = 0;
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--hashes") == 0)
             hashes_path = argv[i + 1];
@@ -100,6 +130,10 @@ int main(int argc, char **argv)
             prefetch_splits = (unsigned)atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--share") == 0)
             share = strcmp(argv[i + 1], "1") == 0;
+        else if (strcmp(argv[i], "--text") == 0)
+            text = strcmp(argv[i + 1], "1") == 0;
+        else if (strcmp(argv[i], "--write-ids") == 0)
+            ids_out = argv[i + 1];
         else
             break;
     }
@@ -132,15 +166,30 @@ int main(int argc, char **argv)
     size_t n = 0, cap = 1024;
     uint64_t max_id = 0;
     int64_t *want = malloc(cap * sizeof *want);
+    uint64_t *hs = malloc(cap * sizeof *hs); /* --text: the expected hashes, sorted */
     long long v;
-    while (fscanf(f, "%lld", &v) == 1) {
-        if (n == cap)
+    unsigned long long hv;
+    while (text ? fscanf(f, "%llx", &hv) == 1 : fscanf(f, "%lld", &v) == 1) {
+        if (n == cap) {
             want = realloc(want, (cap *= 2) * sizeof *want);
+            hs = realloc(hs, cap * sizeof *hs);
+        }
+        if (text) {
+            hs[n] = hv;
+            v = (long long)n;
+        }
         want[n++] = v;
         if ((uint64_t)v > max_id)
             max_id = (uint64_t)v;
     }
     fclose(f);
+    if (text)
+        qsort(hs, n, sizeof *hs, cmp_u64);
+    FILE *ids_file = ids_out ? fopen(ids_out, "w") : NULL;
+    if (ids_out && ids_file == NULL) {
+        perror(ids_out);
+        return 2;
+    }
     uint8_t *expected = calloc(max_id + 1, 1);
     uint32_t *seen = calloc(max_id + 1, sizeof *seen);
     for (size_t i = 0; i < n; i++)
@@ -175,20 +224,41 @@ int main(int argc, char **argv)
             const int64_t *ids;
             const int32_t *lens;
             size_t nv;
-            if (dpp_batch_sparse(b, "row_id", &ids, &lens, &nv) != 0 || nv != dpp_batch_rows(b)) {
+            size_t valid = dpp_batch_valid_rows(b);
+            int64_t *text_ids = NULL;
+            dpp_text_batch_t tb;
+            if (text) {
+                if (dpp_batch_text(b, &tb) != 0 || tb.rows != valid) {
+                    fprintf(stderr, "fault-check: --text 1 needs a text session\n");
+                    return 2;
+                }
+                text_ids = malloc((valid ? valid : 1) * sizeof *text_ids);
+                for (size_t j = 0; j < valid; j++) {
+                    uint64_t h = fnv(0xcbf29ce484222325ull, tb.input_ids + j * tb.length,
+                                     tb.length * sizeof(int64_t));
+                    h = fnv(h, tb.position_ids + j * tb.length, tb.length * sizeof(int64_t));
+                    if (ids_file && epoch == 0)
+                        fprintf(ids_file, "%016" PRIx64 "\n", h);
+                    text_ids[j] = text_row_id(hs, n, seen, h);
+                    if (text_ids[j] >= 0)
+                        seen[text_ids[j]]++; /* taken now: a twin takes the next slot */
+                }
+                ids = text_ids;
+            } else if (dpp_batch_sparse(b, "row_id", &ids, &lens, &nv) != 0 ||
+                       nv != dpp_batch_rows(b)) {
                 fprintf(stderr, "fault-check: the spec needs sparse feature row_id\n");
                 return 2;
             }
-            size_t valid = dpp_batch_valid_rows(b);
             for (size_t j = 0; j < valid; j++) {
                 if (ids[j] < 0 || (uint64_t)ids[j] > max_id || !expected[ids[j]])
                     foreign++;
-                else
+                else if (!text)
                     seen[ids[j]]++;
                 inversions += j > 0 && ids[j] < ids[j - 1];
                 ids_sum += (uint64_t)ids[j];
             }
             rows += valid;
+            free(text_ids);
             if (hashes)
                 fprintf(hashes, "%u %u %016" PRIx64 "\n", epoch, index, batch_hash(c, b));
             index++;
@@ -222,6 +292,11 @@ int main(int argc, char **argv)
                    partial ? " (resumed: partial epoch)" : "");
             fflush(stdout);
             bad |= (missing && !partial && !share) || dup || foreign;
+            if (ids_file) { /* the ids of an undisturbed epoch: what the faults must keep */
+                fclose(ids_file);
+                dpp_client_close(c);
+                return 0;
+            }
             rows = foreign = inversions = ids_sum = 0;
             index = 0;
             partial = 0;
@@ -241,6 +316,7 @@ int main(int argc, char **argv)
     if (hashes)
         fclose(hashes);
     free(want);
+    free(hs);
     free(expected);
     free(seen);
     return bad ? 1 : 0;

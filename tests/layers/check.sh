@@ -19,7 +19,7 @@ allowed() {
     daemon) echo "base crypto wire" ;;
     client) echo "base crypto wire format" ;;
     master) echo "base crypto wire format parquet spec daemon" ;;
-    worker) echo "base crypto wire format parquet spec daemon" ;;
+    worker) echo "base crypto wire format parquet text spec daemon" ;;
     ctl) echo "base crypto wire format parquet spec" ;;
     gen) echo "base format" ;;
     *) echo "?" ;;

@@ -688,9 +688,11 @@ static const bad_case_t bad_cases[] = {
      "order: unknown value \"random\" (expected \"deterministic\" or \"fastest\")"},
     {WITH_TOP("\"order\":true"), "order: expected a string"},
     {WITH_TOP("\"format\":\"orc\""),
-     "format: unknown value \"orc\" (expected \"tfrecord\" or \"parquet\")"},
+     "format: unknown value \"orc\" (expected \"tfrecord\", \"parquet\" or \"jsonl\")"},
+    {WITH_TOP("\"sequence\":{\"length\":8}"),
+     "sequence: applies to text sessions (\"format\": \"jsonl\") only"},
     {WITH_TOP("\"format\":\"TFRecord\""),
-     "format: unknown value \"TFRecord\" (expected \"tfrecord\" or \"parquet\")"},
+     "format: unknown value \"TFRecord\" (expected \"tfrecord\", \"parquet\" or \"jsonl\")"},
     {WITH_TOP("\"format\":1"), "format: expected a string"},
     {"{\"table\":\"t\",\"batch_size\":1100,\"features\":{\"dense\":[{\"name\":\"x\","
      "\"dim\":65536}]},\"label\":{\"name\":\"y\"}}",
@@ -887,6 +889,100 @@ static const bad_case_t bad_cases[] = {
     {"{\"table\":\"/abs\",\"batch_size\":0,\"features\":{}}",
      "table: must be a relative path inside a data root"},
 };
+
+#define TEXT_BASE "\"table\":\"c\",\"batch_size\":4,\"format\":\"jsonl\""
+#define TEXT_TOK "\"tokenizer\":{\"file\":\"c/_t.tiktoken\",\"pattern\":\"cl100k_base\"}"
+#define TEXT_SEQ "\"sequence\":{\"length\":16}"
+
+/* Text sessions: the sections, their defaults, the synthesised columns and
+ * the refusals. */
+static void test_text(void **state)
+{
+    (void)state;
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+    assert_int_equal(parse("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ "}", &s, err), 0);
+    assert_non_null(s.text);
+    assert_string_equal(s.text->field, "text");
+    assert_int_equal(s.text->length, 16);
+    assert_int_equal(s.text->pack, DPP_PACK_KIND_CONCAT);
+    assert_string_equal(s.text->eos, "<|endoftext|>");
+    assert_null(s.text->bos);
+    assert_int_equal(s.text->tokenizer_hf, 0);
+    assert_true(s.text->max_bytes == UINT64_MAX);
+    assert_int_equal(s.nsparse, DPP_TEXT_NCOLUMNS);
+    assert_string_equal(s.sparse[0].name, "input_ids");
+    assert_string_equal(s.sparse[3].name, "cu_seqlens");
+    assert_string_equal(s.label, DPP_TEXT_LABEL);
+    uint64_t k1 = dpp_spec_index_key(&s);
+    assert_true(k1 != s.split_rows);
+    dpp_spec_close(&s);
+    /* every setting that changes the sequences changes the index key */
+    assert_int_equal(parse("{" TEXT_BASE "," TEXT_TOK ",\"sequence\":{\"length\":17}}", &s, err),
+                     0);
+    assert_true(dpp_spec_index_key(&s) != k1);
+    dpp_spec_close(&s);
+
+    check_round_trip("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ "}", NULL);
+    check_round_trip(
+        "{" TEXT_BASE ",\"text\":{\"field\":\"body\",\"min_bytes\":3,\"max_bytes\":900,"
+        "\"where\":{\"lang\":\"en\",\"src\":\"web\"}},\"tokenizer\":{\"file\":\"c/tok.json\"},"
+        "\"sequence\":{\"length\":64,\"pack\":\"best_fit\",\"window\":9,\"eos\":null,"
+        "\"bos\":\"<s>\"}}",
+        NULL);
+    check_round_trip("{" TEXT_BASE ",\"tokenizer\":{\"file\":\"c/t\",\"pattern\":\"o200k_base\","
+                     "\"specials\":{\"<|endoftext|>\":900}}," TEXT_SEQ "}",
+                     NULL);
+    assert_int_equal(parse("{" TEXT_BASE ",\"tokenizer\":{\"file\":\"c/tok.json\"}," TEXT_SEQ "}",
+                           &s, err),
+                     0);
+    assert_int_equal(s.text->tokenizer_hf, 1);
+    dpp_spec_close(&s);
+
+    static const struct {
+        const char *json, *err;
+    } bad[] = {
+        {"{" TEXT_BASE "," TEXT_TOK "}", "sequence: required for format \"jsonl\": {\"length\": "
+                                         "<tokens per sequence>, \"pack\": \"concat\" or \"best_fit\"}"},
+        {"{" TEXT_BASE "," TEXT_SEQ "}",
+         "tokenizer: required for format \"jsonl\": {\"file\": \"<a tiktoken rank file or "
+         "tokenizer.json under a data root>\", ...}"},
+        {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"features\":{}}",
+         "features: a text session (format \"jsonl\") has no features: its batches are "
+         "input_ids, labels, position_ids and cu_seqlens; choose documents with \"text\" "
+         "(field, min_bytes, max_bytes, where)"},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t\",\"pattern\":\"cl100k\"}," TEXT_SEQ "}",
+         "tokenizer.pattern: unknown encoding \"cl100k\"; did you mean \"cl100k_base\"? (encodings: "
+         "cl100k_base, o200k_base)"},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t\"}," TEXT_SEQ "}",
+         "tokenizer.pattern: required: the tiktoken encoding whose split pattern applies, "
+         "\"cl100k_base\" or \"o200k_base\""},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"../t\",\"pattern\":\"cl100k_base\"}," TEXT_SEQ "}",
+         "tokenizer.file: must be a relative path inside a data root"},
+        {"{" TEXT_BASE "," TEXT_TOK ",\"sequence\":{\"length\":0}}", "sequence.length: must be > 0"},
+        {"{" TEXT_BASE "," TEXT_TOK ",\"sequence\":{\"length\":8,\"window\":4}}",
+         "sequence.window: applies to \"pack\": \"best_fit\" only"},
+        {"{" TEXT_BASE "," TEXT_TOK ",\"sequence\":{\"length\":8,\"pack\":\"bestfit\"}}",
+         "sequence.pack: unknown value \"bestfit\" (expected \"concat\" or \"best_fit\")"},
+        {"{" TEXT_BASE "," TEXT_TOK ",\"sequence\":{\"length\":8,\"eos\":3}}",
+         "sequence.eos: expected the name of a special token (e.g. \"<|endoftext|>\") or null"},
+        {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"where\":{\"lang\":1}}}",
+         "text.where.lang: expected a string (a document passes when its field \"lang\" is this "
+         "string)"},
+        {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"min_bytes\":9,\"max_bytes\":3}}",
+         "text.max_bytes: is below min_bytes (9): no document could pass"},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t.json\",\"pattern\":\"cl100k_base\"}," TEXT_SEQ
+         "}",
+         "tokenizer.pattern: a Hugging Face tokenizer.json has its own pattern; leave it out"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(bad[i].json, &s, err);
+        if (rc != DPP_ESPEC || strcmp(err, bad[i].err) != 0)
+            print_error("text case %zu: %s\n  rc %d, err \"%s\"\n", i, bad[i].json, rc, err);
+        assert_int_equal(rc, DPP_ESPEC);
+        assert_string_equal(err, bad[i].err);
+    }
+}
 
 static void test_invalid(void **state)
 {
@@ -1138,6 +1234,7 @@ int main(void)
         cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_new_keys_limits),
         cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_text),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),
     };

@@ -107,7 +107,12 @@ static uint64_t read_split(const dpp_reader_config_t *rcfg, uint64_t start, uint
     dpp_reader_t *reader;
     assert_int_equal(dpp_reader_new(&reader, rcfg), 0);
     void *proj;
-    assert_int_equal(dpp_source_parquet.projection_new(&proj, names, NNAMES), 0);
+    dpp_spec_t spec = {0};
+    dpp_pipeline_config_t pcfg = {0};
+    char perr[256];
+    assert_int_equal(dpp_source_parquet.projection_new(&proj, names, NNAMES, &spec, "", &pcfg,
+                                                       perr, sizeof perr),
+                     0);
     dpp_task_t t = {.path = path,
                     .rel_path = "t.parquet",
                     .record_start = start,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The worker's vocabulary cache (vocab_cache.h). Process-wide, behind one
+/* The worker's cache of loaded files (file_cache.h). Process-wide, behind one
  * mutex: plan_init() runs per split on any pipeline thread with only the
  * pipeline's configuration at hand, and a process has one set of data
  * roots. Entries nobody uses are kept up to MAX_IDLE, then freed oldest
@@ -15,7 +15,7 @@
 #include "base/errtext.h"
 #include "dpp/error.h"
 #include "spec/table.h"
-#include "vocab_cache.h"
+#include "file_cache.h"
 
 #define MAX_IDLE 8
 
@@ -24,7 +24,9 @@ typedef struct entry {
     char *path; /* real path */
     off_t size;
     struct timespec mtime;
-    dpp_vocab_t *vocab;
+    const dpp_file_kind_t *kind;
+    char *arg; /* NULL: none */
+    void *obj;
     unsigned refs;
 } entry_t;
 
@@ -39,8 +41,9 @@ static void trim(void)
         if ((*e)->refs == 0 && ++idle > MAX_IDLE) {
             entry_t *dead = *e;
             *e = dead->next;
-            dpp_vocab_free(dead->vocab);
+            dead->kind->unload(dead->obj);
             free(dead->path);
+            free(dead->arg);
             free(dead);
             continue;
         }
@@ -48,38 +51,45 @@ static void trim(void)
     }
 }
 
-static int resolve(const char *root, char *const *roots, size_t nroots, const char *file,
-                   char *real, char *err, size_t errlen)
+static int resolve(const char *what, const char *root, char *const *roots, size_t nroots,
+                   const char *file, char *real, char *err, size_t errlen)
 {
     char joined[PATH_MAX];
     if (snprintf(joined, sizeof joined, "%s/%s", root, file) >= (int)sizeof joined)
-        return dpp_errf(-ENAMETOOLONG, err, errlen, "vocabulary %s: path too long", file);
+        return dpp_errf(-ENAMETOOLONG, err, errlen, "%s %s: path too long", what, file);
     if (realpath(joined, real) == NULL)
-        return dpp_errf(-errno, err, errlen, "vocabulary %s (under %s): %s", file, root,
+        return dpp_errf(-errno, err, errlen, "%s %s (under %s): %s", what, file, root,
                         strerror(errno));
     if (nroots > 0 && dpp_path_check_under(real, roots, nroots, NULL) != 0)
         return dpp_errf(DPP_EPATH, err, errlen,
-                        "vocabulary %s: resolves outside the worker's data roots", file);
+                        "%s %s: resolves outside the worker's data roots", what, file);
     return 0;
 }
 
-int dpp_vocab_cache_get(const char *root, char *const *roots, size_t nroots, const char *file,
-                        const dpp_vocab_t **out, char *err, size_t errlen)
+static int same_arg(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char *root,
+                       char *const *roots, size_t nroots, const char *file, void **out, char *err,
+                       size_t errlen)
 {
     char real[PATH_MAX];
     struct stat st;
     *out = NULL;
-    int rc = resolve(root, roots, nroots, file, real, err, errlen);
+    int rc = resolve(kind->what, root, roots, nroots, file, real, err, errlen);
     if (rc)
         return rc;
     if (stat(real, &st) != 0)
-        return dpp_errf(-errno, err, errlen, "vocabulary %s: %s", file, strerror(errno));
+        return dpp_errf(-errno, err, errlen, "%s %s: %s", kind->what, file, strerror(errno));
     pthread_mutex_lock(&mu);
     for (entry_t *e = entries; e; e = e->next) {
-        if (strcmp(e->path, real) == 0 && e->size == st.st_size &&
+        if (e->kind == kind && same_arg(e->arg, arg) && strcmp(e->path, real) == 0 &&
+            e->size == st.st_size &&
             e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
             e->refs++;
-            *out = e->vocab;
+            *out = e->obj;
             pthread_mutex_unlock(&mu);
             return 0;
         }
@@ -89,15 +99,20 @@ int dpp_vocab_cache_get(const char *root, char *const *roots, size_t nroots, con
      * and both copies are kept until idle; cheaper than stalling every
      * other thread behind a large file. */
     entry_t *e = calloc(1, sizeof *e);
-    if (e == NULL || (e->path = strdup(real)) == NULL) {
+    if (e == NULL || (e->path = strdup(real)) == NULL ||
+        (arg && (e->arg = strdup(arg)) == NULL)) {
+        if (e)
+            free(e->path);
         free(e);
-        return dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", file);
+        return dpp_errf(-ENOMEM, err, errlen, "%s %s: out of memory", kind->what, file);
     }
-    if ((rc = dpp_vocab_load(real, file, &e->vocab, err, errlen)) != 0) {
+    if ((rc = kind->load(real, file, arg, &e->obj, err, errlen)) != 0) {
         free(e->path);
+        free(e->arg);
         free(e);
         return rc;
     }
+    e->kind = kind;
     e->size = st.st_size;
     e->mtime = st.st_mtim;
     e->refs = 1;
@@ -106,17 +121,17 @@ int dpp_vocab_cache_get(const char *root, char *const *roots, size_t nroots, con
     entries = e;
     trim();
     pthread_mutex_unlock(&mu);
-    *out = e->vocab;
+    *out = e->obj;
     return 0;
 }
 
-void dpp_vocab_cache_put(const dpp_vocab_t *v)
+void dpp_file_cache_put(const void *obj)
 {
-    if (v == NULL)
+    if (obj == NULL)
         return;
     pthread_mutex_lock(&mu);
     for (entry_t *e = entries; e; e = e->next)
-        if (e->vocab == v && e->refs > 0) {
+        if (e->obj == obj && e->refs > 0) {
             e->refs--;
             break;
         }
