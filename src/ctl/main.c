@@ -122,7 +122,9 @@ static const command_help_t commands[] = {
     {"read", "usage: dppctl read SESSION [--rank R] [--epochs N] [-o text|json] [--timeout-s N]\n"
              "\n"
              "Reads the session's batches as rank R (default 0) through libdppclient and\n"
-             "prints the sums of each epoch. Ctrl-C (or SIGTERM) stops it cleanly: the\n"
+             "prints the sums of each epoch (of a text session: sequences, tokens,\n"
+             "padding, document segments, positions with a label, the sum of the token\n"
+             "ids). Ctrl-C (or SIGTERM) stops it cleanly: the\n"
              "rank is released and another read goes on where it stopped (the split it\n"
              "was in comes again; exit 130 or 143). A finished session ends at once.\n"
              "Exit 0, 1 on an error, 3 when the session failed or was cancelled.\n"},
@@ -297,8 +299,28 @@ typedef struct epoch_sums {
     uint64_t ids_sum, ids_wsum; /* wrapping; printed as int64 */
     double weights_sum;
     int weighted;
+    /* text sessions: token positions with data, padded ones, document
+     * pieces, positions with a label, the sum of the ids with data */
+    int text;
+    uint64_t tokens, padding, segments, targets, token_ids_sum;
     uint64_t start_ns;
 } epoch_sums_t;
+
+static void add_text(const dpp_text_batch_t *t, epoch_sums_t *e)
+{
+    e->text = 1;
+    for (size_t r = 0; r < t->rows; r++) {
+        uint32_t pad = (uint32_t)t->padding[r], data = t->length - pad;
+        const int64_t *ids = t->input_ids + r * t->length, *labels = t->labels + r * t->length;
+        for (uint32_t j = 0; j < data; j++) {
+            e->token_ids_sum += (uint64_t)ids[j];
+            e->targets += labels[j] != -100;
+        }
+        e->tokens += data;
+        e->padding += pad;
+        e->segments += (uint64_t)t->cu_lengths[r] - 1 - (pad > 0);
+    }
+}
 
 static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
 {
@@ -307,6 +329,9 @@ static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
     e->rows += dpp_batch_valid_rows(b);
     e->padded += rows - dpp_batch_valid_rows(b);
     e->batches++;
+    dpp_text_batch_t text;
+    if (dpp_batch_text(b, &text) == 0)
+        add_text(&text, e);
     const float *labels;
     dpp_batch_labels(b, &labels);
     for (size_t r = 0; r < rows; r++)
@@ -362,6 +387,16 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
                      json_double(e->weights_sum, wsum, sizeof wsum));
         if (e->padded)
             snprintf(padded, sizeof padded, ",\"rows_padded\":%" PRIu64, e->padded);
+        if (e->text)
+            printf("{\"epoch\":%u,\"sequences\":%" PRIu64 ",\"batches\":%" PRIu64
+                   ",\"tokens\":%" PRIu64 ",\"padding\":%" PRIu64 ",\"segments\":%" PRIu64
+                   ",\"targets\":%" PRIu64 ",\"token_ids_sum\":%" PRIu64 "%s,\"sequences_per_s\":%.1f}\n",
+                   epoch, e->rows, e->batches, e->tokens, e->padding, e->segments, e->targets,
+                   e->token_ids_sum, padded, rate);
+        if (e->text) {
+            fflush(stdout);
+            return;
+        }
         printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
                ",\"label_sum\":%s,\"dense_sum\":%s,\"sparse_lengths_sum\":%" PRIu64
                ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
@@ -369,6 +404,12 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
                epoch, e->rows, e->batches, json_double(e->label_sum, lsum, sizeof lsum),
                json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum, (int64_t)e->ids_sum,
                (int64_t)e->ids_wsum, weights, padded, rate);
+    } else if (e->text) {
+        printf("epoch %u: %" PRIu64 " sequences in %" PRIu64 " batches, %.0f sequences/s; tokens %" PRIu64
+               " padding %" PRIu64 " segments %" PRIu64 " targets %" PRIu64 " token_ids_sum %" PRIu64
+               "\n",
+               epoch, e->rows, e->batches, rate, e->tokens, e->padding, e->segments, e->targets,
+               e->token_ids_sum);
     } else {
         printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
                "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",

@@ -13,6 +13,7 @@ and packs each split (concat; best_fit) as the spec says. Checked:
      receive are the reference's, each exactly once (so every token of
      every document appears once, and no label crosses a document);
      rejects and filtered documents are counted;
+     dppctl read's text sums equal the reference's;
   2. the same spec again: each rank's sequence order is identical
      (deterministic shuffle);
   3. remainder "drop": both ranks get the same number of full batches;
@@ -303,6 +304,21 @@ def main():
         assert st.get("state") == "done", st
         assert st["records_rejected"] == counts["rejected"], (st, counts)
         assert st["rows_filtered"] == counts["filtered"], (st, counts)
+
+        T.log("case 1b: dppctl read's text sums (dpp_batch_text) equal the reference's")
+        one = dict(base, consumers=1)
+        sid1 = cl.submit(cl.write_spec(one, "one.json"))
+        out = cl.run([os.path.join(T.BIN, "dppctl"), "read", sid1, "-o", "json"])
+        got_sums = json.loads(out.strip().splitlines()[0])
+        want_sums = {
+            "sequences": len(want),
+            "tokens": sum(48 - x[4] for x in want),
+            "padding": sum(x[4] for x in want),
+            "segments": sum(len(x[3]) - 1 - (x[4] > 0) for x in want),
+            "targets": sum(sum(1 for v in x[1] if v != -100) for x in want),
+            "token_ids_sum": sum(sum(x[0][:48 - x[4]]) for x in want),
+        }
+        assert {k: got_sums.get(k) for k in want_sums} == want_sums, (got_sums, want_sums)
 
         T.log("case 2: the same spec again: the same order on each rank")
         sid2 = cl.submit(cl.write_spec(base, "again.json"))
