@@ -14,8 +14,9 @@ packages=(
     # tests only: an independent Prometheus text parser (metrics test), YAML
     # for the deploy/ checks, ip(8) for the network-namespace test
     python3-prometheus-client python3-yaml iproute2
-    # tests only: Unicode properties in Python regexes (the tokenizer's reference)
-    python3-regex
+    # tests only: Unicode properties in Python regexes (the tokenizer's reference),
+    # zstd(1) for compressed JSON Lines
+    python3-regex zstd
     # tests only: `pip install ./python` (the install test), offline
     python3-pip python3-setuptools python3-wheel
 )

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <zstd.h>
 
 #include "base/errtext.h"
 #include "base/nearest.h"
@@ -200,6 +201,15 @@ typedef struct jl_state {
     size_t cap, len, at;
     uint64_t buf_off;
     int eof;
+    /* a .zst file: decompressed as a stream; pos, end and line offsets
+     * count decompressed bytes, zpos the compressed ones read */
+    ZSTD_DCtx *zctx;
+    uint8_t *zin;
+    size_t zin_len, zin_at;
+    uint64_t zpos;
+    size_t zlast; /* ZSTD_decompressStream's last hint: 0 at a frame's end */
+    int broken;   /* the stream failed (DPP_ETRUNCATED, DPP_ECORRUPT): nothing after it */
+    char why[160];
     uint8_t *text; /* a document unescaped */
     size_t text_cap;
     uint32_t *ids;
@@ -220,6 +230,8 @@ static void state_close(jl_state_t *st)
 {
     if (st->fd >= 0)
         close(st->fd);
+    ZSTD_freeDCtx(st->zctx);
+    free(st->zin);
     free(st->buf);
     free(st->text);
     free(st->ids);
@@ -228,6 +240,50 @@ static void state_close(jl_state_t *st)
     dpp_packer_free(st->packer);
     memset(st, 0, sizeof *st);
     st->fd = -1;
+}
+
+/* Decompresses up to n bytes of a .zst file into out: how many (0 at the
+ * end of the file, after a whole frame), or DPP_ETRUNCATED / DPP_ECORRUPT
+ * (the stream ends inside a frame, or is not zstd), or -errno. */
+static ssize_t unzstd(jl_state_t *st, uint8_t *out, size_t n)
+{
+    ZSTD_outBuffer o = {out, n, 0};
+    while (o.pos == 0) {
+        if (st->zin_at == st->zin_len) {
+            ssize_t got = pread(st->fd, st->zin, ZSTD_DStreamInSize(), (off_t)st->zpos);
+            if (got < 0)
+                return -errno;
+            if (got == 0 && st->zlast != 0) {
+                snprintf(st->why, sizeof st->why,
+                         "the zstd stream ends inside a frame after %" PRIu64
+                         " compressed bytes: the file is truncated",
+                         st->zpos);
+                return st->broken = DPP_ETRUNCATED;
+            }
+            if (got == 0)
+                return 0;
+            st->zin_len = (size_t)got;
+            st->zin_at = 0;
+            st->zpos += (uint64_t)got;
+            st->bytes_read += (uint64_t)got;
+        }
+        ZSTD_inBuffer i = {st->zin, st->zin_len, st->zin_at};
+        size_t rc = ZSTD_decompressStream(st->zctx, &o, &i);
+        st->zin_at = i.pos;
+        if (ZSTD_isError(rc)) {
+            snprintf(st->why, sizeof st->why, "zstd: %s (near compressed byte %" PRIu64 ")",
+                     ZSTD_getErrorName(rc), st->zpos - (st->zin_len - st->zin_at));
+            return st->broken = DPP_ECORRUPT;
+        }
+        st->zlast = rc;
+    }
+    return (ssize_t)o.pos;
+}
+
+static int is_zst(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 4 && strcmp(path + n - 4, ".zst") == 0;
 }
 
 static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
@@ -253,11 +309,25 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
         rc = -ENOMEM;
     if (rc == 0 && (st->buf = malloc(READ_CHUNK)) == NULL)
         rc = -ENOMEM;
+    if (rc == 0 && is_zst(t->path) &&
+        ((st->zctx = ZSTD_createDCtx()) == NULL ||
+         (st->zin = malloc(ZSTD_DStreamInSize())) == NULL))
+        rc = -ENOMEM;
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
                         rc == DPP_EINVAL ? "the sequence settings are out of range"
                                          : dpp_strerror(rc));
     st->cap = READ_CHUNK;
+    /* a compressed stream is decompressed from its start up to the range */
+    for (uint64_t skip = st->zctx ? start : 0; skip > 0;) {
+        ssize_t got = unzstd(st, st->buf, skip < st->cap ? (size_t)skip : st->cap);
+        if (got <= 0)
+            return dpp_errf(got < 0 ? (int)got : DPP_EINDEX, err, errlen,
+                            "file %s: %s before decompressed offset %" PRIu64
+                            " where the split starts (the file changed since it was indexed?)",
+                            t->rel_path, got == 0 ? "the stream ends" : st->why, start);
+        skip -= (uint64_t)got;
+    }
     return 0;
 }
 
@@ -265,6 +335,8 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
  * `at`. Returns 1, 0 at the range's end, or -errno. */
 static int fill(jl_state_t *st)
 {
+    if (st->broken)
+        return st->broken;
     if (st->eof || st->pos >= st->end)
         return 0;
     if (st->at > 0) {
@@ -284,16 +356,18 @@ static int fill(jl_state_t *st)
     size_t want = st->cap - st->len;
     if (st->end - st->pos < want)
         want = (size_t)(st->end - st->pos);
-    ssize_t got = pread(st->fd, st->buf + st->len, want, (off_t)st->pos);
+    ssize_t got = st->zctx ? unzstd(st, st->buf + st->len, want)
+                           : pread(st->fd, st->buf + st->len, want, (off_t)st->pos);
     if (got < 0)
-        return -errno;
+        return st->zctx ? (int)got : -errno;
     if (got == 0) {
         st->eof = 1;
         return 0;
     }
+    if (st->zctx == NULL)
+        st->bytes_read += (uint64_t)got;
     st->len += (size_t)got;
     st->pos += (uint64_t)got;
-    st->bytes_read += (uint64_t)got;
     return 1;
 }
 
@@ -554,8 +628,16 @@ static int jl_next(dpp_source_t *s, dpp_source_row_t *row)
 
 static int jl_stuck(const dpp_source_t *s)
 {
-    (void)s; /* a bad line is no row: the next line is sound */
-    return 0;
+    /* a bad line is no row and the next line is sound; a broken stream
+     * has nothing after the break */
+    const jl_state_t *st = s->state;
+    return st->broken != 0;
+}
+
+static const char *jl_why(const dpp_source_t *s)
+{
+    const jl_state_t *st = s->state;
+    return st->broken ? st->why : NULL;
 }
 
 static size_t jl_names(const dpp_source_t *s, const uint8_t *row, size_t len, char *buf,
@@ -658,14 +740,17 @@ static int jl_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     }
     res->file_size = (uint64_t)sb.st_size;
     res->file_mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    st.end = res->file_size; /* the file as it was when looked at */
+    /* the file as it was when looked at (a .zst stream: to its end) */
+    st.end = st.zctx ? UINT64_MAX : res->file_size;
     uint64_t sequences = 0, before = 0, split_start = 0, lines = 0;
     dpp_sequence_t q;
     for (;;) {
         rc = read_one(&st);
         if (rc < 0 || rc > 1) {
             dpp_source_fail(res, rc, "index %s: %s", t->rel_path,
-                            st.reject_detail[0] ? st.reject_detail : dpp_strerror(rc));
+                            st.broken              ? st.why
+                            : st.reject_detail[0] ? st.reject_detail
+                                                  : dpp_strerror(rc));
             goto out;
         }
         int end = rc == 0;
@@ -697,7 +782,7 @@ static int jl_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     }
     /* the last range runs to the end of the file, with any lines after its
      * last document */
-    if (push_pair(&bounds, &nb, &cap, nb ? res->file_size : 0, sequences) != 0) {
+    if (push_pair(&bounds, &nb, &cap, nb ? st.buf_off + st.at : 0, sequences) != 0) {
         rc = dpp_source_fail(res, -ENOMEM, "index %s: out of memory", t->rel_path);
         goto out;
     }
@@ -726,6 +811,7 @@ const dpp_source_ops_t dpp_source_jsonl = {
     .open = jl_open,
     .next = jl_next,
     .stuck = jl_stuck,
+    .why = jl_why,
     .names = jl_names,
     .decode = jl_decode,
     .close = jl_close,

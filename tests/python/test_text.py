@@ -3,7 +3,7 @@
 
 A corpus of JSON Lines files (documents of varied length with escapes,
 accents, CJK and emoji, a "lang" field, blank lines, malformed lines and a
-line without the text field) and a small BPE vocabulary trained on it are
+line without the text field; one file zstd-compressed in two frames) and a small BPE vocabulary trained on it are
 written to the data root. The reference reads the files with Python's json
 module, tokenizes with tests/text/bpe_reference.py (Python's `regex`, the
 merge rule written out naively), cuts splits as docs/spec.md says (every
@@ -18,7 +18,8 @@ and packs each split (concat; best_fit) as the spec says. Checked:
      (deterministic shuffle);
   3. remainder "drop": both ranks get the same number of full batches;
   4. best_fit with bos and a window: the reference's sequences exactly;
-  5. a misspelt text field: the session fails, naming the field.
+  5. a misspelt text field: the session fails, naming the field;
+  6. a truncated .zst file: the session fails, naming the file.
 """
 import base64
 import json
@@ -27,6 +28,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -71,6 +73,15 @@ def make_corpus(root):
         name = "corpus/part-%d.jsonl" % f
         with open(os.path.join(root, name), "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + ("\n" if f != 1 else ""))  # file 1 ends without a newline
+        if f == 2:  # compressed, in two zstd frames
+            half = len(lines) // 2
+            parts = ["\n".join(lines[:half]) + "\n", "\n".join(lines[half:]) + "\n"]
+            blob = b"".join(subprocess.run(["zstd", "-q", "-c"], input=x.encode(), check=True,
+                                           capture_output=True).stdout for x in parts)
+            os.remove(os.path.join(root, name))
+            name += ".zst"
+            with open(os.path.join(root, name), "wb") as fh:
+                fh.write(blob)
         names.append(name)
     return names
 
@@ -81,6 +92,9 @@ def read_docs(path, spec):
     field, where = t.get("field", "text"), t.get("where", {})
     out = []
     data = open(path, "rb").read()
+    if path.endswith(".zst"):
+        data = subprocess.run(["zstd", "-q", "-dc"], input=data, check=True,
+                              capture_output=True).stdout
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -354,6 +368,20 @@ def main():
         assert st.get("state") == "failed" and 'no field \\"txt\\"' in msg, msg
         assert 'did you mean \\"text\\"' in msg, msg
         T.log("  failed:", st.get("error", "")[:200])
+        T.log("case 6: a truncated .zst file fails the session, naming the file")
+        os.makedirs(os.path.join(cl.root, "broken"))
+        blob = open(os.path.join(cl.root, files[2]), "rb").read()
+        with open(os.path.join(cl.root, "broken", "cut.jsonl.zst"), "wb") as fh:
+            fh.write(blob[:len(blob) // 3])
+        sid6 = cl.submit(cl.write_spec(dict(base, table="broken"), "broken.json"))
+        for _ in range(100):
+            st = status(cl, sid6)
+            if st["state"] in ("failed", "done"):
+                break
+            time.sleep(0.05)
+        assert st["state"] == "failed" and "cut.jsonl.zst" in st["error"] and \
+            "truncated" in st["error"], st
+        T.log("  failed:", st["error"][:200])
     T.log("ok")
 
 
