@@ -135,8 +135,13 @@ static void usage(FILE *f)
                "or emoji, and quoted words whose quotes JSON escapes), a paragraph break\n"
                "now and then; lengths vary from a few words to a few thousand (most\n"
                "short). N counts documents from 0 in file order; each text is a function\n"
-               "of (seed, N) alone. --index, --nulls, --strings and the Parquet options\n"
-               "are refused.\n");
+               "of (seed, N) alone. DIR/_tokenizer.tiktoken is a tiktoken rank file for\n"
+               "these texts (the 256 bytes, then every prefix of every word of the model,\n"
+               "with and without a leading space: use pattern cl100k_base). It has T\n"
+               "tokens, ranks 0..T-1 (T is printed), leaving id T for a special token:\n"
+               "\"specials\": {\"<|endoftext|>\": T}. Its name starts with '_', so a\n"
+               "table's listing skips it. --index, --nulls, --strings and the Parquet\n"
+               "options are refused.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -599,6 +604,97 @@ static size_t doc_line(const gen_args_t *a, uint64_t id, char *line)
     return n + 3;
 }
 
+/* ---- --format jsonl: a tokenizer for the corpus ---- */
+
+#define TOK_MAX 4096 /* tokens of the rank file; the word model needs about 2,000 */
+
+typedef struct tok_list {
+    char tok[TOK_MAX][48];
+    uint8_t len[TOK_MAX];
+    size_t n;
+} tok_list_t;
+
+static void tok_add(tok_list_t *t, const char *b, size_t len)
+{
+    if (len == 0 || len >= sizeof t->tok[0] || t->n == TOK_MAX)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->len[i] == len && memcmp(t->tok[i], b, len) == 0)
+            return;
+    memcpy(t->tok[t->n], b, len);
+    t->len[t->n++] = (uint8_t)len;
+}
+
+/* Every prefix of 2 bytes or more of a word: each is the merge of the one
+ * before it and one byte, both of lower rank, so BPE reaches the word. */
+static void tok_word(tok_list_t *t, const char *w, int space, int capital)
+{
+    char b[48];
+    size_t n = (size_t)snprintf(b, sizeof b, "%s%s", space ? " " : "", w);
+    if (n >= sizeof b)
+        return;
+    if (capital && b[space] >= 'a' && b[space] <= 'z')
+        b[space] = (char)(b[space] - 'a' + 'A');
+    for (size_t k = 2; k <= n; k++)
+        tok_add(t, b, k);
+}
+
+static void base64(const uint8_t *in, size_t n, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        *out++ = a[v >> 18];
+        *out++ = a[(v >> 12) & 63];
+        *out++ = i + 1 < n ? a[(v >> 6) & 63] : '=';
+        *out++ = i + 2 < n ? a[v & 63] : '=';
+    }
+    *out = '\0';
+}
+
+/* Writes DIR/_tokenizer.tiktoken, a tiktoken rank file for the word model
+ * (the 256 bytes, then every prefix of every word the model writes, with
+ * and without a leading space and capitalised, as cl100k_base's pattern
+ * cuts them). Its name starts with '_': a table's listing skips it. Returns
+ * the token count, or 0 after a message. */
+static size_t write_tokenizer(const char *dir)
+{
+    tok_list_t *t = calloc(1, sizeof *t);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/_tokenizer.tiktoken", dir);
+    FILE *f = t ? fopen(path, "w") : NULL;
+    if (f == NULL) {
+        fprintf(stderr, "dpp-gen: %s: %s\n", path, t ? strerror(errno) : "out of memory");
+        free(t);
+        return 0;
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        memcpy(t->tok[t->n], &c, 1);
+        t->len[t->n++] = 1;
+    }
+    for (int space = 0; space < 2; space++)
+        for (int capital = 0; capital < 2; capital++) {
+            for (size_t i = 0; i < NCOMMON; i++)
+                tok_word(t, common_words[i], space, capital);
+            for (size_t i = 0; i < NRARE; i++)
+                tok_word(t, rare_words[i], space, capital);
+        }
+    char b64[72];
+    for (size_t i = 0; i < t->n; i++) {
+        base64((const uint8_t *)t->tok[i], t->len[i], b64);
+        fprintf(f, "%s %zu\n", b64, i);
+    }
+    size_t n = t->n;
+    free(t);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "dpp-gen: %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    return n;
+}
+
 static int mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
@@ -842,6 +938,14 @@ static int generate(const gen_args_t *a)
     }
     printf("dpp-gen: wrote %" PRIu64 " %s in %" PRIu64 " files, %" PRIu64 " bytes, under %s\n",
            row, a->format == GEN_JSONL ? "documents" : "rows", files, w->bytes, a->out);
+    if (a->format == GEN_JSONL) {
+        size_t ntok = write_tokenizer(a->out);
+        if (ntok == 0)
+            goto out;
+        printf("dpp-gen: wrote %s/_tokenizer.tiktoken, %zu tokens (pattern cl100k_base; name "
+               "<|endoftext|> id %zu in the spec's tokenizer.specials)\n",
+               a->out, ntok, ntok);
+    }
     rc = 0;
 out:
     if (w) {

@@ -176,12 +176,12 @@ static void reclaim(dpp_packer_t *p)
     if (p->cursor < p->nseqs)
         return;
     size_t base = p->npieces, keep = p->arena_n;
-    if (p->open)
+    if (p->open) {
         base = p->seqs[p->nseqs].first;
-    if (p->open)
         keep = p->pieces[base].off;
-    else if (p->ndocs)
+    } else if (p->ndocs) {
         keep = p->docs[0].off;
+    }
     if (base == 0 && keep == 0)
         return;
     p->npieces -= base;
@@ -441,7 +441,7 @@ int dpp_packer_add(dpp_packer_t *p, const uint32_t *ids, size_t n)
     }
 
     /* the item goes in above arena_n and counts only once whole and valid */
-    int32_t *item = p->arena + p->arena_n, *t = item;
+    int32_t *t = p->arena + p->arena_n;
     if (c->bos >= 0)
         *t++ = (int32_t)c->bos;
     for (size_t i = 0; i < n; i++) {

@@ -41,7 +41,7 @@ dpp_step "--format jsonl: a corpus for text sessions"
 dpp_gen --rows 3000 --shards 2 --partitions 2 --seed 5 --format jsonl --out "$DPP_TMP/j1"
 dpp_gen --rows 3000 --shards 2 --partitions 2 --seed 5 --format jsonl --out "$DPP_TMP/j2"
 diff -r "$DPP_TMP/j1" "$DPP_TMP/j2" >/dev/null || dpp_fail "jsonl: two runs with the same seed differ"
-python3 - "$DPP_TMP/j1" <<'PY' || dpp_fail "jsonl: the corpus is not what --help says"
+python3 - "$DPP_TMP/j1" "$DPP_SOURCE_DIR" <<'PY' || dpp_fail "jsonl: the corpus is not what --help says"
 import glob, json, os, sys
 files = sorted(glob.glob(os.path.join(sys.argv[1], "ds=*", "part-*.jsonl")))
 assert [os.path.relpath(f, sys.argv[1]) for f in files] == [
@@ -64,6 +64,24 @@ for s in ('"quoted"', "back\\slash", "tab\there", "\n\n", "café", "日本語"):
     assert s in text, s
 print(f"jsonl: {len(docs)} documents, {sum(words)} words, de {de:.1%}, "
       f"words median {words[len(words) // 2]}, max {words[-1]}")
+# _tokenizer.tiktoken: ranks 0..T-1, the 256 bytes first, every longer token
+# reachable by merges (its prefix one byte shorter is a token); tokenized
+# with tests/text/bpe_reference.py's plain BPE, the corpus takes far fewer
+# tokens than bytes
+import base64
+sys.path.insert(0, os.path.join(sys.argv[2], "tests", "text"))
+import bpe_reference as R
+ranks = {}
+for i, line in enumerate(open(os.path.join(sys.argv[1], "_tokenizer.tiktoken"))):
+    tok, rank = line.split()
+    assert int(rank) == i, line
+    ranks[base64.b64decode(tok)] = i
+assert len(ranks) == i + 1 and all(ranks[bytes([b])] == b for b in range(256))
+assert all(len(t) == 1 or t[:-1] in ranks for t in ranks)
+sample = "".join(d["text"] for d in docs[:300]).encode()
+ids = R.encode(ranks, sample)
+assert len(ids) < len(sample) / 3, (len(ids), len(sample))
+print(f"jsonl: _tokenizer.tiktoken {len(ranks)} tokens; {len(sample)} bytes -> {len(ids)} ids")
 PY
 rc=0
 "$DPP_GEN" --rows 10 --shards 1 --partitions 1 --seed 1 --format jsonl --nulls --out "$DPP_TMP/x" \
