@@ -48,6 +48,11 @@ struct dpp_spec;
 int ctl_sample_check(const struct dpp_spec *spec, const char *spec_path, const char *dir,
                      unsigned records);
 
+/* ctl_sample_check() for a text session (sample_text.c): files[0..nfiles)
+ * of the table (real path `table`, given as dir), k of them sampled. */
+int ctl_sample_text(const struct dpp_spec *spec, const char *spec_path, const char *dir,
+                    const char *table, char **files, size_t nfiles, size_t k, unsigned records);
+
 /* status [SESSION], list, workers, cancel SESSION (src/ctl/status.c). */
 int ctl_status(const ctl_t *ctl, const char *session);
 int ctl_list(const ctl_t *ctl);

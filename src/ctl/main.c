@@ -200,8 +200,15 @@ static int cmd_validate(const ctl_t *ctl, const char *path)
     free(json);
     if (rc)
         return ctl_fail("%s: %s", path, err);
-    printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
-           path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
+    if (spec.text)
+        printf("%s: valid (a text session: sequences of %u tokens, %s, batch_size %u, %u epochs, "
+               "%u consumers)\n",
+               path, spec.text->length,
+               spec.text->pack == DPP_PACK_KIND_BEST_FIT ? "best_fit" : "concat", spec.batch_size,
+               spec.epochs, spec.consumers);
+    else
+        printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
+               path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
     fflush(stdout); /* before the sample's errors on stderr */
     rc = ctl->table ? ctl_sample_check(&spec, path, ctl->table, ctl->sample) : CTL_OK;
     dpp_spec_close(&spec);

@@ -5,7 +5,8 @@
  * transforms take; the records a session would reject are counted against
  * the spec's max_reject_ratio. The rules are the pipeline's (schema.c);
  * this file only reads records: TFRecord through format/, Parquet through
- * parquet/, plainly (pread), since a sample is small. */
+ * parquet/, plainly (pread), since a sample is small; a text session's
+ * lines are sample_text.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -387,9 +388,15 @@ int ctl_sample_check(const dpp_spec_t *spec, const char *spec_path, const char *
                         "deliver nothing%s",
                         dir, "");
     }
+    size_t k = nfiles < SAMPLE_FILES ? nfiles : SAMPLE_FILES;
+    if (spec->text) {
+        rc = ctl_sample_text(spec, spec_path, dir, table, files, nfiles, k, records);
+        dpp_table_files_free(files, nfiles);
+        free(table);
+        return rc;
+    }
     sampler_t s;
     sampler_init(&s, spec);
-    size_t k = nfiles < SAMPLE_FILES ? nfiles : SAMPLE_FILES;
     uint64_t quota = (records + k - 1) / k;
     size_t tlen = strlen(table);
     for (size_t i = 0; i < k && s.records < records; i++) {

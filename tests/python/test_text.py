@@ -19,7 +19,9 @@ and packs each split (concat; best_fit) as the spec says. Checked:
   3. remainder "drop": both ranks get the same number of full batches;
   4. best_fit with bos and a window: the reference's sequences exactly;
   5. a misspelt text field: the session fails, naming the field;
-  6. a truncated .zst file: the session fails, naming the file.
+  6. a truncated .zst file: the session fails, naming the file;
+  7. dppctl validate/submit --table: a sample read as the worker reads it
+     (documents counted, a misspelt field and a missing special refused).
 """
 import base64
 import json
@@ -382,6 +384,22 @@ def main():
         assert st["state"] == "failed" and "cut.jsonl.zst" in st["error"] and \
             "truncated" in st["error"], st
         T.log("  failed:", st["error"][:200])
+        T.log("case 7: dppctl validate --table reads a sample as the worker would")
+        table = os.path.join(cl.root, "corpus")
+        good = subprocess.run([os.path.join(T.BIN, "dppctl"), "validate", cl.write_spec(base, "v.json"),
+                               "--table", table], capture_output=True, text=True, env=cl.env)
+        assert good.returncode == 0 and "documents" in good.stdout and "tokens" in good.stdout, \
+            (good.stdout, good.stderr)
+        bad = subprocess.run([os.path.join(T.BIN, "dppctl"), "submit",
+                              cl.write_spec(dict(base, text={"field": "txt"}), "vb.json"),
+                              "--table", table], capture_output=True, text=True, env=cl.env)
+        assert bad.returncode == 1 and 'did you mean "text"' in bad.stderr, (bad.stdout, bad.stderr)
+        nospecial = dict(base, sequence={"length": 48, "eos": "<|eot|>"})
+        bad = subprocess.run([os.path.join(T.BIN, "dppctl"), "validate",
+                              cl.write_spec(nospecial, "vs.json"), "--table", table],
+                             capture_output=True, text=True, env=cl.env)
+        assert bad.returncode == 1 and 'no special token "<|eot|>"' in bad.stderr, bad.stderr
+        T.log("  " + good.stdout.strip().splitlines()[-1])
     T.log("ok")
 
 
