@@ -42,8 +42,8 @@ check() { timeout -k 5 180 "$DPP_FAULT_CHECK" --text 1 "$@"; }
 
 # every sequence of an epoch, from one rank reading undisturbed
 dpp_submit "$one"
-check --write-ids "$DPP_TMP/ids.txt" "$addr" "$DPP_SESSION" 0 /dev/null >/dev/null 2>&1 ||
-    dpp_fail "the read that lists the sequences failed"
+check --write-ids "$DPP_TMP/ids.txt" "$addr" "$DPP_SESSION" 0 /dev/null >"$DPP_TMP/ids.out" 2>&1 ||
+    { cat "$DPP_TMP/ids.out"; dpp_fail "the read that lists the sequences failed"; }
 nseq=$(wc -l <"$DPP_TMP/ids.txt")
 ((nseq > 200)) || dpp_fail "only $nseq sequences: the corpus is too small to test anything"
 dpp_log "$nseq sequences per epoch"
