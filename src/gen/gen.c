@@ -136,8 +136,9 @@ static void usage(FILE *f)
                "now and then; lengths vary from a few words to a few thousand (most\n"
                "short). N counts documents from 0 in file order; each text is a function\n"
                "of (seed, N) alone. DIR/_tokenizer.tiktoken is a tiktoken rank file for\n"
-               "these texts (the 256 bytes, then every prefix of every word of the model,\n"
-               "with and without a leading space: use pattern cl100k_base). It has T\n"
+               "these texts, the same for every seed: the 256 bytes (byte b has rank b),\n"
+               "then every prefix of every word of the model, as written and capitalised,\n"
+               "with and without a leading space (use pattern cl100k_base). It has T\n"
                "tokens, ranks 0..T-1 (T is printed), leaving id T for a special token:\n"
                "\"specials\": {\"<|endoftext|>\": T}. Its name starts with '_', so a\n"
                "table's listing skips it. --index, --nulls, --strings and the Parquet\n"
@@ -566,6 +567,17 @@ static int json_put(char *line, size_t *n, const char *s)
     return 0;
 }
 
+/* word as it begins a sentence: a first letter a-z upper-cased (a copy in
+ * cap, valid while cap is), any other word as it is. */
+static const char *sentence_form(const char *word, char cap[32])
+{
+    if (word[0] < 'a' || word[0] > 'z')
+        return word;
+    snprintf(cap, 32, "%s", word);
+    cap[0] = (char)(cap[0] - 'a' + 'A');
+    return cap;
+}
+
 /* Document `id` as one JSON line (with its '\n') into line; its length. */
 static size_t doc_line(const gen_args_t *a, uint64_t id, char *line)
 {
@@ -588,11 +600,8 @@ static size_t doc_line(const gen_args_t *a, uint64_t id, char *line)
             uint64_t rank = ((1u << e) - 1) + ((d >> 16) & ((1u << e) - 1));
             word = common_words[rank % NCOMMON];
         }
-        if (sentence_start && word[0] >= 'a' && word[0] <= 'z') {
-            snprintf(cap, sizeof cap, "%s", word);
-            cap[0] = (char)(cap[0] - 'a' + 'A');
-            word = cap;
-        }
+        if (sentence_start)
+            word = sentence_form(word, cap);
         const char *sep = w + 1 == words ? "." : (d >> 40) % 12 == 0 ? ". " : (d >> 40) % 17 == 0 ? ", " : " ";
         if (json_put(line, &n, word) != 0 || json_put(line, &n, sep) != 0)
             break;
@@ -606,37 +615,45 @@ static size_t doc_line(const gen_args_t *a, uint64_t id, char *line)
 
 /* ---- --format jsonl: a tokenizer for the corpus ---- */
 
-#define TOK_MAX 4096 /* tokens of the rank file; the word model needs about 2,000 */
+#define TOKENIZER_NAME "_tokenizer.tiktoken"
+#define TOK_MAX 2048 /* tokens of the rank file: the word model makes 1,035 */
+#define TOK_LEN 48   /* bytes of a token: a space and the longest word form */
 
 typedef struct tok_list {
-    char tok[TOK_MAX][48];
+    char tok[TOK_MAX][TOK_LEN];
     uint8_t len[TOK_MAX];
     size_t n;
 } tok_list_t;
 
-static void tok_add(tok_list_t *t, const char *b, size_t len)
+/* Appends the token unless the list has it (a linear search: about a
+ * thousand tokens, once per run). Returns 0, or -1 when it does not fit. */
+static int tok_add(tok_list_t *t, const char *b, size_t len)
 {
-    if (len == 0 || len >= sizeof t->tok[0] || t->n == TOK_MAX)
-        return;
     for (size_t i = 0; i < t->n; i++)
         if (t->len[i] == len && memcmp(t->tok[i], b, len) == 0)
-            return;
+            return 0;
+    if (len == 0 || len > TOK_LEN || t->n == TOK_MAX)
+        return -1;
     memcpy(t->tok[t->n], b, len);
     t->len[t->n++] = (uint8_t)len;
+    return 0;
 }
 
-/* Every prefix of 2 bytes or more of a word: each is the merge of the one
- * before it and one byte, both of lower rank, so BPE reaches the word. */
-static void tok_word(tok_list_t *t, const char *w, int space, int capital)
+/* Every prefix of 2 bytes or more of word (after a space when space): each
+ * one is the merge of the prefix before it and one byte, both of lower
+ * rank. Whatever BPE merges first, its first part is then always a prefix
+ * that merges with the next part, so it ends at the whole word. */
+static int tok_prefixes(tok_list_t *t, const char *word, int space)
 {
-    char b[48];
-    size_t n = (size_t)snprintf(b, sizeof b, "%s%s", space ? " " : "", w);
-    if (n >= sizeof b)
-        return;
-    if (capital && b[space] >= 'a' && b[space] <= 'z')
-        b[space] = (char)(b[space] - 'a' + 'A');
+    char b[TOK_LEN + 1];
+    size_t n = (size_t)snprintf(b, sizeof b, "%s%s", space ? " " : "", word);
+
+    if (n > TOK_LEN)
+        return -1;
     for (size_t k = 2; k <= n; k++)
-        tok_add(t, b, k);
+        if (tok_add(t, b, k) != 0)
+            return -1;
+    return 0;
 }
 
 static void base64(const uint8_t *in, size_t n, char *out)
@@ -653,46 +670,80 @@ static void base64(const uint8_t *in, size_t n, char *out)
     *out = '\0';
 }
 
-/* Writes DIR/_tokenizer.tiktoken, a tiktoken rank file for the word model
- * (the 256 bytes, then every prefix of every word the model writes, with
- * and without a leading space and capitalised, as cl100k_base's pattern
- * cuts them). Its name starts with '_': a table's listing skips it. Returns
- * the token count, or 0 after a message. */
-static size_t write_tokenizer(const char *dir)
+/* The ranks: the 256 bytes (byte b has rank b), then the prefixes of every
+ * word doc_line can write (each word and its sentence_form, without and
+ * then with a leading space, the cl100k_base pattern's pieces), in a fixed
+ * order. Returns 0, or -1 when the word model outgrows TOK_MAX/TOK_LEN. */
+static int tok_build(tok_list_t *t)
 {
-    tok_list_t *t = calloc(1, sizeof *t);
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/_tokenizer.tiktoken", dir);
-    FILE *f = t ? fopen(path, "w") : NULL;
-    if (f == NULL) {
-        fprintf(stderr, "dpp-gen: %s: %s\n", path, t ? strerror(errno) : "out of memory");
-        free(t);
-        return 0;
-    }
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        memcpy(t->tok[t->n], &c, 1);
+    t->n = 0;
+    for (unsigned b = 0; b < 256; b++) {
+        t->tok[t->n][0] = (char)b;
         t->len[t->n++] = 1;
     }
     for (int space = 0; space < 2; space++)
-        for (int capital = 0; capital < 2; capital++) {
-            for (size_t i = 0; i < NCOMMON; i++)
-                tok_word(t, common_words[i], space, capital);
-            for (size_t i = 0; i < NRARE; i++)
-                tok_word(t, rare_words[i], space, capital);
-        }
-    char b64[72];
+        for (int capital = 0; capital < 2; capital++)
+            for (size_t i = 0; i < NCOMMON + NRARE; i++) {
+                const char *w = i < NCOMMON ? common_words[i] : rare_words[i - NCOMMON];
+                char cap[32];
+                if (tok_prefixes(t, capital ? sentence_form(w, cap) : w, space) != 0)
+                    return -1;
+            }
+    return 0;
+}
+
+/* Writes DIR/_tokenizer.tiktoken, "BASE64 RANK" lines in rank order, through
+ * a hidden temporary file renamed into place (as write_shard does). Its
+ * name starts with '_', so a table's listing skips it. Sets *ntokens to the
+ * token count; returns 0, or -1 after saying what failed. */
+static int write_tokenizer(const char *dir, size_t *ntokens)
+{
+    char path[PATH_MAX], tmp[PATH_MAX], b64[(TOK_LEN + 2) / 3 * 4 + 1];
+    tok_list_t *t = calloc(1, sizeof *t);
+    FILE *f = NULL;
+    int rc = -1;
+
+    if (!t) {
+        fprintf(stderr, "dpp-gen: out of memory\n");
+        goto out;
+    }
+    if (tok_build(t) != 0) {
+        fprintf(stderr, "dpp-gen: the word model needs more than %d tokens of at most %d bytes\n",
+                TOK_MAX, TOK_LEN);
+        goto out;
+    }
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_NAME) >= sizeof path ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, TOKENIZER_NAME) >= sizeof tmp) {
+        fprintf(stderr, "dpp-gen: %s/%s: path too long\n", dir, TOKENIZER_NAME);
+        goto out;
+    }
+    f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "dpp-gen: cannot create %s: %s\n", tmp, strerror(errno));
+        goto out;
+    }
     for (size_t i = 0; i < t->n; i++) {
         base64((const uint8_t *)t->tok[i], t->len[i], b64);
         fprintf(f, "%s %zu\n", b64, i);
     }
-    size_t n = t->n;
-    free(t);
-    if (fclose(f) != 0) {
-        fprintf(stderr, "dpp-gen: %s: %s\n", path, strerror(errno));
-        return 0;
+    int bad = fflush(f) != 0 || ferror(f);
+    bad |= fclose(f) != 0;
+    f = NULL;
+    if (bad) {
+        fprintf(stderr, "dpp-gen: write %s: %s\n", tmp, strerror(errno));
+        unlink(tmp);
+        goto out;
     }
-    return n;
+    if (rename(tmp, path) != 0) {
+        fprintf(stderr, "dpp-gen: rename %s to %s: %s\n", tmp, path, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+    *ntokens = t->n;
+    rc = 0;
+out:
+    free(t);
+    return rc;
 }
 
 static int mkdir_p(const char *path)
@@ -939,12 +990,12 @@ static int generate(const gen_args_t *a)
     printf("dpp-gen: wrote %" PRIu64 " %s in %" PRIu64 " files, %" PRIu64 " bytes, under %s\n",
            row, a->format == GEN_JSONL ? "documents" : "rows", files, w->bytes, a->out);
     if (a->format == GEN_JSONL) {
-        size_t ntok = write_tokenizer(a->out);
-        if (ntok == 0)
+        size_t ntok = 0;
+        if (write_tokenizer(a->out, &ntok) != 0)
             goto out;
-        printf("dpp-gen: wrote %s/_tokenizer.tiktoken, %zu tokens (pattern cl100k_base; name "
+        printf("dpp-gen: wrote %s/%s, %zu tokens (pattern cl100k_base; name "
                "<|endoftext|> id %zu in the spec's tokenizer.specials)\n",
-               a->out, ntok, ntok);
+               a->out, TOKENIZER_NAME, ntok, ntok);
     }
     rc = 0;
 out:

@@ -83,6 +83,56 @@ ids = R.encode(ranks, sample)
 assert len(ids) < len(sample) / 3, (len(ids), len(sample))
 print(f"jsonl: _tokenizer.tiktoken {len(ranks)} tokens; {len(sample)} bytes -> {len(ids)} ids")
 PY
+dpp_step "--format jsonl: _tokenizer.tiktoken, its size printed, through dpp's tokenizer"
+dpp_gen --rows 20 --shards 1 --partitions 1 --seed 6 --format jsonl --out "$DPP_TMP/j3" \
+    >"$DPP_TMP/j3.out"
+cat -- "$DPP_TMP/j3.out"
+cmp -s "$DPP_TMP/j1/_tokenizer.tiktoken" "$DPP_TMP/j3/_tokenizer.tiktoken" ||
+    dpp_fail "jsonl: _tokenizer.tiktoken differs between seeds 5 and 6"
+ntok=$(wc -l <"$DPP_TMP/j1/_tokenizer.tiktoken")
+grep -qF "dpp-gen: wrote $DPP_TMP/j3/_tokenizer.tiktoken, $ntok tokens " "$DPP_TMP/j3.out" ||
+    dpp_fail "jsonl: the summary does not give the tokenizer's path and its $ntok tokens"
+tokenize_ids=$DPP_BIN_DIR/tests/tokenize_ids
+if [[ -x $tokenize_ids ]]; then
+    # the first 300 documents, then words that must each be one token (the
+    # prefix chain taken by dpp's merge order, not only the reference's)
+    words=(" the" "The" " The" " training" " Zürich" " naïve" " Привет" " 日本語")
+    python3 - "$DPP_TMP/j1" "$DPP_TMP/sample.bin" "${words[@]}" <<'PY' ||
+import glob, json, os, struct, sys
+files = sorted(glob.glob(os.path.join(sys.argv[1], "ds=*", "part-*.jsonl")))
+docs = [json.loads(l)["text"].encode() for l in open(files[0], encoding="utf-8")][:300]
+with open(sys.argv[2], "wb") as f:
+    for d in docs + [w.encode() for w in sys.argv[3:]]:
+        f.write(struct.pack("<I", len(d)) + d)
+PY
+        dpp_fail "jsonl: cannot write the sample for tokenize_ids"
+    dpp_timeout 120 "$tokenize_ids" "$DPP_TMP/j1/_tokenizer.tiktoken" cl100k_base \
+        "$DPP_TMP/sample.bin" "$DPP_TMP/sample.ids" || dpp_fail "tokenize_ids failed"
+    python3 - "$DPP_TMP/sample.bin" "$DPP_TMP/sample.ids" "$ntok" "${#words[@]}" <<'PY' ||
+import struct, sys
+raw = open(sys.argv[1], "rb").read()
+docs, at = [], 0
+while at < len(raw):
+    (n,) = struct.unpack_from("<I", raw, at)
+    docs.append(raw[at + 4:at + 4 + n])
+    at += 4 + n
+ids = [[int(x) for x in l.split()] for l in open(sys.argv[2]).read().split("\n")[:len(docs)]]
+ntok, nwords = int(sys.argv[3]), int(sys.argv[4])
+assert all(0 <= i < ntok for row in ids for i in row)
+for d, row in zip(docs[-nwords:], ids[-nwords:]):
+    assert len(row) == 1, (d.decode(), row)
+text = list(zip(docs[:-nwords], ids[:-nwords]))
+longest = max(text, key=lambda t: len(t[0]))
+assert len(longest[1]) < len(longest[0]) / 3, (len(longest[1]), len(longest[0]))
+nbytes, nids = sum(len(d) for d, _ in text), sum(len(r) for _, r in text)
+assert nids < nbytes / 3, (nids, nbytes)
+print(f"jsonl: tokenize_ids: {len(text)} documents, {nbytes} bytes -> {nids} ids; the longest "
+      f"{len(longest[0])} bytes -> {len(longest[1])} ids; each test word one id")
+PY
+        dpp_fail "jsonl: dpp's tokenizer does not tokenize the corpus well with _tokenizer.tiktoken"
+else
+    dpp_log "no $tokenize_ids (build the tests): dpp's tokenizer not run on _tokenizer.tiktoken"
+fi
 rc=0
 "$DPP_GEN" --rows 10 --shards 1 --partitions 1 --seed 1 --format jsonl --nulls --out "$DPP_TMP/x" \
     2>"$DPP_TMP/err" >/dev/null || rc=$?
