@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan fuzz-build fuzz test test-fast demo demo-train install clean
+.PHONY: all deps build build-asan fuzz-build fuzz test test-fast demo demo-train demo-lm install clean
 
 all: build
 
@@ -65,6 +65,10 @@ demo: build
 # dpp feeding a real (small, CPU) PyTorch trainer: examples/train_dlrm.py.
 demo-train: build
 	scripts/demo_train.sh $(BUILD)
+
+# A small causal language model trained from a text session (scripts/demo_lm.sh).
+demo-lm: build
+	scripts/demo_lm.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD)
