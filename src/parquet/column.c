@@ -938,7 +938,7 @@ int dpp_pq_col_skip(dpp_pq_col_t *c, uint64_t n, char *err, size_t errlen)
              * first page: nothing to read there). */
             dpp_pq_page_header_t h;
             size_t hlen;
-            const uint8_t *raw;
+            const uint8_t *raw = NULL;
             if ((int64_t)c->pos < c->locs[0].offset &&
                 ((rc = read_header(c, &h, &hlen)) != 0 ||
                  (h.type == DPP_PQ_DICTIONARY_PAGE && ((rc = page_body(c, &h, hlen, &raw)) != 0 ||

@@ -150,7 +150,7 @@ int dpp_pq_thrift_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f)
         f->id = (int16_t)id;
         return 0;
     }
-    int64_t id;
+    int64_t id = 0; /* set by zigzag() when it returns 0 (gcc -O3 cannot tell) */
     rc = zigzag(r, 16, &id);
     f->id = (int16_t)id;
     return rc;
@@ -166,7 +166,7 @@ int dpp_pq_thrift_bool(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int *v)
 
 int dpp_pq_thrift_i32(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int32_t *v)
 {
-    int64_t x;
+    int64_t x = 0;
     int rc = expect(r, f, DPP_PQ_T_I32);
     if (rc == 0 && (rc = zigzag(r, 32, &x)) == 0)
         *v = (int32_t)x;
@@ -230,7 +230,7 @@ int dpp_pq_thrift_list(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, uint8_t ele
     if (f->type != DPP_PQ_T_LIST && f->type != DPP_PQ_T_SET)
         return expect(r, f, DPP_PQ_T_LIST);
     size_t at = r->pos;
-    uint8_t type;
+    uint8_t type = 0;
     int rc = list_header(r, &type, n);
     if (rc == 0 && *n > 0 && type != elem)
         rc = dpp_pq_thrift_fail(r, at, "field %d is a list of %s, expected %s", f->id,
@@ -250,8 +250,8 @@ static int skip_value(dpp_pq_thrift_t *r, uint8_t type)
     size_t at = r->pos;
     uint64_t u;
     const uint8_t *p;
-    uint32_t n;
-    uint8_t elem, key = 0;
+    uint32_t n = 0;
+    uint8_t elem = 0, key = 0;
     int rc;
     if (type == DPP_PQ_T_STOP || type > DPP_PQ_T_UUID)
         return dpp_pq_thrift_fail(r, at, "value of invalid type %u", type);

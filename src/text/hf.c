@@ -72,7 +72,7 @@ static long to_bytes(const int unicode_byte[324], const char *s, uint8_t *out, s
 static int refuse(char *err, size_t errlen, const char *name, const char *fmt, const char *a,
                   const char *b)
 {
-    char what[400];
+    char what[2048]; /* the callers' pieces are bounded; room for all of them */
     snprintf(what, sizeof what, fmt, a, b);
     snprintf(err, errlen, "tokenizer file %s: %s", name, what);
     return DPP_ESPEC;

@@ -83,7 +83,7 @@ static size_t count_lines(const char *text, const char *prefix)
  * labels as written), or -1 when there is none. */
 static double value_of(const char *text, const char *series)
 {
-    char pat[256];
+    char pat[300];
     snprintf(pat, sizeof pat, "\n%s ", series);
     const char *p = strstr(text, pat);
     return p ? strtod(p + strlen(pat), NULL) : -1;
