@@ -57,33 +57,36 @@ typedef struct parser {
     uint32_t *field_elem; /* schema index of each top-level field */
 } parser_t;
 
-/* Field names of a struct by id, listing exactly its required fields. */
-static const char *const FILE_META_REQUIRED[] = {
-    [2] = "schema", [3] = "num_rows", [4] = "row_groups"};
-static const char *const SCHEMA_ELEM_REQUIRED[] = {[4] = "name"};
-static const char *const ROW_GROUP_REQUIRED[] = {[1] = "columns", [3] = "num_rows"};
-static const char *const CHUNK_REQUIRED[] = {[3] = "meta_data"};
-static const char *const COLUMN_META_REQUIRED[] = {[1] = "type",
-                                                   [4] = "codec",
-                                                   [5] = "num_values",
-                                                   [7] = "total_compressed_size",
-                                                   [9] = "data_page_offset"};
-static const char *const PAGE_HEADER_REQUIRED[] = {
-    [1] = "type", [2] = "uncompressed_page_size", [3] = "compressed_page_size"};
-static const char *const DATA_PAGE_REQUIRED[] = {[1] = "num_values",
-                                                 [2] = "encoding",
-                                                 [3] = "definition_level_encoding",
-                                                 [4] = "repetition_level_encoding"};
-static const char *const DICT_PAGE_REQUIRED[] = {[1] = "num_values", [2] = "encoding"};
-static const char *const DATA_PAGE_V2_REQUIRED[] = {[1] = "num_values",
-                                                    [2] = "num_nulls",
-                                                    [3] = "num_rows",
-                                                    [4] = "encoding",
-                                                    [5] = "definition_levels_byte_length",
-                                                    [6] = "repetition_levels_byte_length"};
-static const char *const PAGE_LOCATION_REQUIRED[] = {
-    [1] = "offset", [2] = "compressed_page_size", [3] = "first_row_index"};
-static const char *const OFFSET_INDEX_REQUIRED[] = {[1] = "page_locations"};
+/* The required fields of a struct, by id (all below 32): X(id, name). */
+#define FILE_META_REQUIRED(X) X(2, "schema") X(3, "num_rows") X(4, "row_groups")
+#define SCHEMA_ELEM_REQUIRED(X) X(4, "name")
+#define ROW_GROUP_REQUIRED(X) X(1, "columns") X(3, "num_rows")
+#define CHUNK_REQUIRED(X) X(3, "meta_data")
+#define COLUMN_META_REQUIRED(X) X(1, "type") X(4, "codec") X(5, "num_values") X(7, "total_compressed_size") X(9, "data_page_offset")
+#define PAGE_HEADER_REQUIRED(X) X(1, "type") X(2, "uncompressed_page_size") X(3, "compressed_page_size")
+#define DATA_PAGE_REQUIRED(X) X(1, "num_values") X(2, "encoding") X(3, "definition_level_encoding") X(4, "repetition_level_encoding")
+#define DICT_PAGE_REQUIRED(X) X(1, "num_values") X(2, "encoding")
+#define DATA_PAGE_V2_REQUIRED(X) X(1, "num_values") X(2, "num_nulls") X(3, "num_rows") X(4, "encoding") X(5, "definition_levels_byte_length") X(6, "repetition_levels_byte_length")
+#define PAGE_LOCATION_REQUIRED(X) X(1, "offset") X(2, "compressed_page_size") X(3, "first_row_index")
+#define OFFSET_INDEX_REQUIRED(X) X(1, "page_locations")
+
+/* Each list as names by id (for the error) and as a mask of ids (the check). */
+#define REQUIRED_NAME(id, name) [id] = name,
+#define REQUIRED_BIT(id, name) | (1u << (id))
+#define REQUIRED_TABLES(list)                                                                     \
+    static const char *const list##_NAMES[] = {list##_REQUIRED(REQUIRED_NAME)};                     \
+    __attribute__((unused)) static const uint32_t list##_MASK = 0 list##_REQUIRED(REQUIRED_BIT);
+REQUIRED_TABLES(FILE_META)
+REQUIRED_TABLES(SCHEMA_ELEM)
+REQUIRED_TABLES(ROW_GROUP)
+REQUIRED_TABLES(CHUNK)
+REQUIRED_TABLES(COLUMN_META)
+REQUIRED_TABLES(PAGE_HEADER)
+REQUIRED_TABLES(DATA_PAGE)
+REQUIRED_TABLES(DICT_PAGE)
+REQUIRED_TABLES(DATA_PAGE_V2)
+REQUIRED_TABLES(PAGE_LOCATION)
+REQUIRED_TABLES(OFFSET_INDEX)
 
 static int check_required(dpp_pq_thrift_t *r, size_t at, const char *what, uint32_t seen,
                           const char *const *names, size_t nnames)
@@ -94,11 +97,15 @@ static int check_required(dpp_pq_thrift_t *r, size_t at, const char *what, uint3
     return 0;
 }
 #define NELEMS(a) (sizeof(a) / sizeof(*(a)))
-#define REQUIRE(r, at, what, seen, names) check_required(r, at, what, seen, names, NELEMS(names))
+/* 0 when every required field of `list` was seen; else the error naming one. */
+#define REQUIRE(r, at, what, seen, list)                                                          \
+    (((seen) & list##_MASK) == list##_MASK                                                        \
+         ? 0                                                                                      \
+         : check_required(r, at, what, seen, list##_NAMES, NELEMS(list##_NAMES)))
 
 /* The next field of a struct; `seen` collects the ids below 32, and one
  * appearing twice is refused (it would overwrite, or leak, the first). */
-static int next_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f, uint32_t *seen)
+static inline int next_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f, uint32_t *seen)
 {
     int rc = dpp_pq_thrift_field(r, f);
     if (rc || f->type == DPP_PQ_T_STOP || f->id < 0 || f->id >= 32)
@@ -109,9 +116,46 @@ static int next_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f, uint32_t *seen)
     return 0;
 }
 
-static char *dup_bytes(const uint8_t *p, size_t n)
+/* ---- memory ----------------------------------------------------------------
+ * Everything a dpp_pq_meta_t points to comes from blocks chained at its
+ * `mem` and is freed at once: a footer of 42 columns made some 100 small
+ * allocations and frees, a third of a small file's footer parse in a
+ * worker's pipeline threads (glibc's thread arenas trim and regrow). */
+
+struct dpp_pq_mem {
+    struct dpp_pq_mem *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+#define MEM_FIRST_BLOCK (16u << 10)
+
+/* count x size zeroed bytes that live as long as m; NULL when out of memory
+ * or when the product overflows. */
+static void *meta_calloc(dpp_pq_meta_t *m, size_t count, size_t size)
 {
-    char *s = malloc(n + 1);
+    if (size && count > (SIZE_MAX - 64) / size)
+        return NULL;
+    size_t n = (count * size + 15) & ~(size_t)15;
+    struct dpp_pq_mem *b = m->mem;
+    if (b == NULL || b->cap - b->used < n) {
+        size_t cap = b ? 2 * b->cap : MEM_FIRST_BLOCK;
+        if (cap < n)
+            cap = n;
+        struct dpp_pq_mem *nb = malloc(sizeof *nb + cap);
+        if (nb == NULL)
+            return NULL;
+        *nb = (struct dpp_pq_mem){.next = b, .cap = cap};
+        m->mem = b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    return memset(p, 0, n);
+}
+
+static char *dup_bytes(dpp_pq_meta_t *m, const uint8_t *p, size_t n)
+{
+    char *s = meta_calloc(m, n + 1, 1);
     if (s) {
         memcpy(s, p, n);
         s[n] = '\0';
@@ -204,7 +248,7 @@ static int parse_schema_elem(dpp_pq_thrift_t *r, schema_elem_t *e)
         if (rc)
             return rc;
     }
-    return rc ? rc : REQUIRE(r, e->at, "SchemaElement", seen, SCHEMA_ELEM_REQUIRED);
+    return rc ? rc : REQUIRE(r, e->at, "SchemaElement", seen, SCHEMA_ELEM);
 }
 
 static int parse_schema(parser_t *p, const dpp_pq_tfield_t *f)
@@ -266,7 +310,7 @@ static int add_column(parser_t *p, const schema_elem_t *e, const uint32_t *stack
             &p->r, e->at,
             "the column paths take more than %llu bytes, too many for a footer of %zu",
             (unsigned long long)PATH_BUDGET(p->r.len), p->r.len);
-    char *path = malloc(len), *w = path;
+    char *path = meta_calloc(m, len, 1), *w = path;
     if (path == NULL)
         return -ENOMEM;
     for (int i = 1; i < depth; i++) {
@@ -314,10 +358,10 @@ static int flatten(parser_t *p)
     if (nleaves > DPP_PQ_MAX_COLUMNS)
         return dpp_pq_thrift_fail(r, s[0].at, "the schema has %u columns, more than %d", nleaves,
                                   DPP_PQ_MAX_COLUMNS);
-    if (nleaves && (m->columns = calloc(nleaves, sizeof *m->columns)) == NULL)
+    if (nleaves && (m->columns = meta_calloc(m, nleaves, sizeof *m->columns)) == NULL)
         return -ENOMEM;
     if (s[0].num_children &&
-        ((m->fields = calloc((size_t)s[0].num_children, sizeof *m->fields)) == NULL ||
+        ((m->fields = meta_calloc(m, (size_t)s[0].num_children, sizeof *m->fields)) == NULL ||
          (p->field_elem = calloc((size_t)s[0].num_children, sizeof *p->field_elem)) == NULL))
         return -ENOMEM;
 
@@ -343,7 +387,7 @@ static int flatten(parser_t *p)
         e->rep = (int16_t)(parent->rep + (e->repetition == REPEATED));
         if (depth == 1) {
             dpp_pq_field_t *fd = &m->fields[m->nfields];
-            if ((fd->name = dup_bytes(e->name, e->name_len)) == NULL)
+            if ((fd->name = dup_bytes(m, e->name, e->name_len)) == NULL)
                 return -ENOMEM;
             fd->column = m->ncolumns;
             p->field_elem[m->nfields++] = i;
@@ -511,7 +555,7 @@ static int parse_column_meta(dpp_pq_thrift_t *r, dpp_pq_chunk_t *c)
     /* Some writers store 0 for "no dictionary"; byte 0 is the magic. */
     if (c->dictionary_page_offset == 0)
         c->dictionary_page_offset = -1;
-    return rc ? rc : REQUIRE(r, at, "ColumnMetaData", seen, COLUMN_META_REQUIRED);
+    return rc ? rc : REQUIRE(r, at, "ColumnMetaData", seen, COLUMN_META);
 }
 
 /* Reads and checks column chunk `col` of row group `rg`. */
@@ -552,7 +596,7 @@ static int parse_chunk(parser_t *p, uint32_t rg, uint32_t col, dpp_pq_chunk_t *c
         if (rc)
             return rc;
     }
-    if (rc || (rc = REQUIRE(r, at, "ColumnChunk", seen, CHUNK_REQUIRED)) != 0)
+    if (rc || (rc = REQUIRE(r, at, "ColumnChunk", seen, CHUNK)) != 0)
         return rc;
 
     if (c->type != column->type)
@@ -599,7 +643,7 @@ static int parse_chunks(parser_t *p, const dpp_pq_tfield_t *f, uint32_t rg, dpp_
     if (n != ncolumns)
         return dpp_pq_thrift_fail(&p->r, f->at, "row group %u has %u column chunks for %u columns",
                                   rg, n, ncolumns);
-    if (n && (g->chunks = calloc(n, sizeof *g->chunks)) == NULL)
+    if (n && (g->chunks = meta_calloc(p->m, n, sizeof *g->chunks)) == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < n; i++)
         if ((rc = dpp_pq_thrift_enter(&p->r, NULL)) != 0 ||
@@ -631,36 +675,44 @@ static int parse_row_group(parser_t *p, uint32_t rg, dpp_pq_row_group_t *g)
         if (rc)
             return rc;
     }
-    return rc ? rc : REQUIRE(r, at, "RowGroup", seen, ROW_GROUP_REQUIRED);
+    return rc ? rc : REQUIRE(r, at, "RowGroup", seen, ROW_GROUP);
 }
 
-static int parse_row_groups(parser_t *p, const dpp_pq_tfield_t *f)
+/* The row groups' sum of rows; checked against num_rows by the caller,
+ * which may not have read it yet. */
+static int parse_row_groups(parser_t *p, const dpp_pq_tfield_t *f, int64_t *rows)
 {
     dpp_pq_meta_t *m = p->m;
     uint32_t n;
-    int64_t rows = 0;
     int rc = dpp_pq_thrift_list(&p->r, f, DPP_PQ_T_STRUCT, &n);
     if (rc)
         return rc;
     if (n > DPP_PQ_MAX_ROW_GROUPS)
         return dpp_pq_thrift_fail(&p->r, f->at, "%u row groups, more than %d", n,
                                   DPP_PQ_MAX_ROW_GROUPS);
-    if (n && (m->row_groups = calloc(n, sizeof *m->row_groups)) == NULL)
+    if (n && (m->row_groups = meta_calloc(m, n, sizeof *m->row_groups)) == NULL)
         return -ENOMEM;
     m->nrow_groups = n;
+    *rows = 0;
     for (uint32_t i = 0; i < n; i++) {
         dpp_pq_row_group_t *g = &m->row_groups[i];
         if ((rc = dpp_pq_thrift_enter(&p->r, NULL)) != 0 || (rc = parse_row_group(p, i, g)) != 0)
             return rc;
-        if (g->num_rows > INT64_MAX - rows)
+        if (g->num_rows > INT64_MAX - *rows)
             return dpp_pq_thrift_fail(&p->r, f->at, "the row groups hold more than 2^63 rows");
-        g->first_row = rows;
-        rows += g->num_rows;
+        g->first_row = *rows;
+        *rows += g->num_rows;
     }
-    if (rows != m->num_rows)
-        return dpp_pq_thrift_fail(&p->r, f->at, "the row groups hold %lld rows, num_rows says %lld",
-                                  (long long)rows, (long long)m->num_rows);
     return 0;
+}
+
+/* The schema's columns and top-level fields, once its elements are read. */
+static int schema_done(parser_t *p)
+{
+    int rc = flatten(p);
+    for (uint32_t i = 0; rc == 0 && i < p->m->nfields; i++)
+        classify(p->schema, p->field_elem[i], &p->m->fields[i]);
+    return rc;
 }
 
 static int parse_file_meta(parser_t *p)
@@ -668,8 +720,9 @@ static int parse_file_meta(parser_t *p)
     dpp_pq_thrift_t *r = &p->r;
     dpp_pq_meta_t *m = p->m;
     dpp_pq_tfield_t f = {0}, row_groups = {0};
-    size_t row_groups_pos = 0;
+    size_t row_groups_pos = 0, row_groups_at = 0;
     uint32_t seen = 0;
+    int64_t rows = 0;
     const uint8_t *s;
     uint32_t n;
     int rc = dpp_pq_thrift_enter(r, NULL);
@@ -680,7 +733,8 @@ static int parse_file_meta(parser_t *p)
             rc = dpp_pq_thrift_i32(r, &f, &m->version);
             break;
         case 2:
-            rc = parse_schema(p, &f);
+            if ((rc = parse_schema(p, &f)) == 0)
+                rc = schema_done(p);
             break;
         case 3:
             if ((rc = dpp_pq_thrift_i64(r, &f, &m->num_rows)) == 0 && m->num_rows < 0)
@@ -688,15 +742,20 @@ static int parse_file_meta(parser_t *p)
                                         (long long)m->num_rows);
             break;
         case 4:
-            /* Read after the rest: checking chunks needs the schema, which
-             * the struct's field order does not promise to put first. */
+            row_groups_at = f.at;
+            if (seen >> 2 & 1) { /* the schema, which checking chunks needs, came first */
+                rc = parse_row_groups(p, &f, &rows);
+                break;
+            }
+            /* Read after the rest: the struct's field order does not
+             * promise to put the schema first (writers do). */
             row_groups = f;
             row_groups_pos = r->pos;
             rc = dpp_pq_thrift_skip(r, &f);
             break;
         case 6:
             if ((rc = dpp_pq_thrift_binary(r, &f, &s, &n)) == 0 &&
-                (m->created_by = dup_bytes(s, n)) == NULL)
+                (m->created_by = dup_bytes(m, s, n)) == NULL)
                 rc = -ENOMEM;
             break;
         default:
@@ -705,14 +764,19 @@ static int parse_file_meta(parser_t *p)
     }
     /* Bytes after the struct are left alone: a plaintext footer of an
      * encrypted file ends with a signature there. */
-    if (rc || (rc = REQUIRE(r, 0, "FileMetaData", seen, FILE_META_REQUIRED)) != 0 ||
-        (rc = flatten(p)) != 0)
+    if (rc || (rc = REQUIRE(r, 0, "FileMetaData", seen, FILE_META)) != 0)
         return rc;
-    for (uint32_t i = 0; i < m->nfields; i++)
-        classify(p->schema, p->field_elem[i], &m->fields[i]);
-    r->pos = row_groups_pos;
-    r->depth = 1;
-    return parse_row_groups(p, &row_groups);
+    if (row_groups_pos) {
+        r->pos = row_groups_pos;
+        r->depth = 1;
+        if ((rc = parse_row_groups(p, &row_groups, &rows)) != 0)
+            return rc;
+    }
+    if (rows != m->num_rows)
+        return dpp_pq_thrift_fail(r, row_groups_at,
+                                  "the row groups hold %lld rows, num_rows says %lld",
+                                  (long long)rows, (long long)m->num_rows);
+    return 0;
 }
 
 int dpp_pq_meta_parse(const uint8_t *buf, size_t len, uint64_t file_size, dpp_pq_meta_t *m,
@@ -737,16 +801,10 @@ void dpp_pq_meta_free(dpp_pq_meta_t *m)
 {
     if (m == NULL)
         return;
-    for (uint32_t i = 0; i < m->ncolumns; i++)
-        free(m->columns[i].path);
-    free(m->columns);
-    for (uint32_t i = 0; i < m->nfields; i++)
-        free(m->fields[i].name);
-    free(m->fields);
-    for (uint32_t i = 0; i < m->nrow_groups; i++)
-        free(m->row_groups[i].chunks);
-    free(m->row_groups);
-    free(m->created_by);
+    for (struct dpp_pq_mem *b = m->mem, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -860,25 +918,25 @@ int dpp_pq_page_header_parse(const uint8_t *buf, size_t len, dpp_pq_page_header_
             break;
         case 5:
             if ((rc = dpp_pq_thrift_enter(&r, &f)) == 0)
-                rc = parse_subheader(&r, "DataPageHeader", DATA_PAGE_REQUIRED,
-                                     NELEMS(DATA_PAGE_REQUIRED), sub[DPP_PQ_DATA_PAGE], NULL);
+                rc = parse_subheader(&r, "DataPageHeader", DATA_PAGE_NAMES,
+                                     NELEMS(DATA_PAGE_NAMES), sub[DPP_PQ_DATA_PAGE], NULL);
             break;
         case 7:
             if ((rc = dpp_pq_thrift_enter(&r, &f)) == 0)
-                rc = parse_subheader(&r, "DictionaryPageHeader", DICT_PAGE_REQUIRED,
-                                     NELEMS(DICT_PAGE_REQUIRED), sub[DPP_PQ_DICTIONARY_PAGE], NULL);
+                rc = parse_subheader(&r, "DictionaryPageHeader", DICT_PAGE_NAMES,
+                                     NELEMS(DICT_PAGE_NAMES), sub[DPP_PQ_DICTIONARY_PAGE], NULL);
             break;
         case 8:
             if ((rc = dpp_pq_thrift_enter(&r, &f)) == 0)
-                rc = parse_subheader(&r, "DataPageHeaderV2", DATA_PAGE_V2_REQUIRED,
-                                     NELEMS(DATA_PAGE_V2_REQUIRED), sub[DPP_PQ_DATA_PAGE_V2],
+                rc = parse_subheader(&r, "DataPageHeaderV2", DATA_PAGE_V2_NAMES,
+                                     NELEMS(DATA_PAGE_V2_NAMES), sub[DPP_PQ_DATA_PAGE_V2],
                                      &is_compressed);
             break;
         default:
             rc = dpp_pq_thrift_skip(&r, &f);
         }
     }
-    if (rc || (rc = REQUIRE(&r, 0, "PageHeader", seen, PAGE_HEADER_REQUIRED)) != 0)
+    if (rc || (rc = REQUIRE(&r, 0, "PageHeader", seen, PAGE_HEADER)) != 0)
         return rc;
     int32_t type = top[1];
     if (type < 0 || type > DPP_PQ_DATA_PAGE_V2)
@@ -931,7 +989,7 @@ static int parse_page_location(dpp_pq_thrift_t *r, dpp_pq_page_loc_t *loc)
         if (rc)
             return rc;
     }
-    return rc ? rc : REQUIRE(r, at, "PageLocation", seen, PAGE_LOCATION_REQUIRED);
+    return rc ? rc : REQUIRE(r, at, "PageLocation", seen, PAGE_LOCATION);
 }
 
 /* Pages in file order, each after the one before and starting a later row;
@@ -998,7 +1056,7 @@ int dpp_pq_offset_index_parse(const uint8_t *buf, size_t len, dpp_pq_page_loc_t 
         }
     }
     if (rc == 0)
-        rc = REQUIRE(&r, 0, "OffsetIndex", seen, OFFSET_INDEX_REQUIRED);
+        rc = REQUIRE(&r, 0, "OffsetIndex", seen, OFFSET_INDEX);
     if (rc) {
         free(out);
         return rc;

@@ -130,6 +130,7 @@ typedef struct dpp_pq_meta {
     dpp_pq_row_group_t *row_groups;
     uint32_t nrow_groups;
     char *created_by; /* NULL when unset */
+    struct dpp_pq_mem *mem; /* what all of the above points into (meta.c) */
 } dpp_pq_meta_t;
 
 /* Where the footer is: given the last 8 bytes of a file of file_size bytes,

@@ -128,7 +128,7 @@ int dpp_pq_thrift_enter(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
     return 0;
 }
 
-int dpp_pq_thrift_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f)
+int dpp_pq__thrift_field(dpp_pq_thrift_t *r, dpp_pq_tfield_t *f)
 {
     size_t at = r->pos;
     int rc = need(r, at, 1, "a field header");
@@ -164,7 +164,7 @@ int dpp_pq_thrift_bool(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int *v)
     return 0;
 }
 
-int dpp_pq_thrift_i32(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int32_t *v)
+int dpp_pq__thrift_i32(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int32_t *v)
 {
     int64_t x = 0;
     int rc = expect(r, f, DPP_PQ_T_I32);
@@ -173,7 +173,7 @@ int dpp_pq_thrift_i32(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int32_t *v)
     return rc;
 }
 
-int dpp_pq_thrift_i64(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int64_t *v)
+int dpp_pq__thrift_i64(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, int64_t *v)
 {
     int rc = expect(r, f, DPP_PQ_T_I64);
     return rc ? rc : zigzag(r, 64, v);
@@ -197,8 +197,8 @@ static int binary(dpp_pq_thrift_t *r, const uint8_t **p, uint32_t *n)
     return 0;
 }
 
-int dpp_pq_thrift_binary(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, const uint8_t **p,
-                         uint32_t *n)
+int dpp_pq__thrift_binary(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f, const uint8_t **p,
+                          uint32_t *n)
 {
     int rc = expect(r, f, DPP_PQ_T_BINARY);
     return rc ? rc : binary(r, p, n);
@@ -406,7 +406,7 @@ static const uint8_t *fast_skip(const uint8_t *p, const uint8_t *end, uint8_t ty
     }
 }
 
-int dpp_pq_thrift_skip(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
+int dpp_pq__thrift_skip(dpp_pq_thrift_t *r, const dpp_pq_tfield_t *f)
 {
     if (f->type == DPP_PQ_T_TRUE || f->type == DPP_PQ_T_FALSE)
         return 0;

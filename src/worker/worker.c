@@ -28,7 +28,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 /* Index tasks a worker keeps queued per pipeline thread (request_leases()). */
-#define INDEX_TASKS_PER_THREAD 16
+#define INDEX_TASKS_PER_THREAD 64
 
 typedef enum mlink_state {
     MLINK_DOWN,
