@@ -529,7 +529,7 @@ static int cmd_index(const char *dir)
     char **files = NULL;
     size_t nfiles = 0;
     char err[DPP_SPEC_ERRLEN];
-    int rc = dpp_table_list_files(table, &all, &files, NULL, &nfiles, err, sizeof err);
+    int rc = dpp_table_list_files(table, &all, &files, &nfiles, err, sizeof err);
     if (rc) {
         free(table);
         return ctl_fail("index %s: %s", dir, err);

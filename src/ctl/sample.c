@@ -376,7 +376,7 @@ int ctl_sample_check(const dpp_spec_t *spec, const char *spec_path, const char *
     char **files = NULL;
     size_t nfiles = 0;
     char err[DPP_SPEC_ERRLEN];
-    int rc = dpp_table_list_files(table, spec, &files, NULL, &nfiles, err, sizeof err);
+    int rc = dpp_table_list_files(table, spec, &files, &nfiles, err, sizeof err);
     if (rc) {
         free(table);
         return ctl_fail("--table %s: %s", dir, err);

@@ -161,8 +161,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
             char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
             for (size_t i = 0; i < js->n_files; i++)
                 files[i] = dpp_xstrdup(js->files[i]);
-            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files, NULL,
-                                js->n_files);
+            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files, js->n_files);
             if (js->submitted_unix_ms > 0)
                 s->submitted_ms = js->submitted_unix_ms;
             dpp_master_add_session(m, s);

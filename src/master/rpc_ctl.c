@@ -35,7 +35,6 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     dpp_spec_t spec;
     char *table_path = NULL;
     char **files = NULL;
-    dpp_table_stat_t *stats = NULL;
     size_t nfiles = 0;
     size_t len = strlen(req->spec_json);
     int rc = DPP_ESPEC;
@@ -59,7 +58,7 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
                            sizeof err);
     if (rc)
         goto reject;
-    rc = dpp_table_list_files(table_path, &spec, &files, &stats, &nfiles, err, sizeof err);
+    rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
     if (rc)
         goto reject;
     if (nfiles == 0) {
@@ -70,9 +69,7 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     }
     char id[24];
     new_session_id(id, sizeof id);
-    dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, stats, nfiles);
-    free(stats);
-    stats = NULL;
+    dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
     table_path = NULL;
     files = NULL;
     size_t cached = dpp_master_index_cache_apply(m, s);
@@ -116,7 +113,6 @@ reject:;
     dpp_spec_close(&spec);
     free(table_path);
     dpp_table_files_free(files, nfiles);
-    free(stats);
 }
 
 static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)

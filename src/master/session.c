@@ -18,7 +18,7 @@
 #include "session.h"
 
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
-                               const dpp_table_stat_t *stats, size_t nfiles)
+                               size_t nfiles)
 {
     dpp_session_t *s = dpp_xcalloc(1, sizeof *s);
     snprintf(s->id, sizeof s->id, "%s", id);
@@ -38,14 +38,6 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
         if (strncmp(rel, table_path, root_len) == 0 && rel[root_len] == '/')
             rel += root_len + 1;
         f->rel_path = dpp_xstrdup(rel);
-        struct stat st;
-        if (stats) {
-            f->size = stats[i].size;
-            f->mtime_ns = stats[i].mtime_ns;
-        } else if (stat(f->path, &st) == 0) {
-            f->size = (uint64_t)st.st_size;
-            f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        }
     }
     free(files);
     s->state = SESSION_INDEXING;

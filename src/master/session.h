@@ -42,15 +42,12 @@ typedef struct dpp_lease_ref {
 typedef struct dpp_file {
     char *path;     /* absolute */
     char *rel_path; /* relative to the table */
-    uint64_t size;
-    int64_t mtime_ns;
     int indexed;
     uint64_t records;
     uint64_t *bounds; /* byte offsets of its splits' starts, plus the end */
     size_t nbounds;
     /* The file as its index saw it, which is what the index may be reused
-     * for (index cache key); index_size 0: not to be reused. size and
-     * mtime_ns above are the listing's, which may be newer. */
+     * for (index cache key); index_size 0: not to be reused. */
     uint64_t index_size;
     int64_t index_mtime_ns;
     dpp_lease_ref_t index_lease;
@@ -174,13 +171,12 @@ typedef struct dpp_session {
 
 /* Makes a session at epoch 0 from the listed files (absolute paths under
  * table_path, taken over with the table path and the spec's contents; the
- * caller's spec is zeroed). Sizes and mtimes are stats[i] as the listing
- * saw them, or (stats NULL: a journal replay) stat'ed here; index state
- * starts unknown. The session gets a fresh random checkpoint-token key (a replay
+ * caller's spec is zeroed). Nothing is stat'ed: index state starts
+ * unknown (dpp_master_index_cache_apply may know it). The session gets a fresh random checkpoint-token key (a replay
  * then puts the journaled one in its place). Aborts on out-of-memory, or
  * when the kernel has no randomness to give (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
-                               const dpp_table_stat_t *stats, size_t nfiles);
+                               size_t nfiles);
 void dpp_session_free(dpp_session_t *s);
 
 /* Records file i's index: `records` records, split boundaries bounds[0..n)

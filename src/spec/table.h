@@ -32,23 +32,20 @@ int dpp_path_check_under(const char *path, char *const *roots, size_t n, struct 
 int dpp_table_resolve(const char *const *roots, size_t nroots, const char *table, char **out,
                       char *err, size_t errlen);
 
-/* What a listing saw of a data file (stat), so that nobody stats it again. */
-typedef struct dpp_table_stat {
-    uint64_t size;
-    int64_t mtime_ns;
-} dpp_table_stat_t;
-
 /* Lists the data files of the spec's partitions (every `key=value` folder
  * when spec->npartitions is 0, or the table folder itself when it has none):
  * regular files, sorted by path, skipping names that start with '.' or '_'
  * and `.idx` sidecars. A named partition that does not exist is DPP_ESPEC
  * with err `partitions[i]: no partition "..." in table "..."`. *files is an
  * array of *nfiles malloc'd absolute paths; free with dpp_table_files_free().
- * With stats not NULL, *stats is a malloc'd array of what the listing saw of
- * each file (NULL when there are none); the caller frees it.
+ * A listing reads folders, and stats only what their entries do not tell
+ * (links, or any entry on a filesystem whose entries are not trusted: see
+ * dirents_trusted in table.c); it never stats a plain file on ext4, xfs,
+ * btrfs or tmpfs, so a file's size and mtime are for its reader to see.
  *
- * Details: every entry is resolved with realpath and the returned paths are
- * real paths, deduplicated (an alias symlink does not read a file twice).
+ * Details: a symlinked entry is resolved with realpath; the returned paths
+ * are real paths, one per file identity (an alias symlink or a hard link
+ * does not read a file twice).
  * `key=value` folders inside a partition are sub-partitions, listed too (at
  * most 8 levels); other folders, FIFOs, sockets, devices and dangling
  * symlinks are skipped. A file or partition whose real path leaves the table
@@ -57,7 +54,7 @@ typedef struct dpp_table_stat {
  * is -ELOOP. spec->table is used only in messages. No files is not an error:
  * 0 with *files NULL and *nfiles 0. On error *files is NULL. */
 int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char ***files,
-                         dpp_table_stat_t **stats, size_t *nfiles, char *err, size_t errlen);
+                         size_t *nfiles, char *err, size_t errlen);
 void dpp_table_files_free(char **files, size_t nfiles);
 
 #endif

@@ -34,7 +34,7 @@ static inline dpp_session_t *fixture_session(const char *id, size_t nfiles, unsi
         snprintf(name, sizeof name, "/t/ds=1/part-%05zu", i);
         files[i] = dpp_xstrdup(name);
     }
-    return dpp_session_new(id, &spec, dpp_xstrdup("/t"), files, NULL, nfiles);
+    return dpp_session_new(id, &spec, dpp_xstrdup("/t"), files, nfiles);
 }
 
 #endif

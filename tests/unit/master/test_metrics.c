@@ -45,7 +45,7 @@ static dpp_session_t *make(const char *id, unsigned consumers, session_state_t s
     assert_int_equal(dpp_spec_parse(json, strlen(json), &spec, err, sizeof err), 0);
     char **files = dpp_xcalloc(1, sizeof *files);
     files[0] = dpp_xstrdup("/t/part-0");
-    dpp_session_t *s = dpp_session_new(id, &spec, dpp_xstrdup("/t"), files, NULL, 1);
+    dpp_session_t *s = dpp_session_new(id, &spec, dpp_xstrdup("/t"), files, 1);
     if (st != SESSION_INDEXING) {
         uint64_t bounds[2] = {0, 400};
         assert_int_equal(dpp_session_file_indexed(s, 0, 4, bounds, 2), 1);

@@ -253,7 +253,7 @@ static void check_lists(const char *table_rel, const char *name, const char *con
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, NULL, &nfiles, err,
+    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err,
                                   sizeof(err));
     if (rc)
         print_error("table \"%s\": %d %s\n", name, rc, err);
@@ -274,7 +274,7 @@ static void check_list_fails(const char *table_rel, const char *name, const char
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    assert_int_equal(dpp_table_list_files(in_base(tp, table_rel), &spec, &files, NULL, &nfiles, err,
+    assert_int_equal(dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err,
                                           sizeof(err)),
                      want_rc);
     assert_string_equal(err, want_err);
@@ -366,6 +366,16 @@ static void test_list_partitions(void **state)
     check_lists("root1/badpart", "badpart", ok, 1, ok_want, 1);
 }
 
+/* The same listings with every entry stat'ed, as on a filesystem whose
+ * folder entries are not trusted (FUSE, overlayfs, network filesystems). */
+static void test_list_stat_all(void **state)
+{
+    assert_int_equal(setenv("DPP_TABLE_STAT", "1", 1), 0);
+    test_list_flat(state);
+    test_list_partitions(state);
+    assert_int_equal(unsetenv("DPP_TABLE_STAT"), 0);
+}
+
 static void test_list_errors(void **state)
 {
     (void)state;
@@ -416,7 +426,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve),         cmocka_unit_test(test_list_flat),
-        cmocka_unit_test(test_list_partitions), cmocka_unit_test(test_list_errors),
+        cmocka_unit_test(test_list_partitions), cmocka_unit_test(test_list_stat_all),
+        cmocka_unit_test(test_list_errors),
         cmocka_unit_test(test_list_unreadable), cmocka_unit_test(test_check_under),
     };
     return cmocka_run_group_tests(tests, build_tree, remove_tree);
