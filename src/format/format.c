@@ -4,10 +4,10 @@
 
 #include "format/format.h"
 
-const char *const dpp_format_names[] = {"tfrecord", "parquet", "jsonl", NULL};
+const char *const dpp_format_names[] = {"tfrecord", "parquet", "jsonl", "text", NULL};
 
 const char *dpp_format_list(void)
 {
     /* Kept by hand beside the names: a format is added in both lines. */
-    return "\"tfrecord\", \"parquet\" or \"jsonl\"";
+    return "\"tfrecord\", \"parquet\", \"jsonl\" or \"text\"";
 }

@@ -10,6 +10,7 @@ typedef enum dpp_format {
     DPP_FORMAT_TFRECORD = 0, /* TFRecord files of tf.Example records (the default) */
     DPP_FORMAT_PARQUET = 1,  /* Parquet files (src/parquet) */
     DPP_FORMAT_JSONL = 2,    /* JSON Lines documents, tokenized and packed (src/text) */
+    DPP_FORMAT_TEXT = 3,     /* plain text: a document per line or per file, as JSONL */
 } dpp_format_t;
 
 /* Names in dpp_format_t order, NULL-terminated. */

@@ -119,6 +119,7 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     l->split_id = (uint32_t)t->i;
     l->spec_json = s->spec_json;
     l->format = (char *)dpp_format_names[s->spec.format];
+    l->text = s->spec.text != NULL;
     if (t->index) {
         const dpp_file_t *f = &s->files[t->i];
         l->kind = DPP__LEASE__KIND__INDEX;

@@ -2,15 +2,9 @@
 /* Which planner plans which format (planner.h). */
 #include "planner.h"
 
-const dpp_planner_t *dpp_planner_for(dpp_format_t format)
+const dpp_planner_t *dpp_planner_for(dpp_format_t format, int text)
 {
-    switch (format) {
-    case DPP_FORMAT_TFRECORD:
-        break;
-    case DPP_FORMAT_PARQUET:
-        return &dpp_planner_parquet;
-    case DPP_FORMAT_JSONL:
-        return &dpp_planner_jsonl;
-    }
-    return &dpp_planner_tfrecord;
+    if (text || format == DPP_FORMAT_JSONL || format == DPP_FORMAT_TEXT)
+        return &dpp_planner_text;
+    return format == DPP_FORMAT_PARQUET ? &dpp_planner_parquet : &dpp_planner_tfrecord;
 }

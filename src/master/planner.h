@@ -21,8 +21,6 @@ typedef struct dpp_range {
 } dpp_range_t;
 
 typedef struct dpp_planner {
-    dpp_format_t format;
-
     /* Whether an index result is one this format can produce for a file
      * cut every split_rows records: 1, or 0 with a sentence in err. Checked
      * before the result is journaled. */
@@ -35,12 +33,13 @@ typedef struct dpp_planner {
                   dpp_range_t *out);
 } dpp_planner_t;
 
-/* The planner of a format; never NULL for a dpp_format_t value. */
-const dpp_planner_t *dpp_planner_for(dpp_format_t format);
+/* The planner of a format's tables, or (text 1) of a text session over a
+ * table of that format; never NULL for a dpp_format_t value. */
+const dpp_planner_t *dpp_planner_for(dpp_format_t format, int text);
 
 /* One for each format, in its own file. */
 extern const dpp_planner_t dpp_planner_tfrecord;
 extern const dpp_planner_t dpp_planner_parquet;
-extern const dpp_planner_t dpp_planner_jsonl;
+extern const dpp_planner_t dpp_planner_text;
 
 #endif

@@ -52,7 +52,6 @@ static void pq_range(uint64_t records, const uint64_t *bounds, size_t n, unsigne
 }
 
 const dpp_planner_t dpp_planner_parquet = {
-    .format = DPP_FORMAT_PARQUET,
     .check = pq_check,
     .nranges = pq_nranges,
     .range = pq_range,

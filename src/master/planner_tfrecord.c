@@ -48,7 +48,6 @@ static void tf_range(uint64_t records, const uint64_t *bounds, size_t n, unsigne
 }
 
 const dpp_planner_t dpp_planner_tfrecord = {
-    .format = DPP_FORMAT_TFRECORD,
     .check = tf_check,
     .nranges = tf_nranges,
     .range = tf_range,

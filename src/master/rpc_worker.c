@@ -124,7 +124,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
         return;
     }
     char why[256];
-    if (!dpp_planner_for(s->spec.format)
+    if (!dpp_planner_for(s->spec.format, s->spec.text != NULL)
              ->check(msg->records, msg->boundaries, msg->n_boundaries, s->spec.split_rows, why,
                      sizeof why)) {
         char text[512];

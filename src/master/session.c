@@ -148,7 +148,7 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
 static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *nsplits,
                                size_t *rank_first, size_t *rank_count)
 {
-    const dpp_planner_t *planner = dpp_planner_for(s->spec.format);
+    const dpp_planner_t *planner = dpp_planner_for(s->spec.format, s->spec.text != NULL);
     uint64_t total = total_records(s);
     size_t ranges = 0;
     for (size_t i = 0; i < s->nfiles; i++) {

@@ -789,9 +789,10 @@ static int check_depth(parser_t *p, const char *json, size_t len)
     return 0;
 }
 
-/* ---- text sessions (format "jsonl") -------------------------------------- */
+/* ---- text sessions (format "jsonl", "text", or "parquet" with "text") ----- */
 
 static const char *const pack_names[] = {"concat", "best_fit", NULL};
+static const char *const unit_names[] = {"line", "file", NULL};
 static const char *const tokenizer_kinds[] = {"tiktoken", "huggingface", NULL};
 
 /* An optional special-token name: absent leaves *out at dflt, null is none. */
@@ -812,9 +813,10 @@ static int get_special(parser_t *p, const jpath_t *path, json_t *obj, const char
     return 0;
 }
 
-static int parse_text_docs(parser_t *p, json_t *root, dpp_text_spec_t *t)
+static int parse_text_docs(parser_t *p, json_t *root, dpp_format_t format, dpp_text_spec_t *t)
 {
     static const char *const keys[] = {"field", "min_bytes", "max_bytes", "where", NULL};
+    static const char *const plain_keys[] = {"unit", "min_bytes", "max_bytes", NULL};
     jpath_t path = at_key(NULL, "text");
     json_t *obj = json_object_get(root, "text");
     int rc, found;
@@ -823,8 +825,27 @@ static int parse_text_docs(parser_t *p, json_t *root, dpp_text_spec_t *t)
     if (obj) {
         if (!json_is_object(obj))
             return fail(p, &path, "expected an object");
-        if ((rc = check_keys(p, &path, obj, keys, NULL)) != 0)
+        if (format == DPP_FORMAT_TEXT) {
+            /* a plain text document has no fields to name or match */
+            static const char *const json_only[] = {"field", "where", NULL};
+            for (const char *const *k = json_only; *k; k++) {
+                if (json_object_get(obj, *k)) {
+                    jpath_t kp = at_key(&path, *k);
+                    return fail(p, &kp, "format \"text\" reads plain text, a document per "
+                                        "line or per file (\"unit\"), which has no fields; "
+                                        "\"%s\" applies to \"jsonl\" and \"parquet\"",
+                                *k);
+                }
+            }
+        }
+        if ((rc = check_keys(p, &path, obj, format == DPP_FORMAT_TEXT ? plain_keys : keys,
+                             NULL)) != 0)
             return rc;
+        int unit = DPP_TEXT_UNIT_LINE;
+        if ((rc = get_choice(p, &path, obj, "unit", 0, unit_names, "\"line\" or \"file\"",
+                             &unit)) != 0)
+            return rc;
+        t->unit = (dpp_text_unit_t)unit;
         if (json_object_get(obj, "field") && !(field = get_string(p, &path, obj, "field", &rc)))
             return rc;
         int64_t x = 0;
@@ -882,7 +903,7 @@ static int parse_tokenizer(parser_t *p, json_t *root, dpp_text_spec_t *t)
     json_t *obj = json_object_get(root, "tokenizer");
     int rc;
     if (!obj)
-        return fail(p, &path, "required for format \"jsonl\": {\"file\": \"<a tiktoken rank file "
+        return fail(p, &path, "required for a text session: {\"file\": \"<a tiktoken rank file "
                               "or tokenizer.json under a data root>\", ...}");
     if (!json_is_object(obj))
         return fail(p, &path, "expected an object");
@@ -965,7 +986,7 @@ static int parse_sequence(parser_t *p, json_t *root, dpp_text_spec_t *t)
     json_t *obj = json_object_get(root, "sequence");
     int rc, found, choice = 0;
     if (!obj)
-        return fail(p, &path, "required for format \"jsonl\": {\"length\": <tokens per "
+        return fail(p, &path, "required for a text session: {\"length\": <tokens per "
                               "sequence>, \"pack\": \"concat\" or \"best_fit\"}");
     if (!json_is_object(obj))
         return fail(p, &path, "expected an object");
@@ -1015,15 +1036,18 @@ static int parse_text(parser_t *p, json_t *root, dpp_spec_t *s)
     for (const char *const *k = row_keys; *k; k++) {
         if (json_object_get(root, *k)) {
             jpath_t kp = at_key(NULL, *k);
-            return fail(p, &kp, "a text session (format \"jsonl\") has no %s: its batches are "
+            return fail(p, &kp, "a text session (format \"%s\"%s) has no %s: its batches are "
                                 "input_ids, labels, position_ids and cu_seqlens; choose "
-                                "documents with \"text\" (field, min_bytes, max_bytes, where)",
-                        *k);
+                                "documents with \"text\" (%s)",
+                        dpp_format_names[s->format],
+                        s->format == DPP_FORMAT_PARQUET ? " with a \"text\" section" : "", *k,
+                        s->format == DPP_FORMAT_TEXT ? "unit, min_bytes, max_bytes"
+                                                     : "field, min_bytes, max_bytes, where");
         }
     }
     if ((s->text = calloc(1, sizeof *s->text)) == NULL)
         return -ENOMEM;
-    int rc = parse_text_docs(p, root, s->text);
+    int rc = parse_text_docs(p, root, s->format, s->text);
     if (rc == 0)
         rc = parse_tokenizer(p, root, s->text);
     if (rc == 0)
@@ -1109,13 +1133,20 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     rc = parse_io_keys(p, root, s);
     if (rc)
         return rc;
-    if (s->format == DPP_FORMAT_JSONL)
-        return parse_text(p, root, s);
+    /* a text session: JSON Lines, plain text, or a Parquet table's string
+     * column (a Parquet spec with any of the text sections) */
     static const char *const text_keys[] = {"text", "tokenizer", "sequence", NULL};
+    int text_key = 0;
+    for (const char *const *k = text_keys; *k; k++)
+        text_key |= json_object_get(root, *k) != NULL;
+    if (s->format == DPP_FORMAT_JSONL || s->format == DPP_FORMAT_TEXT ||
+        (s->format == DPP_FORMAT_PARQUET && text_key))
+        return parse_text(p, root, s);
     for (const char *const *k = text_keys; *k; k++) {
         if (json_object_get(root, *k)) {
             jpath_t kp = at_key(NULL, *k);
-            return fail(p, &kp, "applies to text sessions (\"format\": \"jsonl\") only");
+            return fail(p, &kp, "applies to text sessions only (\"format\": \"jsonl\", "
+                                "\"text\", or \"parquet\" to read a string column)");
         }
     }
 
@@ -1398,14 +1429,15 @@ static json_t *filter_to_json(const dpp_filter_t *f)
 /* A text session's own sections, {"text", "tokenizer", "sequence"}, every
  * default written out. Each of their fields changes which sequences a split
  * makes, so they are also what the index key hashes. */
-static json_t *text_to_json(const dpp_text_spec_t *t)
+static json_t *text_to_json(const dpp_text_spec_t *t, dpp_format_t format)
 {
     json_t *root = json_object(), *docs = json_object(), *tok = json_object(),
            *seq = json_object();
     if (set(root, "text", docs) != 0 || set(root, "tokenizer", tok) != 0 ||
         set(root, "sequence", seq) != 0)
         goto fail;
-    if (set(docs, "field", json_string(t->field)) != 0 ||
+    if ((format == DPP_FORMAT_TEXT ? set(docs, "unit", json_string(unit_names[t->unit]))
+                                   : set(docs, "field", json_string(t->field))) != 0 ||
         set(docs, "min_bytes", json_integer((json_int_t)t->min_bytes)) != 0 ||
         (t->max_bytes != UINT64_MAX &&
          set(docs, "max_bytes", json_integer((json_int_t)t->max_bytes)) != 0))
@@ -1447,7 +1479,7 @@ uint64_t dpp_spec_index_key(const dpp_spec_t *spec)
     if (spec->text == NULL)
         return spec->split_rows;
     /* FNV-1a of the text sections, then split_rows mixed in */
-    json_t *t = text_to_json(spec->text);
+    json_t *t = text_to_json(spec->text, spec->format);
     char *js = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);
     uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -1502,7 +1534,7 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         (spec->shuffle && set(shuffle, "seed", json_integer(spec->shuffle_seed)) != 0))
         goto out;
     if (spec->text) {
-        json_t *t = text_to_json(spec->text);
+        json_t *t = text_to_json(spec->text, spec->format);
         if (t == NULL)
             goto out;
         for (void *it = json_object_iter(t); it; it = json_object_iter_next(t, it))

@@ -113,8 +113,9 @@ typedef enum dpp_remainder {
  * records fails (docs/spec.md#max_reject_ratio). */
 #define DPP_SPEC_DEFAULT_REJECT_RATIO 0.01
 
-/* A text session (format "jsonl"): which documents, the tokenizer and how
- * its ids are packed into sequences (docs/spec.md#text-sessions). Its
+/* A text session (format "jsonl" or "text", or "parquet" with a text
+ * section: a string column): which documents, the tokenizer and how its
+ * ids are packed into sequences (docs/spec.md#text-sessions). Its
  * blocks have no features of the spec's own: the parser fills dense,
  * sparse and label with the text columns below (DPP_TEXT_COLUMNS), so
  * every layer above the source moves them like any other sparse feature. */
@@ -128,8 +129,15 @@ typedef enum dpp_pack_kind {
 #define DPP_TEXT_MAX_SPECIALS 64
 #define DPP_TEXT_DEFAULT_WINDOW 256
 
+/* What a document of plain text (format "text") is. */
+typedef enum dpp_text_unit {
+    DPP_TEXT_UNIT_LINE = 0, /* each line (default) */
+    DPP_TEXT_UNIT_FILE = 1, /* each file, whole */
+} dpp_text_unit_t;
+
 typedef struct dpp_text_spec {
-    char *field;                 /* the document's text, default "text" */
+    char *field;                 /* the document's text (JSONL field, Parquet column), "text" */
+    dpp_text_unit_t unit;        /* format "text" */
     uint64_t min_bytes;          /* documents shorter (UTF-8 bytes, unescaped) are filtered */
     uint64_t max_bytes;          /* ... and longer; UINT64_MAX: no bound */
     char **where_keys, **where_values; /* field == value (strings), all of them */
@@ -182,7 +190,7 @@ typedef struct dpp_spec {
     char *label;
     dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
     unsigned nfilters;
-    dpp_text_spec_t *text; /* format "jsonl"; NULL otherwise */
+    dpp_text_spec_t *text; /* a text session; NULL otherwise */
 } dpp_spec_t;
 
 /* Parses and validates a spec (JSON text of len bytes). On failure returns

@@ -178,7 +178,7 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     p->shape.nsparse = s->nsparse;
     p->shape.dims = p->dims;
     p->shape.weighted = p->weighted;
-    p->src = dpp_source_ops(s->format);
+    p->src = dpp_source_ops(s->format, s->text != NULL);
     rc = p->src->projection_new(&p->proj, names, n, &p->spec, root, cfg, err, errlen);
     if (rc == 0) {
         p->slot_names = names; /* the plan keeps them: they point into its spec */
@@ -930,7 +930,7 @@ int dpp_pipeline_run_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t
 {
     if (index_begin(t, res) != 0)
         return res->error;
-    return dpp_source_ops((dpp_format_t)t->format)->index(cfg, t, res);
+    return dpp_source_ops((dpp_format_t)t->format, t->text)->index(cfg, t, res);
 }
 
 void dpp_pipeline_run_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader,
@@ -943,7 +943,7 @@ void dpp_pipeline_run_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t 
     const dpp_source_ops_t *ops = NULL;
     for (size_t i = 0; i <= n; i++) {
         const dpp_source_ops_t *o = i < n && index_begin(t[i], res[i]) == 0
-                                        ? dpp_source_ops((dpp_format_t)t[i]->format)
+                                        ? dpp_source_ops((dpp_format_t)t[i]->format, t[i]->text)
                                         : NULL;
         /* a run of one format's tasks goes to it together */
         if (nb > 0 && (o != ops || i == n)) {

@@ -38,6 +38,7 @@ typedef struct dpp_task {
     uint32_t seq, rank_splits; /* SPLIT: its place in the rank's epoch order */
     uint32_t split_rows;       /* INDEX */
     int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */
+    int text;   /* a text session's task: the text source reads the file (source_text.c) */
     char format_name[32];
 } dpp_task_t;
 

@@ -28,15 +28,9 @@ void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, si
     snprintf(root, len, "%.*s", (int)(n - rel - tab - 2), t->path);
 }
 
-const dpp_source_ops_t *dpp_source_ops(dpp_format_t format)
+const dpp_source_ops_t *dpp_source_ops(dpp_format_t format, int text)
 {
-    switch (format) {
-    case DPP_FORMAT_TFRECORD:
-        break;
-    case DPP_FORMAT_PARQUET:
-        return &dpp_source_parquet;
-    case DPP_FORMAT_JSONL:
-        return &dpp_source_jsonl;
-    }
-    return &dpp_source_tfrecord;
+    if (text || format == DPP_FORMAT_JSONL || format == DPP_FORMAT_TEXT)
+        return &dpp_source_text;
+    return format == DPP_FORMAT_PARQUET ? &dpp_source_parquet : &dpp_source_tfrecord;
 }

@@ -49,8 +49,6 @@ typedef struct dpp_source {
 } dpp_source_t;
 
 typedef struct dpp_source_ops {
-    dpp_format_t format;
-
     /* What decode() needs to find the features names[0..n) (slot order) in a
      * row of a split of spec's table (under data root `root`), and for a
      * format that makes its rows (text), what it makes them with. Returns 0
@@ -125,12 +123,14 @@ int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
  * root. Empty when the paths do not end that way. */
 void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len);
 
-/* The source of a format; never NULL for a dpp_format_t value. */
-const dpp_source_ops_t *dpp_source_ops(dpp_format_t format);
+/* The source of a format's tables, or (text 1) of a text session over a
+ * table of that format (source_text.c reads them all); never NULL for a
+ * dpp_format_t value. */
+const dpp_source_ops_t *dpp_source_ops(dpp_format_t format, int text);
 
 /* One for each format, in its own file. */
 extern const dpp_source_ops_t dpp_source_tfrecord;
 extern const dpp_source_ops_t dpp_source_parquet;
-extern const dpp_source_ops_t dpp_source_jsonl;
+extern const dpp_source_ops_t dpp_source_text;
 
 #endif

@@ -647,7 +647,6 @@ out:
 }
 
 const dpp_source_ops_t dpp_source_parquet = {
-    .format = DPP_FORMAT_PARQUET,
     .projection_new = projection_new,
     .projection_free = projection_free,
     .open = pq_open,

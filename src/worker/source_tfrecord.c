@@ -133,7 +133,6 @@ static size_t tf_names(const dpp_source_t *s, const uint8_t *row, size_t len, ch
 }
 
 const dpp_source_ops_t dpp_source_tfrecord = {
-    .format = DPP_FORMAT_TFRECORD,
     .projection_new = projection_new,
     .projection_free = projection_free,
     .open = tf_open,

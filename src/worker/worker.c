@@ -338,6 +338,7 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->record_skip = l->record_skip;
         t->record_take = l->record_take;
         t->range_records = l->range_records;
+        t->text = l->text;
         t->seq = l->split_seq;
         t->rank_splits = l->rank_splits;
         t->split_rows = l->split_rows;

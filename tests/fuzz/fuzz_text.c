@@ -149,10 +149,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     char why[256];
-    FUZZ_CHECK(dpp_planner_jsonl.check(ires.records, ires.bounds, ires.nbounds, split_rows, why,
+    FUZZ_CHECK(dpp_planner_text.check(ires.records, ires.bounds, ires.nbounds, split_rows, why,
                                        sizeof why),
                "the planner refuses the index: %s", why);
-    size_t nr = dpp_planner_jsonl.nranges(ires.records, ires.bounds, ires.nbounds);
+    size_t nr = dpp_planner_text.nranges(ires.records, ires.bounds, ires.nbounds);
     dpp_reader_config_t rcfg = {0};
     dpp_reader_t *reader;
     FUZZ_CHECK(dpp_reader_new(&reader, &rcfg) == 0, "reader");
@@ -160,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dpp_split_scratch_t scratch = {0};
     for (size_t b = 0; b < nr; b++) {
         dpp_range_t r;
-        dpp_planner_jsonl.range(ires.records, ires.bounds, ires.nbounds, split_rows, b, &r);
+        dpp_planner_text.range(ires.records, ires.bounds, ires.nbounds, split_rows, b, &r);
         dpp_task_t t = {.kind = DPP_TASK_SPLIT,
                         .path = path,
                         .rel_path = (char *)name,

@@ -14,8 +14,12 @@
 static void test_ranges(void **state)
 {
     (void)state;
-    const dpp_planner_t *p = dpp_planner_for(DPP_FORMAT_TFRECORD);
-    assert_int_equal(p->format, DPP_FORMAT_TFRECORD);
+    const dpp_planner_t *p = dpp_planner_for(DPP_FORMAT_TFRECORD, 0);
+    assert_ptr_equal(p, &dpp_planner_tfrecord);
+    /* a text session's planner, whatever its table's format */
+    assert_ptr_equal(dpp_planner_for(DPP_FORMAT_PARQUET, 1), &dpp_planner_text);
+    assert_ptr_equal(dpp_planner_for(DPP_FORMAT_TEXT, 0), &dpp_planner_text);
+    assert_ptr_equal(dpp_planner_for(DPP_FORMAT_PARQUET, 0), &dpp_planner_parquet);
     /* 10 records cut every 4: ranges of 4, 4 and 2 */
     const uint64_t bounds[] = {0, 400, 800, 1000};
     char err[128];
@@ -41,7 +45,7 @@ static void test_ranges(void **state)
 static void test_check_refuses(void **state)
 {
     (void)state;
-    const dpp_planner_t *p = dpp_planner_for(DPP_FORMAT_TFRECORD);
+    const dpp_planner_t *p = dpp_planner_for(DPP_FORMAT_TFRECORD, 0);
     const uint64_t bounds[] = {0, 400, 800, 1000};
     const uint64_t back[] = {0, 400, 300, 1000};
     char err[128];

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The JSON Lines planner (planner.h). A text file is indexed by a worker
- * that reads it, tokenizes and packs its documents as the session's spec
- * says (src/worker/source_jsonl.c), so that each split's sequence count is
- * known before the epoch is planned: that count is what equal batches per
- * rank are made of. The result is pairs (byte offset of a split's first
- * line, sequences before it), one per split, then (end of the last line,
- * the file's sequence count): range b holds the sequences
- * [bounds[2b + 1], bounds[2b + 3]) made of the lines in bytes
- * [bounds[2b], bounds[2b + 2]). A file whose documents make no sequence
- * has no range. */
+/* The planner of text sessions (planner.h), whatever the table's format
+ * (JSON Lines, plain text, a Parquet string column). A text file is indexed
+ * by a worker that reads it, tokenizes and packs its documents as the
+ * session's spec says (src/worker/source_text.c), so that each split's
+ * sequence count is known before the epoch is planned: that count is what
+ * equal batches per rank are made of. The result is pairs (position of a
+ * split's first document, sequences before it), one per split, then (the
+ * end of the last document, the file's sequence count): range b holds the
+ * sequences [bounds[2b + 1], bounds[2b + 3]) made of the documents in
+ * positions [bounds[2b], bounds[2b + 2]). A position is a byte offset (of
+ * a line, decompressed for .zst) or, in a Parquet file, a row number. A
+ * file whose documents make no sequence has no range. */
 #include <stdio.h>
 
 #include "planner.h"
@@ -27,7 +29,7 @@ static int jl_check(uint64_t records, const uint64_t *bounds, size_t n, unsigned
     for (size_t i = 2; i < n; i += 2) {
         if (bounds[i] <= bounds[i - 2] || bounds[i + 1] <= bounds[i - 1]) {
             snprintf(err, errlen,
-                     "range %zu (bytes %llu to %llu, sequences %llu to %llu) is empty", i / 2 - 1,
+                     "range %zu (positions %llu to %llu, sequences %llu to %llu) is empty", i / 2 - 1,
                      (unsigned long long)bounds[i - 2], (unsigned long long)bounds[i],
                      (unsigned long long)bounds[i - 1], (unsigned long long)bounds[i + 1]);
             return 0;
@@ -55,8 +57,7 @@ static void jl_range(uint64_t records, const uint64_t *bounds, size_t n, unsigne
     out->byte_end = bounds[2 * b + 2];
 }
 
-const dpp_planner_t dpp_planner_jsonl = {
-    .format = DPP_FORMAT_JSONL,
+const dpp_planner_t dpp_planner_text = {
     .check = jl_check,
     .nranges = jl_nranges,
     .range = jl_range,
