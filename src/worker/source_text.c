@@ -2,7 +2,7 @@
 /* The source of text sessions (source.h), whatever the table's format: a
  * split is a range of documents of one file (whole lines of JSON Lines or
  * plain text, a file read whole, rows of a Parquet string column; read by
- * text_docs.c, which also applies the document filters). Documents are
+ * src/text/docs.c, which also applies the document filters). Documents are
  * tokenized (src/text BPE, the tokenizer loaded once per worker through
  * file_cache.h) and packed into sequences (src/text/pack.h); a row is one
  * sequence, so the split's rows are numbered, shuffled and cut into
@@ -35,7 +35,7 @@
 #include "dpp/error.h"
 #include "file_cache.h"
 #include "source.h"
-#include "text_docs.h"
+#include "text/docs.h"
 #include "spec/table.h"
 #include "text/bpe.h"
 #include "text/pack.h"
@@ -214,7 +214,8 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
 {
     memset(st, 0, sizeof *st);
     st->proj = p;
-    int rc = dpp_text_docs_open(&st->docs, p->spec, t, cfg, start, end, p->max_line, err, errlen);
+    int rc = dpp_text_docs_open(&st->docs, p->spec, t->path, t->rel_path, cfg->roots, cfg->nroots,
+                                start, end, p->max_line, err, errlen);
     if (rc)
         return rc;
     rc = dpp_packer_new(&st->packer, &p->pack);

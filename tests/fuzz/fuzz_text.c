@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: a JSON Lines file through the text source a worker runs
-// (src/worker/source_jsonl.c over format/jsonl.c, text/bpe.c, text/pack.c),
-// as the master would use it: the index task first, then every range it
-// returns as a split task. The first input byte picks the packing (concat or
-// best_fit, with or without bos), the sequence length (1 to 32) and whether
-// the file is a .zst (the rest of the input is then the compressed stream
-// as it is), the second split_rows (1 to 8). The rest is the file. Checked: no crash; the
+// libFuzzer target: a text file through the text source a worker runs
+// (src/worker/source_text.c over text/docs.c, format/jsonl.c, text/bpe.c,
+// text/pack.c), as the master would use it: the index task first, then
+// every range it returns as a split task. The first input byte picks the
+// packing (concat or best_fit, with or without bos), the sequence length (1
+// to 32) and whether the file is a .zst (the rest of the input is then the
+// compressed stream as it is), the second split_rows (1 to 8, bits 0-2) and
+// the format (bits 3-4: JSON Lines twice as often as plain text a document
+// a line, or a file read whole). The rest is the file. Checked: no crash; the
 // index result is one the master's planner accepts; each split makes exactly
 // as many sequences as the index counted for its range (the count pass and
 // the real one agree), or fails with a sentence naming the file; blocks
@@ -32,7 +34,8 @@ static char root[PATH_MAX];
 
 static void remove_dir(void)
 {
-    static const char *const files[] = {"t/f.jsonl", "t/f.jsonl.zst", "t/_tok.tiktoken"};
+    static const char *const files[] = {"t/f.jsonl", "t/f.jsonl.zst", "t/f.txt", "t/f.txt.zst",
+                                        "t/_tok.tiktoken"};
     char p[PATH_MAX + 64];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", root, files[i]);
@@ -118,22 +121,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t mode = data[0];
     int best_fit = mode & 1, bos = (mode >> 1) & 1, zst = (mode >> 7) & 1;
     unsigned length = 1 + ((mode >> 2) & 31);
-    unsigned split_rows = 1 + (data[1] & 7);
+    unsigned split_rows = 1 + (data[1] & 7), kind = (data[1] >> 3) & 3;
+    int plain = kind >= 2, whole = kind == 3;
     data += 1;
     size -= 1;
-    const char *name = zst ? "f.jsonl.zst" : "f.jsonl";
+    const char *name = plain ? (zst ? "f.txt.zst" : "f.txt") : zst ? "f.jsonl.zst" : "f.jsonl";
     char rel[32], path[PATH_MAX + 32];
     snprintf(rel, sizeof rel, "t/%s", name);
     write_file(rel, data + 1, size - 1);
     snprintf(path, sizeof path, "%s/t/%s", root, name);
     char spec[1024];
     snprintf(spec, sizeof spec,
-             "{\"table\": \"t\", \"format\": \"jsonl\", \"batch_size\": 3, \"split_rows\": %u,"
-             " \"max_reject_ratio\": 1, \"text\": {\"where\": {\"lang\": \"en\"}},"
+             "{\"table\": \"t\", \"format\": \"%s\", \"batch_size\": 3, \"split_rows\": %u,"
+             " \"max_reject_ratio\": 1, \"text\": %s,"
              " \"tokenizer\": {\"file\": \"t/_tok.tiktoken\", \"pattern\": \"cl100k_base\","
              " \"specials\": {\"<|endoftext|>\": 263, \"<s>\": 264}},"
              " \"sequence\": {\"length\": %u, \"pack\": \"%s\"%s}}",
-             split_rows, length, best_fit ? "best_fit\", \"window\": 3" : "concat",
+             plain ? "text" : "jsonl", split_rows,
+             plain ? (whole ? "{\"unit\": \"file\"}" : "{\"min_bytes\": 2}")
+                   : "{\"where\": {\"lang\": \"en\"}}",
+             length, best_fit ? "best_fit\", \"window\": 3" : "concat",
              bos ? ", \"bos\": \"<s>\"" : "");
     dpp_pipeline_config_t cfg = {.threads = 1};
     dpp_task_t it = {.kind = DPP_TASK_INDEX,
@@ -141,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      .rel_path = (char *)name,
                      .spec_json = spec,
                      .split_rows = split_rows,
-                     .format = DPP_FORMAT_JSONL};
+                     .format = plain ? DPP_FORMAT_TEXT : DPP_FORMAT_JSONL,
+                     .text = 1};
     dpp_split_result_t ires;
     if (dpp_pipeline_run_index(&cfg, &it, &ires) != 0) {
         check_error(&ires, name);
@@ -171,7 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         .record_count = r.record_count,
                         .record_take = r.record_count,
                         .range_records = r.record_count,
-                        .format = DPP_FORMAT_JSONL};
+                        .format = plain ? DPP_FORMAT_TEXT : DPP_FORMAT_JSONL,
+                        .text = 1};
         sink_t sink = {0};
         dpp_split_result_t res;
         int rc = dpp_pipeline_run_split(&cfg, reader, z, &scratch, 1, &t, emit, &sink, &res, NULL);

@@ -14,7 +14,7 @@ allowed() {
     format) echo "base" ;;
     parquet) echo "base format" ;;
     wire) echo "base crypto" ;;
-    text) echo "base" ;;
+    text) echo "base format parquet spec" ;;
     spec) echo "base format" ;;
     daemon) echo "base crypto wire" ;;
     client) echo "base crypto wire format" ;;

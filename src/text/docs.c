@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The documents of a text split (text_docs.h): lines of a byte range (JSON
+/* The documents of a text split (docs.h): lines of a byte range (JSON
  * Lines or plain text, plain or zstd-compressed), a file read whole, or a
  * Parquet string column's rows, passed through the spec's document filters. */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include "format/jsonl.h"
 #include "parquet/column.h"
 #include "spec/table.h"
-#include "text_docs.h"
+#include "text/docs.h"
 
 #define READ_CHUNK (1u << 20)
 #define MAX_FIELDS (1 + DPP_TEXT_MAX_WHERE)
@@ -467,11 +467,11 @@ static int step_parquet(dpp_text_docs_t *d, const uint8_t **out, size_t *out_len
 
 /* The columns a Parquet text session reads: each a string (BYTE_ARRAY)
  * column of one value a row, named by text.field or a where key. */
-static int open_parquet(dpp_text_docs_t *d, const dpp_task_t *t, uint64_t start, uint64_t end,
+static int open_parquet(dpp_text_docs_t *d, const char *path, uint64_t start, uint64_t end,
                         char *err, size_t errlen)
 {
     d->pq.fd = -1;
-    int rc = dpp_pq_file_open(&d->pq, t->path, t->rel_path, err, errlen);
+    int rc = dpp_pq_file_open(&d->pq, path, d->rel_path, err, errlen);
     if (rc)
         return rc;
     d->size = d->pq.size;
@@ -488,18 +488,22 @@ static int open_parquet(dpp_text_docs_t *d, const dpp_task_t *t, uint64_t start,
                 names[k++] = m->fields[c].name;
             char hint[768];
             return dpp_errf(DPP_ESPEC, err, errlen, "file %s: no column \"%s\" (%s)%s",
-                            t->rel_path, d->fields[i], what,
+                            d->rel_path, d->fields[i], what,
                             dpp_suggest(hint, sizeof hint, d->fields[i], names, k,
                                         "the file has", 16));
         }
         if ((rc = dpp_pq_field_check(&d->pq, f, err, errlen)) != 0)
             return rc;
-        if (f->shape != DPP_PQ_SCALAR || m->columns[f->column].type != DPP_PQ_BYTE_ARRAY)
+        static const char *const types[] = {"BOOLEAN", "INT32", "INT64", "INT96",
+                                            "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
+        dpp_pq_type_t type = m->columns[f->column].type;
+        if (f->shape != DPP_PQ_SCALAR || type != DPP_PQ_BYTE_ARRAY)
             return dpp_errf(DPP_ETYPE, err, errlen,
-                            "file %s: column \"%s\" (%s) is %s, not a string column (BYTE_ARRAY, "
-                            "one value a row)",
-                            t->rel_path, d->fields[i], what,
-                            f->shape == DPP_PQ_LIST ? "a list" : "not of type BYTE_ARRAY");
+                            "file %s: column \"%s\" (%s) is %s%s, not a string column "
+                            "(BYTE_ARRAY, one value a row)",
+                            d->rel_path, d->fields[i], what,
+                            f->shape == DPP_PQ_LIST ? "a list of " : "",
+                            (unsigned)type < 8 ? types[type] : "of an unknown type");
         d->pq_fields[i] = f;
     }
     d->row = start;
@@ -509,14 +513,14 @@ static int open_parquet(dpp_text_docs_t *d, const dpp_task_t *t, uint64_t start,
 
 /* ---- the interface ---------------------------------------------------- */
 
-int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const dpp_task_t *t,
-                       const dpp_pipeline_config_t *cfg, uint64_t start, uint64_t end,
-                       uint64_t max_doc, char *err, size_t errlen)
+int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const char *path,
+                       const char *rel_path, char *const *roots, size_t nroots, uint64_t start,
+                       uint64_t end, uint64_t max_doc, char *err, size_t errlen)
 {
     *out = NULL;
     dpp_text_docs_t *d = calloc(1, sizeof *d);
     if (d == NULL)
-        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", t->rel_path);
+        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", rel_path);
     *out = d;
     d->fd = -1;
     d->pq.fd = -1;
@@ -525,33 +529,33 @@ int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const dpp_
               : spec->format == DPP_FORMAT_JSONL ? KIND_JSONL
               : spec->text->unit == DPP_TEXT_UNIT_FILE ? KIND_FILE
                                                         : KIND_LINES;
-    d->rel_path = t->rel_path;
+    d->rel_path = rel_path;
     d->on_corrupt_fail = spec->on_corrupt_fail;
     d->max_doc = max_doc;
     d->fields[d->nfields++] = spec->text->field;
     for (unsigned w = 0; w < spec->text->nwhere; w++)
         d->fields[d->nfields++] = spec->text->where_keys[w];
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
+    int rc = dpp_path_check_under(path, roots, nroots, NULL);
     if (rc)
-        return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
+        return dpp_errf(rc, err, errlen, "file %s: %s", rel_path,
                         rc == DPP_EPATH ? "outside the worker's data roots, or a symlink appeared "
                                           "since the master resolved it"
                                         : dpp_strerror(rc));
     if (d->kind == KIND_PARQUET)
-        return open_parquet(d, t, start, end, err, errlen);
+        return open_parquet(d, path, start, end, err, errlen);
     d->pos = d->buf_off = start;
     d->end = end;
     struct stat sb;
-    if ((d->fd = open(t->path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fd, &sb) != 0)
-        return dpp_errf(-errno, err, errlen, "file %s: %s", t->rel_path, strerror(errno));
+    if ((d->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fd, &sb) != 0)
+        return dpp_errf(-errno, err, errlen, "file %s: %s", rel_path, strerror(errno));
     d->size = (uint64_t)sb.st_size;
     d->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    if (end == UINT64_MAX && !is_zst(t->path))
+    if (end == UINT64_MAX && !is_zst(path))
         d->end = d->size; /* the file as it was when looked at (.zst: its stream's end) */
     if ((d->buf = malloc(READ_CHUNK)) == NULL ||
-        (is_zst(t->path) &&
+        (is_zst(path) &&
          ((d->zctx = ZSTD_createDCtx()) == NULL || (d->zin = malloc(ZSTD_DStreamInSize())) == NULL)))
-        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", t->rel_path);
+        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", rel_path);
     d->cap = READ_CHUNK;
     /* a compressed stream is decompressed from its start up to the range */
     for (uint64_t skip = d->zctx ? start : 0; skip > 0;) {
@@ -560,7 +564,7 @@ int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const dpp_
             return dpp_errf(got < 0 ? (int)got : DPP_EINDEX, err, errlen,
                             "file %s: %s before decompressed offset %" PRIu64
                             " where the split starts (the file changed since it was indexed?)",
-                            t->rel_path, got == 0 ? "the stream ends" : d->why, start);
+                            rel_path, got == 0 ? "the stream ends" : d->why, start);
         skip -= (uint64_t)got;
     }
     return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The documents of a text session's split (source_text.c tokenizes and
- * packs them), read from a range of one file in the table's format:
+/* The documents of a text session's split (the worker's source_text.c
+ * tokenizes and packs them; dppctl validate --table samples them), read
+ * from a range of one file in the table's format:
  *  - JSON Lines (format "jsonl", also .zst): a line's text field, where its
  *    `where` fields equal their values;
  *  - plain text (format "text", also .zst): each line, or the whole file
@@ -12,15 +13,14 @@
  * null text) is counted as rejected, with the file and its position in the
  * first one's sentence. A range is positions [start, end): byte offsets of
  * whole lines (decompressed bytes for .zst), or row numbers of a Parquet
- * file; a file read whole is one range. Pipeline threads only. */
-#ifndef DPP_WORKER_TEXT_DOCS_H
-#define DPP_WORKER_TEXT_DOCS_H
+ * file; a file read whole is one range. One thread at a time. */
+#ifndef DPP_TEXT_DOCS_H
+#define DPP_TEXT_DOCS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/reject.h"
-#include "pipeline.h"
 #include "spec/spec.h"
 
 typedef struct dpp_text_docs dpp_text_docs_t;
@@ -33,16 +33,18 @@ typedef struct dpp_text_docs_counts {
     uint64_t bytes_read;
 } dpp_text_docs_counts_t;
 
-/* Opens task t's file (checked under cfg's roots) to read the documents of
- * positions [start, end) (end UINT64_MAX: to the end of the file) as
- * spec's text section says; on_corrupt_fail makes a reject end the split.
- * max_doc bounds a line or a file read whole. Returns 0 with *out, or an
- * error with a sentence naming the file in err (a column the Parquet file
- * does not have, with "did you mean"); close with dpp_text_docs_close
+/* Opens the file at path (absolute; with roots, nroots > 0, it must lie
+ * under one of them and be no symlink: spec/table.h) to read the documents
+ * of positions [start, end) (end UINT64_MAX: to the end of the file) as
+ * spec's text section says; spec->on_corrupt_fail makes a reject end the
+ * split. rel_path names the file in messages; max_doc bounds a line or a
+ * file read whole. spec must outlive the reader. Returns 0 with *out, or
+ * an error with a sentence naming the file in err (a column the Parquet
+ * file does not have, with "did you mean"); close with dpp_text_docs_close
  * either way (*out may be NULL). */
-int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const dpp_task_t *t,
-                       const dpp_pipeline_config_t *cfg, uint64_t start, uint64_t end,
-                       uint64_t max_doc, char *err, size_t errlen);
+int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const char *path,
+                       const char *rel_path, char *const *roots, size_t nroots, uint64_t start,
+                       uint64_t end, uint64_t max_doc, char *err, size_t errlen);
 void dpp_text_docs_close(dpp_text_docs_t *d);
 
 /* Reads the range's next input: 1 with *text, *len set to a document
