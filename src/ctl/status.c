@@ -68,6 +68,20 @@ static json_t *session_json(const Dpp__SessionStatus *s)
     json_object_set_new(o, "epochs_done",
                         json_integer(strcmp(s->state, "done") == 0 ? s->epochs : s->current_epoch));
     json_object_set_new(o, "takeovers", json_integer(s->takeovers));
+    if (s->text_tokens || s->text_documents) { /* a text session's work */
+        json_t *t = json_object();
+        json_object_set_new(t, "documents", json_integer((json_int_t)s->text_documents));
+        json_object_set_new(t, "tokens", json_integer((json_int_t)s->text_tokens));
+        json_object_set_new(t, "padding", json_integer((json_int_t)s->text_padding));
+        json_object_set_new(t, "padding_ratio",
+                            json_real((double)s->text_padding /
+                                      (double)(s->text_tokens + s->text_padding
+                                                   ? s->text_tokens + s->text_padding
+                                                   : 1)));
+        json_object_set_new(t, "tokens_per_second",
+                            json_integer((json_int_t)s->tokens_per_second));
+        json_object_set_new(o, "text", t);
+    }
     json_object_set_new(o, "rows_redelivered_max",
                         json_integer((json_int_t)s->rows_redelivered_max));
     const Dpp__Rejects *rj = s->rejects;
@@ -321,6 +335,14 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
         printf("  taken over %u time%s from a reader that was gone: at most %" PRIu64
                " rows came a second time (of the split it stopped in)%s",
                s->takeovers, s->takeovers == 1 ? "" : "s", s->rows_redelivered_max, eol);
+        lines++;
+    }
+    if (s->text_tokens || s->text_documents) {
+        uint64_t all = s->text_tokens + s->text_padding;
+        printf("  text: %" PRIu64 " documents, %" PRIu64 " tokens (%" PRIu64
+               "/s), padding %.1f%%%s",
+               s->text_documents, s->text_tokens, s->tokens_per_second,
+               all ? 100.0 * (double)s->text_padding / (double)all : 0.0, eol);
         lines++;
     }
     if (s->records_rejected || s->rows_filtered) {

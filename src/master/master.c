@@ -185,6 +185,8 @@ static void on_timer(uv_timer_t *t)
             dpp_session_t *s = m->sessions[i];
             s->splits_rate = first ? 0 : (double)(s->consumed_total - s->rate_consumed) / dt;
             s->rate_consumed = s->consumed_total;
+            s->tokens_rate = first ? 0 : (double)(s->text_tokens - s->rate_tokens) / dt;
+            s->rate_tokens = s->text_tokens;
         }
     }
 }

@@ -67,6 +67,9 @@ static void wait_histogram(dpp_metrics_t *m, const char *name, const dpp_metrics
 enum {
     F_STARVATION,
     F_EPOCH,
+    F_TEXT_TOKENS,
+    F_TEXT_DOCUMENTS,
+    F_TEXT_PADDING,
     F_REST_RANKS,
     F_REST_WAIT,
     F_REST_BATCHES,
@@ -77,6 +80,8 @@ enum {
 
 static const char *const family_names[NFAMILIES] = {
     "dpp_session_starvation_ratio",   "dpp_session_epoch",
+    "dpp_session_text_tokens_total",  "dpp_session_text_documents_total",
+    "dpp_session_text_padding_ratio",
     "dpp_trainer_rest_ranks",         "dpp_trainer_rest_wait_seconds",
     "dpp_trainer_rest_batches_total", "dpp_trainer_wait_seconds",
     "dpp_trainer_batches_total",
@@ -114,6 +119,41 @@ static void session_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_
         l = (dpp_metrics_label_t){"session", s->id};
         dpp_metrics_sample_u64(m, "dpp_session_epoch", &l, 1, s->epoch);
         series[F_EPOCH]++;
+    }
+    /* text sessions: rate() of the tokens is tokens a second */
+    dpp_metrics_family(m, "dpp_session_text_tokens_total", DPP_METRIC_COUNTER,
+                       "Document tokens a running text session's workers packed into sequences "
+                       "(padding left out).");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        if (s->spec.text == NULL || !session_active(s))
+            continue;
+        l = (dpp_metrics_label_t){"session", s->id};
+        dpp_metrics_sample_u64(m, "dpp_session_text_tokens_total", &l, 1, s->text_tokens);
+        series[F_TEXT_TOKENS]++;
+    }
+    dpp_metrics_family(m, "dpp_session_text_documents_total", DPP_METRIC_COUNTER,
+                       "Documents a running text session's workers packed.");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        if (s->spec.text == NULL || !session_active(s))
+            continue;
+        l = (dpp_metrics_label_t){"session", s->id};
+        dpp_metrics_sample_u64(m, "dpp_session_text_documents_total", &l, 1, s->text_documents);
+        series[F_TEXT_DOCUMENTS]++;
+    }
+    dpp_metrics_family(m, "dpp_session_text_padding_ratio", DPP_METRIC_GAUGE,
+                       "Share of a running text session's sequence positions that are padding "
+                       "(0 to 1).");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        uint64_t all = s->text_tokens + s->text_padding;
+        if (s->spec.text == NULL || !session_active(s) || all == 0)
+            continue;
+        l = (dpp_metrics_label_t){"session", s->id};
+        dpp_metrics_sample(m, "dpp_session_text_padding_ratio", &l, 1,
+                           (double)s->text_padding / (double)all);
+        series[F_TEXT_PADDING]++;
     }
 }
 

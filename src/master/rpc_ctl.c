@@ -143,6 +143,10 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->splits_consumed = (uint32_t)(s->counts[SPLIT_CONSUMED] + (size_t)s->epoch * s->nsplits);
     st->rows_produced = s->rows_produced;
     st->rows_filtered = s->rows_filtered;
+    st->text_documents = s->text_documents;
+    st->text_tokens = s->text_tokens;
+    st->text_padding = s->text_padding;
+    st->tokens_per_second = s->state == SESSION_RUNNING ? (uint64_t)(s->tokens_rate + 0.5) : 0;
     st->records_rejected = dpp_rejects_total(&s->rejects);
     fill_rejects(&s->rejects, rej);
     st->rejects = rej;

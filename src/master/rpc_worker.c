@@ -82,6 +82,9 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
     add_rejects(&m->n.rejects, msg->rejects);
     s->rows_filtered += msg->rows_filtered;
     s->rows_produced += msg->rows;
+    s->text_documents += msg->text_documents;
+    s->text_tokens += msg->text_tokens;
+    s->text_padding += msg->text_padding;
     m->n.rows_filtered += msg->rows_filtered;
     m->n.rows_produced += msg->rows;
     m->n.bytes_read += msg->bytes_read;

@@ -114,6 +114,9 @@ typedef struct dpp_session {
     char *error;
     size_t counts[4]; /* splits of the current epoch per split_state_t */
     uint64_t rows_produced, rows_filtered;
+    uint64_t text_documents, text_tokens, text_padding; /* a text session's, summed */
+    uint64_t rate_tokens;                               /* text_tokens at the last rate */
+    double tokens_rate;                                 /* tokens a second, recently */
     dpp_rejects_t rejects;
     int64_t *rank_seen_ms;      /* [consumers]: last attach of each rank's client, 0: never */
     size_t *rank_first;         /* [consumers]: id of each rank's first split this epoch */

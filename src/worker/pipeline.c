@@ -889,6 +889,9 @@ out:
             t->record_skip + t->record_take >= t->range_records) {
             dpp_rejects_add(&res->rejects, &src.rejects);
             res->filtered += src.filtered;
+            res->documents += src.documents;
+            res->tokens += src.tokens;
+            res->padding += src.padding;
             if (!res->reject_detail[0] && src.reject_detail[0])
                 snprintf(res->reject_detail, sizeof res->reject_detail, "%s", src.reject_detail);
         }

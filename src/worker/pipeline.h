@@ -89,6 +89,7 @@ typedef struct dpp_split_result {
     char absent[512], names[2048];
     size_t nabsent, nnames;
     uint64_t examined;
+    uint64_t documents, tokens, padding; /* SPLIT of a text session: its range's (source.h) */
 } dpp_split_result_t;
 
 /* Where a benchmark stops the per-record path (production: DPP_STAGE_ALL). */

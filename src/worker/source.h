@@ -46,6 +46,10 @@ typedef struct dpp_source {
     dpp_rejects_t rejects;
     char reject_detail[512]; /* the first of them, naming file and offset */
     uint64_t filtered;
+    /* A text source: the documents it packed, and the tokens and padding
+     * positions of every sequence it made (counted, like the rejects, once
+     * a range) */
+    uint64_t documents, tokens, padding;
 } dpp_source_t;
 
 typedef struct dpp_source_ops {

@@ -189,6 +189,7 @@ static int projection_new(void **proj, const char *const *names, size_t n, const
 typedef struct jl_state {
     const jl_proj_t *proj;
     dpp_text_docs_t *docs;
+    uint64_t tokens, padding; /* of the sequences made */
     uint32_t *ids;
     size_t nids, ids_cap;
     dpp_bpe_scratch_t *scratch;
@@ -318,8 +319,11 @@ static int jl_next(dpp_source_t *s, dpp_source_row_t *row)
     jl_state_t *st = s->state;
     dpp_sequence_t q;
     int rc = next_sequence(st, &q);
-    if (rc == 1 && (rc = put_row(st, &q, row)) == 0)
+    if (rc == 1 && (rc = put_row(st, &q, row)) == 0) {
+        st->tokens += q.length - q.padding;
+        st->padding += q.padding;
         return 1;
+    }
     row->offset = st->docs ? dpp_text_docs_last(st->docs) : 0;
     return rc;
 }
@@ -395,7 +399,10 @@ static void jl_close(dpp_source_t *s)
             snprintf(s->reject_detail, sizeof s->reject_detail, "%s", c->reject_detail);
         s->filtered += c->filtered;
         s->bytes_read += c->bytes_read;
+        s->documents += c->documents;
     }
+    s->tokens += st->tokens;
+    s->padding += st->padding;
     state_close(st);
     free(st);
     s->state = NULL;

@@ -511,6 +511,9 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     d.records_rejected = dpp_rejects_total(&r->rejects);
     d.rejects = &rej;
     d.rows_filtered = r->filtered;
+    d.text_documents = r->documents;
+    d.text_tokens = r->tokens;
+    d.text_padding = r->padding;
     d.bytes_read = r->bytes_read;
     d.error_code = r->error;
     d.error_message = (char *)r->message;

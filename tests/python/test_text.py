@@ -12,7 +12,8 @@ and packs each split (concat; best_fit) as the spec says. Checked:
   1. concat, 2 ranks, shuffled, remainder "keep": the sequences both ranks
      receive are the reference's, each exactly once (so every token of
      every document appears once, and no label crosses a document);
-     rejects and filtered documents are counted;
+     rejects and filtered documents are counted, and so are the session's
+     documents, tokens and padding (dppctl status);
      dppctl read's text sums equal the reference's;
   2. the same spec again: each rank's sequence order is identical
      (deterministic shuffle);
@@ -320,6 +321,10 @@ def main():
         assert st.get("state") == "done", st
         assert st["records_rejected"] == counts["rejected"], (st, counts)
         assert st["rows_filtered"] == counts["filtered"], (st, counts)
+        # the session's text counters: every split made once in a clean run
+        want_text = {"documents": counts["doc"], "tokens": tokens,
+                     "padding": sum(x[4] for x in want)}
+        assert {k: st.get("text", {}).get(k) for k in want_text} == want_text, (st, want_text)
 
         T.log("case 1b: dppctl read's text sums (dpp_batch_text) equal the reference's")
         one = dict(base, consumers=1)

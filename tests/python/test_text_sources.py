@@ -234,6 +234,8 @@ def main():
         assert st["state"] == "done", st
         assert st["records_rejected"] == counts["rejected"], (st, counts)
         assert st["rows_filtered"] == counts["filtered"], (st, counts)
+        assert st["text"]["documents"] == counts["doc"] and st["text"]["tokens"] == sum(
+            32 - x[4] for x in want), (st["text"], counts)
         T.log("  %d sequences from %d rows equal the reference; %d null texts rejected, "
               "%d rows of other languages filtered" % (len(want), sum(counts.values()),
                                                        counts["rejected"], counts["filtered"]))
