@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "dpp/error.h"
 #include "format/block.h"
@@ -77,6 +78,7 @@ static const char *const on_corrupt_names[] = {"skip", "fail", NULL};
 static const char *const remainder_names[] = {"drop", "keep", "pad", NULL};
 static const char *const order_names[] = {"deterministic", "fastest", NULL};
 static const char *const compression_names[] = {"auto", "off", "zstd", NULL};
+static const char *const cache_names[] = {"auto", "off", NULL};
 
 static jpath_t at_key(const jpath_t *parent, const char *key)
 {
@@ -759,6 +761,11 @@ static int parse_io_keys(parser_t *p, json_t *root, dpp_spec_t *s)
     if (rc)
         return rc;
     s->order_fastest = choice;
+    choice = 0;
+    rc = get_choice(p, NULL, root, "cache", 0, cache_names, "\"auto\" or \"off\"", &choice);
+    if (rc)
+        return rc;
+    s->cache_off = choice;
     return parse_shuffle(p, root, s);
 }
 
@@ -1075,6 +1082,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "on_corrupt", "compression",    "compression_level",
                                            "features",   "label",          "filters",
                                            "remainder",  "shuffle",        "order",
+                                           "cache",
                                            "format",     "idle_timeout_s", "max_reject_ratio",
                                            "text",       "tokenizer",      "sequence",
                                            NULL};
@@ -1492,6 +1500,41 @@ uint64_t dpp_spec_index_key(const dpp_spec_t *spec)
     return h | (UINT64_C(1) << 63);
 }
 
+uint64_t dpp_spec_cache_fingerprint(const dpp_spec_t *spec)
+{
+    /* The normalised spec without what a worker applies when it serves a
+     * split's blocks (the per-epoch row shuffle, compression), what the
+     * master plans with (ranks, epochs, the remainder, partitions; the
+     * split key has the file and its range) and what changes no output. */
+    static const char *const serve_keys[] = {
+        "table",     "partitions", "epochs",         "consumers",        "split_rows",
+        "remainder", "order",      "idle_timeout_s", "max_reject_ratio", "shuffle",
+        "cache",     "compression", "compression_level", NULL};
+    char *js = dpp_spec_to_json(spec);
+    json_t *root = js ? json_loads(js, 0, NULL) : NULL;
+    free(js);
+    for (const char *const *k = serve_keys; root && *k; k++)
+        json_object_del(root, *k);
+    js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
+              : NULL;
+    json_decref(root);
+    /* out of memory: a fingerprint no spec has, which only costs misses */
+    uint64_t h = js ? XXH3_64bits(js, strlen(js)) : UINT64_MAX;
+    free(js);
+    return h;
+}
+
+void dpp_spec_split_key(uint64_t fingerprint, const char *path, uint64_t byte_start,
+                        uint64_t byte_end, uint64_t record_start, uint64_t range_records,
+                        uint64_t record_skip, uint64_t record_take, uint64_t key[2])
+{
+    uint64_t nums[7] = {fingerprint,   byte_start,  byte_end,   record_start,
+                        range_records, record_skip, record_take};
+    XXH128_hash_t h = XXH3_128bits_withSeed(path, strlen(path), XXH3_64bits(nums, sizeof nums));
+    key[0] = h.high64;
+    key[1] = h.low64;
+}
+
 char *dpp_spec_to_json(const dpp_spec_t *spec)
 {
     json_t *root = json_object();
@@ -1524,6 +1567,7 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         set(root, "compression_level", json_integer(spec->compression_level)) != 0 ||
         set(root, "remainder", json_string(remainder_names[spec->remainder])) != 0 ||
         set(root, "order", json_string(order_names[spec->order_fastest ? 1 : 0])) != 0 ||
+        (spec->cache_off && set(root, "cache", json_string(cache_names[1])) != 0) ||
         (spec->idle_timeout_s != DPP_SPEC_IDLE_DEFAULT &&
          set(root, "idle_timeout_s", json_integer(spec->idle_timeout_s)) != 0) ||
         (spec->max_reject_ratio != DPP_SPEC_DEFAULT_REJECT_RATIO &&

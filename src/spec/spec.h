@@ -176,6 +176,7 @@ typedef struct dpp_spec {
     int shuffle;                   /* 0: file order (default); 1: permuted by shuffle_seed */
     int64_t shuffle_seed;
     int order_fastest; /* 0 ("deterministic", default): blocks consumed in plan order */
+    int cache_off;     /* 0 ("auto", default): workers may cache and reuse split outputs */
     /* seconds the session may go with no client attached before it ends as
      * failed ("abandoned"); 0: never; DPP_SPEC_IDLE_DEFAULT: the master's
      * --session-idle-timeout */
@@ -214,5 +215,19 @@ char *dpp_spec_to_json(const dpp_spec_t *spec);
  * for a text session everything that changes how many sequences a split
  * makes (tokenizer, filters, packing). Equal keys: an index may be reused. */
 uint64_t dpp_spec_index_key(const dpp_spec_t *spec);
+
+/* What a split's output depends on besides its file and range: the spec
+ * without what only planning or serving uses (ranks, epochs, shuffle,
+ * compression...). Two sessions whose fingerprints are equal produce the
+ * same blocks from the same split, so a worker's cache serves both. */
+uint64_t dpp_spec_cache_fingerprint(const dpp_spec_t *spec);
+
+/* The key of a split's output in a workers' cache, as the master and the
+ * workers both compute it: the fingerprint, the file's path and the
+ * split's range and window (a lease's fields). key[1] is what the master
+ * tracks per worker. */
+void dpp_spec_split_key(uint64_t fingerprint, const char *path, uint64_t byte_start,
+                        uint64_t byte_end, uint64_t record_start, uint64_t range_records,
+                        uint64_t record_skip, uint64_t record_take, uint64_t key[2]);
 
 #endif

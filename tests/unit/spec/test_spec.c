@@ -688,11 +688,12 @@ static const bad_case_t bad_cases[] = {
      "order: unknown value \"random\" (expected \"deterministic\" or \"fastest\")"},
     {WITH_TOP("\"order\":true"), "order: expected a string"},
     {WITH_TOP("\"format\":\"orc\""),
-     "format: unknown value \"orc\" (expected \"tfrecord\", \"parquet\" or \"jsonl\")"},
+     "format: unknown value \"orc\" (expected \"tfrecord\", \"parquet\", \"jsonl\" or \"text\")"},
     {WITH_TOP("\"sequence\":{\"length\":8}"),
-     "sequence: applies to text sessions (\"format\": \"jsonl\") only"},
+     "sequence: applies to text sessions only (\"format\": \"jsonl\", \"text\", or \"parquet\" "
+     "to read a string column)"},
     {WITH_TOP("\"format\":\"TFRecord\""),
-     "format: unknown value \"TFRecord\" (expected \"tfrecord\", \"parquet\" or \"jsonl\")"},
+     "format: unknown value \"TFRecord\" (expected \"tfrecord\", \"parquet\", \"jsonl\" or \"text\")"},
     {WITH_TOP("\"format\":1"), "format: expected a string"},
     {"{\"table\":\"t\",\"batch_size\":1100,\"features\":{\"dense\":[{\"name\":\"x\","
      "\"dim\":65536}]},\"label\":{\"name\":\"y\"}}",
@@ -893,6 +894,8 @@ static const bad_case_t bad_cases[] = {
 #define TEXT_BASE "\"table\":\"c\",\"batch_size\":4,\"format\":\"jsonl\""
 #define TEXT_TOK "\"tokenizer\":{\"file\":\"c/_t.tiktoken\",\"pattern\":\"cl100k_base\"}"
 #define TEXT_SEQ "\"sequence\":{\"length\":16}"
+#define PLAIN_BASE "\"table\":\"c\",\"batch_size\":4,\"format\":\"text\""
+#define PQ_BASE "\"table\":\"c\",\"batch_size\":4,\"format\":\"parquet\""
 
 /* Text sessions: the sections, their defaults, the synthesised columns and
  * the refusals. */
@@ -939,13 +942,38 @@ static void test_text(void **state)
     assert_int_equal(s.text->tokenizer_hf, 1);
     dpp_spec_close(&s);
 
+    /* plain text, a document a file; a Parquet string column */
+    assert_int_equal(
+        parse("{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"unit\":\"file\"}}", &s, err),
+        0);
+    assert_int_equal(s.format, DPP_FORMAT_TEXT);
+    assert_int_equal(s.text->unit, DPP_TEXT_UNIT_FILE);
+    uint64_t k2 = dpp_spec_index_key(&s);
+    dpp_spec_close(&s);
+    assert_int_equal(parse("{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ "}", &s, err), 0);
+    assert_int_equal(s.text->unit, DPP_TEXT_UNIT_LINE);
+    assert_true(dpp_spec_index_key(&s) != k2); /* lines and files make other sequences */
+    dpp_spec_close(&s);
+    check_round_trip("{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ
+                     ",\"text\":{\"unit\":\"file\",\"min_bytes\":2}}",
+                     NULL);
+    assert_int_equal(parse("{" PQ_BASE "," TEXT_TOK "," TEXT_SEQ
+                           ",\"text\":{\"field\":\"body\",\"where\":{\"lang\":\"en\"}}}",
+                           &s, err),
+                     0);
+    assert_int_equal(s.format, DPP_FORMAT_PARQUET);
+    assert_non_null(s.text);
+    assert_string_equal(s.text->field, "body");
+    dpp_spec_close(&s);
+    check_round_trip("{" PQ_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"field\":\"body\"}}", NULL);
+
     static const struct {
         const char *json, *err;
     } bad[] = {
-        {"{" TEXT_BASE "," TEXT_TOK "}", "sequence: required for format \"jsonl\": {\"length\": "
+        {"{" TEXT_BASE "," TEXT_TOK "}", "sequence: required for a text session: {\"length\": "
                                          "<tokens per sequence>, \"pack\": \"concat\" or \"best_fit\"}"},
         {"{" TEXT_BASE "," TEXT_SEQ "}",
-         "tokenizer: required for format \"jsonl\": {\"file\": \"<a tiktoken rank file or "
+         "tokenizer: required for a text session: {\"file\": \"<a tiktoken rank file or "
          "tokenizer.json under a data root>\", ...}"},
         {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"features\":{}}",
          "features: a text session (format \"jsonl\") has no features: its batches are "
@@ -974,6 +1002,21 @@ static void test_text(void **state)
         {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t.json\",\"pattern\":\"cl100k_base\"}," TEXT_SEQ
          "}",
          "tokenizer.pattern: a Hugging Face tokenizer.json has its own pattern; leave it out"},
+        /* plain text has no fields; unit is plain text's */
+        {"{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"field\":\"body\"}}",
+         "text.field: format \"text\" reads plain text, a document per line or per file "
+         "(\"unit\"), which has no fields; \"field\" applies to \"jsonl\" and \"parquet\""},
+        {"{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"where\":{\"a\":\"b\"}}}",
+         "text.where: format \"text\" reads plain text, a document per line or per file "
+         "(\"unit\"), which has no fields; \"where\" applies to \"jsonl\" and \"parquet\""},
+        {"{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"unit\":\"files\"}}",
+         "text.unit: unknown value \"files\" (expected \"line\" or \"file\")"},
+        {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"unit\":\"file\"}}",
+         "text.unit: unknown key (keys here: field, min_bytes, max_bytes, where)"},
+        {"{" PQ_BASE "," TEXT_SEQ ",\"features\":{}}",
+         "features: a text session (format \"parquet\" with a \"text\" section) has no features: "
+         "its batches are input_ids, labels, position_ids and cu_seqlens; choose documents with "
+         "\"text\" (field, min_bytes, max_bytes, where)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = parse(bad[i].json, &s, err);
@@ -982,6 +1025,75 @@ static void test_text(void **state)
         assert_int_equal(rc, DPP_ESPEC);
         assert_string_equal(err, bad[i].err);
     }
+}
+
+/* The cache fingerprint: what a split's output depends on. */
+static void test_cache_fingerprint(void **state)
+{
+    (void)state;
+#define FP_BASE "\"table\":\"t\",\"label\":{\"name\":\"y\"}"
+#define FP_FEAT "\"features\":{\"dense\":[{\"name\":\"a\"}]}"
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+    assert_int_equal(parse("{" FP_BASE "," FP_FEAT ",\"batch_size\":8}", &s, err), 0);
+    assert_int_equal(s.cache_off, 0);
+    uint64_t fp = dpp_spec_cache_fingerprint(&s);
+    dpp_spec_close(&s);
+    /* planning and serving settings leave it alone */
+    static const char *const same[] = {
+        "{\"table\":\"other\",\"label\":{\"name\":\"y\"}," FP_FEAT ",\"batch_size\":8}",
+        "{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"epochs\":5,\"consumers\":3,"
+        "\"shuffle\":{\"seed\":4},\"compression\":\"zstd\",\"remainder\":\"pad\","
+        "\"order\":\"fastest\",\"cache\":\"off\",\"split_rows\":99,\"partitions\":[\"p=1\"]}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        assert_int_equal(parse(same[i], &s, err), 0);
+        assert_true(dpp_spec_cache_fingerprint(&s) == fp);
+        dpp_spec_close(&s);
+    }
+    /* what changes a split's blocks changes it */
+    static const char *const other[] = {
+        "{" FP_BASE "," FP_FEAT ",\"batch_size\":9}",
+        "{" FP_BASE ",\"features\":{\"dense\":[{\"name\":\"a\",\"transforms\":[{\"op\":\"log1p\"}]}]},"
+        "\"batch_size\":8}",
+        "{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"filters\":[{\"op\":\"sample\",\"p\":0.5}]}",
+        "{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"format\":\"parquet\"}",
+        "{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"on_corrupt\":\"fail\"}",
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        assert_int_equal(parse(other[i], &s, err), 0);
+        assert_true(dpp_spec_cache_fingerprint(&s) != fp);
+        dpp_spec_close(&s);
+    }
+    /* "cache": "off" round trips; other values are refused */
+    assert_int_equal(parse("{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"cache\":\"off\"}", &s, err), 0);
+    assert_int_equal(s.cache_off, 1);
+    char *js = dpp_spec_to_json(&s);
+    assert_non_null(strstr(js, "\"cache\":\"off\""));
+    free(js);
+    dpp_spec_close(&s);
+    assert_int_equal(parse("{" FP_BASE "," FP_FEAT ",\"batch_size\":8,\"cache\":\"on\"}", &s, err),
+                     DPP_ESPEC);
+    assert_string_equal(err, "cache: unknown value \"on\" (expected \"auto\" or \"off\")");
+    /* the split key: every field of a split's range and window counts */
+    uint64_t k0[2], k[2];
+    dpp_spec_split_key(fp, "/d/t/a", 0, 100, 0, 10, 0, 10, k0);
+    static const uint64_t f[][7] = {
+        {1, 0, 100, 0, 10, 0, 10}, {0, 1, 100, 0, 10, 0, 10}, {0, 0, 101, 0, 10, 0, 10},
+        {0, 0, 100, 1, 10, 0, 10}, {0, 0, 100, 0, 11, 0, 10}, {0, 0, 100, 0, 10, 1, 10},
+        {0, 0, 100, 0, 10, 0, 9},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        dpp_spec_split_key(fp + f[i][0], "/d/t/a", f[i][1], f[i][2], f[i][3], f[i][4], f[i][5],
+                           f[i][6], k);
+        assert_true(k[0] != k0[0] && k[1] != k0[1]);
+    }
+    dpp_spec_split_key(fp, "/d/t/b", 0, 100, 0, 10, 0, 10, k);
+    assert_true(k[1] != k0[1]);
+    dpp_spec_split_key(fp, "/d/t/a", 0, 100, 0, 10, 0, 10, k);
+    assert_true(k[0] == k0[0] && k[1] == k0[1]);
+#undef FP_BASE
+#undef FP_FEAT
 }
 
 static void test_invalid(void **state)
@@ -1234,7 +1346,7 @@ int main(void)
         cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_new_keys_limits),
         cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_text), cmocka_unit_test(test_cache_fingerprint),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),
     };
