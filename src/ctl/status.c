@@ -68,6 +68,17 @@ static json_t *session_json(const Dpp__SessionStatus *s)
     json_object_set_new(o, "epochs_done",
                         json_integer(strcmp(s->state, "done") == 0 ? s->epochs : s->current_epoch));
     json_object_set_new(o, "takeovers", json_integer(s->takeovers));
+    uint64_t cached = s->splits_from_ram + s->splits_from_disk;
+    if (cached + s->splits_made > 0) { /* workers with a cache served it */
+        json_t *c = json_object();
+        json_object_set_new(c, "splits_from_ram", json_integer((json_int_t)s->splits_from_ram));
+        json_object_set_new(c, "splits_from_disk", json_integer((json_int_t)s->splits_from_disk));
+        json_object_set_new(c, "splits_made", json_integer((json_int_t)s->splits_made));
+        json_object_set_new(c, "hit_ratio",
+                            json_real((double)cached / (double)(cached + s->splits_made)));
+        json_object_set_new(c, "bytes_from_cache", json_integer((json_int_t)s->bytes_from_cache));
+        json_object_set_new(o, "cache", c);
+    }
     if (s->text_tokens || s->text_documents) { /* a text session's work */
         json_t *t = json_object();
         json_object_set_new(t, "documents", json_integer((json_int_t)s->text_documents));
@@ -335,6 +346,14 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
         printf("  taken over %u time%s from a reader that was gone: at most %" PRIu64
                " rows came a second time (of the split it stopped in)%s",
                s->takeovers, s->takeovers == 1 ? "" : "s", s->rows_redelivered_max, eol);
+        lines++;
+    }
+    uint64_t cached = s->splits_from_ram + s->splits_from_disk;
+    if (cached + s->splits_made > 0) {
+        printf("  cache: %.1f%% of splits served from it (%" PRIu64 " RAM, %" PRIu64
+               " disk, %" PRIu64 " made), %.1f MiB served%s",
+               100.0 * (double)cached / (double)(cached + s->splits_made), s->splits_from_ram,
+               s->splits_from_disk, s->splits_made, (double)s->bytes_from_cache / 1048576.0, eol);
         lines++;
     }
     if (s->text_tokens || s->text_documents) {

@@ -23,26 +23,52 @@ static int rank_present(const dpp_session_t *s, unsigned r, int64_t now_ms)
     return seen != 0 && now_ms - seen <= RANK_ABSENT_MS;
 }
 
+/* The low half of split i's key in the workers' caches (spec.h). */
+static uint64_t split_cache_key(const dpp_session_t *s, size_t i)
+{
+    const dpp_split_t *sp = &s->splits[i];
+    uint64_t k[2];
+    dpp_spec_split_key(s->cache_fp, s->files[sp->file].path, sp->byte_start, sp->byte_end,
+                       sp->record_start, sp->range_records, sp->record_skip, sp->record_count, k);
+    return k[1];
+}
+
 /* Appends to out[n..max) the pending splits of rank r that may be leased,
  * from its first pending split (everything before it is leased, produced
  * or consumed); with order deterministic, no further than its lease window
  * past the first unconsumed one: a grant looks at a few splits per rank,
- * not at the whole plan or the splits in flight. Returns how many. */
+ * not at the whole plan or the splits in flight. Those of the first
+ * DPP_CACHE_LOOKAHEAD the worker holds (held) come first. Returns how
+ * many. */
 static size_t pick_from_rank(dpp_master_t *m, dpp_session_t *s, unsigned r, dpp_lease_pick_t *out,
-                             size_t n, size_t max)
+                             size_t n, size_t max, const dpp_u64set_t *held)
 {
     size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
     size_t to = dpp_session_lease_end(s, r), added = 0;
+    uint64_t taken = 0; /* bit k: split from + k is picked already */
+    if (held && held->n > 0 && !s->spec.cache_off) {
+        size_t look = to - from < DPP_CACHE_LOOKAHEAD ? to : from + DPP_CACHE_LOOKAHEAD;
+        for (size_t seq = from; seq < look && n + added < max; seq++) {
+            m->n.grant_scanned++;
+            if (s->splits[first + seq].state != SPLIT_PENDING ||
+                !dpp_u64set_has(held, split_cache_key(s, first + seq)))
+                continue;
+            out[n + added++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
+            taken |= UINT64_C(1) << (seq - from);
+            m->n.cache_leases++;
+        }
+    }
     for (size_t seq = from; seq < to && n + added < max; seq++) {
         m->n.grant_scanned++;
-        if (s->splits[first + seq].state == SPLIT_PENDING)
+        if (s->splits[first + seq].state == SPLIT_PENDING &&
+            !(seq - from < 64 && (taken >> (seq - from) & 1)))
             out[n + added++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
     }
     return added;
 }
 
 size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
-                                size_t max_index, size_t max_splits)
+                                size_t max_index, size_t max_splits, const dpp_u64set_t *held)
 {
     size_t n = 0, max = max_index;
     for (size_t si = 0; si < m->nsessions && n < max; si++) {
@@ -85,7 +111,7 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
                 continue;
             size_t quota = (max - n + attached - 1) / attached;
             attached--;
-            n += pick_from_rank(m, s, r, out, n, n + quota);
+            n += pick_from_rank(m, s, r, out, n, n + quota, held);
             s->grant_rank = (r + 1) % nr;
         }
     }
@@ -195,7 +221,8 @@ size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *
     dpp_lease_pick_t *picks;
     Dpp__Lease *leases, **ptrs;
     grant_buffers(m, max, &picks, &leases, &ptrs);
-    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, max_splits);
+    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, max_splits,
+                                        &p->cache_keys);
     size_t nindex = 0;
     for (size_t k = 0; k < n; k++) {
         dpp_master_lease_take(m, &picks[k], p->worker_id);

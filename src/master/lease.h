@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/u64set.h"
 #include "master.h"
 #include "session.h"
 
@@ -31,9 +32,14 @@ typedef struct dpp_lease_pick {
  * max_index index tasks not yet leased (they unblock planning), then up to
  * max_splits splits, in session and rank order, the pending splits of every
  * rank whose client attached within RANK_ABSENT_MS of now_ms, from its first
- * unconsumed split to dpp_session_lease_end(). Returns how many. */
+ * unconsumed split to dpp_session_lease_end(). With held (the keys of the
+ * split outputs the asking worker's cache holds; NULL: none), a rank's
+ * share starts with the splits among its next DPP_CACHE_LOOKAHEAD pending
+ * ones that the worker holds, then goes on in order: no split waits for
+ * the worker that holds it. Returns how many. */
+#define DPP_CACHE_LOOKAHEAD 64
 size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
-                                size_t max_index, size_t max_splits);
+                                size_t max_index, size_t max_splits, const dpp_u64set_t *held);
 
 /* Leases a chosen task to worker_id under a new lease id (a split becomes
  * SPLIT_LEASED); a lease id it had before is revoked by that. Returns the

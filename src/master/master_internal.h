@@ -15,6 +15,7 @@
 #include "daemon/listener.h"
 #include "wire/conn.h"
 #include "journal.h"
+#include "base/u64set.h"
 #include "master.h"
 #include "session.h"
 
@@ -54,6 +55,7 @@ typedef struct peer {
     unsigned held_rank;
     struct peer *prev, *next; /* on the master's waiting list while lease_want > 0 */
     int waiting;
+    dpp_u64set_t cache_keys; /* a worker: the split outputs its cache holds (key[1]) */
 } peer_t;
 
 static inline peer_role_t peer_role(const peer_t *p)
@@ -98,6 +100,9 @@ typedef struct dpp_master_counters {
      * stays a small multiple of what they handed out, however many tasks
      * a session has (tests and /metrics hold it to that) */
     uint64_t grant_scanned, lease_replies;
+    /* the workers' caches: splits leased to a worker holding them, and
+     * splits served from a cache or made afresh by a worker with one */
+    uint64_t cache_leases, cache_hits, cache_misses;
     uint64_t sessions_pruned, sessions_abandoned;
     /* planning time of sessions (submit to every file indexed), seconds */
     uint64_t plan_hist[DPP_LEASE_BUCKETS + 1];

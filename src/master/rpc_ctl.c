@@ -146,6 +146,10 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->text_documents = s->text_documents;
     st->text_tokens = s->text_tokens;
     st->text_padding = s->text_padding;
+    st->splits_from_ram = s->splits_from_ram;
+    st->splits_from_disk = s->splits_from_disk;
+    st->splits_made = s->splits_made;
+    st->bytes_from_cache = s->bytes_from_cache;
     st->tokens_per_second = s->state == SESSION_RUNNING ? (uint64_t)(s->tokens_rate + 0.5) : 0;
     st->records_rejected = dpp_rejects_total(&s->rejects);
     fill_rejects(&s->rejects, rej);

@@ -60,6 +60,13 @@ void dpp_master_worker_heartbeat(peer_t *p)
 void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
 {
     unsigned want = req->max_leases, index = req->max_index_tasks;
+    if (req->cache_reset)
+        dpp_u64set_clear(&p->cache_keys);
+    for (size_t i = 0; i < req->n_cache_removed; i++)
+        dpp_u64set_remove(&p->cache_keys, req->cache_removed[i]);
+    for (size_t i = 0; i < req->n_cache_added; i++)
+        if (dpp_u64set_add(&p->cache_keys, req->cache_added[i]) < 0)
+            dpp_oom();
     if (p->lease_want == 0)
         p->lease_since_ns = dpp_now_ns();
     p->lease_want = want > 64 ? 64 : want;
@@ -83,6 +90,12 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
     s->rows_filtered += msg->rows_filtered;
     s->rows_produced += msg->rows;
     s->text_documents += msg->text_documents;
+    s->splits_from_ram += msg->cache_tier == 1;
+    s->splits_from_disk += msg->cache_tier == 2;
+    s->splits_made += msg->cache_tier == 0;
+    s->bytes_from_cache += msg->cache_tier > 0 ? msg->cache_bytes : 0;
+    m->n.cache_hits += msg->cache_tier > 0;
+    m->n.cache_misses += msg->cache_tier == 0;
     s->text_tokens += msg->text_tokens;
     s->text_padding += msg->text_padding;
     m->n.rows_filtered += msg->rows_filtered;

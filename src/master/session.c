@@ -25,6 +25,7 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->spec = *spec;
     memset(spec, 0, sizeof *spec);
     s->spec_json = dpp_spec_to_json(&s->spec);
+    s->cache_fp = dpp_spec_cache_fingerprint(&s->spec);
     if (s->spec_json == NULL)
         dpp_oom();
     s->table_path = table_path;

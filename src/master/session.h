@@ -138,6 +138,10 @@ typedef struct dpp_session {
     /* splits consumed since it started (every epoch), and per second over
      * the last few seconds (the master's timer) */
     uint64_t consumed_total, rate_consumed;
+    uint64_t cache_fp; /* dpp_spec_cache_fingerprint of the spec */
+    /* the workers' cache: splits served from RAM, from disk, made by a
+     * worker with a cache, and bytes served from it */
+    uint64_t splits_from_ram, splits_from_disk, splits_made, bytes_from_cache;
     /* splits consumed before their worker's report came; with every split
      * consumed, the epoch is held (epoch_held, since held_ms) until the
      * reports are in, so that the checks and the end see every count */

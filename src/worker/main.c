@@ -40,6 +40,13 @@ static const char usage[] =
     "  --direct-io           read with O_DIRECT (aligned buffers; falls back to\n"
     "                        buffered reads where the filesystem refuses it)\n"
     "  --force-pread         read with pread instead of io_uring\n"
+    "  --cache-ram-mb N      keep the outputs of splits (their blocks before the\n"
+    "                        epoch's shuffle) in up to N MiB of memory, to serve\n"
+    "                        later epochs and sessions of the same spec without\n"
+    "                        reading and transforming again (default 0: none)\n"
+    "  --cache-dir DIR       ... and on a local disk under DIR (kept across\n"
+    "                        restarts; default: none)\n"
+    "  --cache-disk-gb N     the disk cache's size (default 10 with --cache-dir)\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
     "  --http HOST:PORT      serve GET /metrics (Prometheus), /healthz and /readyz\n"
     "                        there (no authentication: bind it where only your\n"
@@ -109,6 +116,9 @@ int main(int argc, char **argv)
         {"force-pread", no_argument, NULL, 'P'},
         {"drain-timeout-s", required_argument, NULL, 'g'},
         {"port-file", required_argument, NULL, 'p'},
+        {"cache-ram-mb", required_argument, NULL, 'C'},
+        {"cache-dir", required_argument, NULL, 'K'},
+        {"cache-disk-gb", required_argument, NULL, 'G'},
         {"data-root", required_argument, NULL, 'R'},
         DPP_DAEMON_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -121,6 +131,7 @@ int main(int argc, char **argv)
         .threads = ncpu > 0 ? (unsigned)ncpu : 1,
         .max_buffer_bytes = 256ul << 20,
         .reader = {.max_record = 16ull << 20},
+        .cache_disk_bytes = 10ull << 30,
     };
     unsigned long long v;
     int c, idx = 0, threads_given = 0;
@@ -178,6 +189,19 @@ int main(int argc, char **argv)
             break;
         case 'p':
             cfg.port_file = optarg;
+            break;
+        case 'C':
+            if (OPTION_UINT(0, 1ul << 24, "MiB"))
+                return 2;
+            cfg.cache_ram_bytes = (size_t)v << 20;
+            break;
+        case 'K':
+            cfg.cache_dir = optarg;
+            break;
+        case 'G':
+            if (OPTION_UINT(1, 1ul << 20, "GiB"))
+                return 2;
+            cfg.cache_disk_bytes = (uint64_t)v << 30;
             break;
         case 'R': {
             char *real = realpath(optarg, NULL);

@@ -20,10 +20,12 @@
 #include "spec/spec.h"
 #include "spec/transform.h"
 #include "spec/vocab.h"
+#include "cache_store.h"
+#include "file_cache.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "source.h"
-#include "file_cache.h"
+#include "split_cache.h"
 
 /* Rejected records logged per split; the rest are only counted. */
 #define MAX_LOGGED_REJECTS 5
@@ -203,6 +205,7 @@ typedef struct split_ctx {
     int compress;
     dpp_emit_cb emit;
     void *emit_arg;
+    dpp_split_capture_t *capture; /* making the split's cache entry: blocks go here */
     dpp_block_builder_t builder;
     uint32_t next_index;
     /* per-row scratch */
@@ -700,26 +703,246 @@ static int gather_reserve(gathered_t *g, const dpp_task_t *t)
 /* Produces the gathered records in the order drawn from (seed, epoch, the
  * row key of the window's first record): the same rows in the same order
  * whichever worker produces the split. */
+/* The order a shuffled window's records (or rows) take in an epoch: a
+ * permutation of [0, n) drawn from (seed, epoch, the row key of the
+ * window's first record), the same whichever worker makes the split.
+ * NULL when out of memory. */
+static uint32_t *window_order(const split_ctx_t *x, size_t n, uint64_t path_hash)
+{
+    const dpp_task_t *t = x->task;
+    uint32_t *perm = malloc((n ? n : 1) * sizeof *perm);
+    if (perm == NULL)
+        return NULL;
+    uint64_t salt = dpp_row_key(path_hash, t->record_start + t->record_skip);
+    dpp_permute(perm, n, dpp_shuffle_seed(x->plan->spec.shuffle_seed, t->epoch, salt));
+    return perm;
+}
+
+/* Produces the gathered records in the window's order (window_order), or,
+ * capturing the split for the cache, in file order, noting which records
+ * became rows: the entry serves the epoch's order from them. */
 static int produce_gathered(split_ctx_t *x, const gathered_t *g, uint64_t path_hash,
                             dpp_split_result_t *res)
 {
     const dpp_task_t *t = x->task;
-    uint32_t *perm = malloc((g->n ? g->n : 1) * sizeof *perm);
-    if (perm == NULL) {
+    uint32_t *perm = x->capture ? NULL : window_order(x, g->n, path_hash);
+    if (perm == NULL && !x->capture) {
         set_error(res, -ENOMEM, "split %s: %s", t->rel_path, dpp_strerror(-ENOMEM));
         return -ENOMEM;
     }
-    uint64_t salt = dpp_row_key(path_hash, t->record_start + t->record_skip);
-    dpp_permute(perm, g->n, dpp_shuffle_seed(x->plan->spec.shuffle_seed, t->epoch, salt));
     int rc = 0;
     for (size_t i = 0; i < g->n && rc == 0; i++) {
-        const struct dpp_gathered_rec *r = &g->s->recs[perm[i]];
+        const struct dpp_gathered_rec *r = &g->s->recs[perm ? perm[i] : i];
         x->times = x->block_times && i % TIME_SAMPLE == 0 ? &x->sampled : NULL;
-        rc = take_outcome(x, res, add_record(x, g->s->bytes + r->at, r->len, r->index, path_hash),
-                          r->off);
+        int outcome = add_record(x, g->s->bytes + r->at, r->len, r->index, path_hash);
+        if (x->capture && dpp_split_capture_record(x->capture, outcome == 0) != 0)
+            outcome = -ENOMEM;
+        rc = take_outcome(x, res, outcome, r->off);
     }
     free(perm);
     return rc;
+}
+
+/* Cuts what the builder holds into a block, then emits the empty block
+ * that marks the split's end, so the client can count the split done
+ * without the worker holding a block back to learn it was the last.
+ * Returns 0 or the emit's error; res->blocks gets the blocks made. */
+static int finish_blocks(split_ctx_t *x, dpp_split_result_t *res)
+{
+    int rc = x->builder.rows > 0 ? cut_block(x) : 0;
+    if (rc || x->capture)
+        return rc; /* a capture's end is the entry's serving */
+    dpp_out_block_t *last = new_block(x, 0, NULL, 0);
+    uint8_t *raw;
+    size_t raw_len;
+    rc = last ? dpp_block_builder_finish(&x->builder, &raw, &raw_len) : -ENOMEM;
+    if (rc) {
+        free(last);
+        return rc;
+    }
+    last->data = raw;
+    last->len = last->raw_size = raw_len;
+    last->last = 1;
+    res->blocks = x->next_index;
+    return x->emit(x->emit_arg, last);
+}
+
+/* ---- the cache ---------------------------------------------------------------
+ * A split whose session may use the worker's cache is made into an entry
+ * first (its blocks before the epoch's shuffle, which records became rows:
+ * split_cache.h), stored, and served from the entry; a later epoch or
+ * session finds the entry and only serves it. Serving puts the entry's
+ * rows in the order a worker without the cache adds them, so both make the
+ * same blocks. */
+
+/* The capture's emit: keeps the raw block. */
+static int capture_emit(void *arg, dpp_out_block_t *b)
+{
+    split_ctx_t *x = arg;
+    uint8_t *data = b->data;
+    b->data = NULL;
+    int rc = dpp_split_capture_block(x->capture, data, b->len, b->rows);
+    dpp_out_block_free(b);
+    return rc;
+}
+
+/* Emits the split's blocks from entry e: as stored without a shuffle, else
+ * its rows in the window's order (window_order over the records gathered,
+ * as produce_gathered adds them), cut every batch_size rows. */
+static int serve_entry(split_ctx_t *x, const dpp_split_entry_t *e, int shuffle, uint64_t path_hash,
+                       dpp_split_result_t *res)
+{
+    x->next_index = 0;
+    int rc = 0;
+    if (!shuffle) {
+        for (size_t b = 0; b < e->nblocks && rc == 0; b++) {
+            uint8_t *copy = malloc(e->block_len[b]);
+            dpp_out_block_t *out = copy ? new_block(x, e->block_rows[b], copy, e->block_len[b]) : NULL;
+            if (out == NULL) {
+                free(copy);
+                return -ENOMEM;
+            }
+            memcpy(copy, e->block[b], e->block_len[b]);
+            if (x->compress && x->zctx)
+                compress_block(x, out);
+            rc = x->emit(x->emit_arg, out);
+        }
+        return rc ? rc : finish_blocks(x, res);
+    }
+    if (e->ngathered > UINT32_MAX)
+        return DPP_EINVAL;
+    uint32_t *perm = window_order(x, (size_t)e->ngathered, path_hash);
+    if (perm == NULL)
+        return -ENOMEM;
+    uint32_t batch = x->plan->spec.batch_size;
+    for (size_t i = 0; i < e->ngathered && rc == 0; i++) {
+        int64_t row = dpp_split_entry_row(e, perm[i]);
+        if (row < 0)
+            continue;
+        size_t b = (size_t)((uint64_t)row / batch), r = (size_t)((uint64_t)row % batch);
+        rc = dpp_block_builder_append_block(&x->builder, e->block[b], r, r + 1);
+        if (rc == 0 && x->builder.rows >= batch)
+            rc = cut_block(x);
+    }
+    free(perm);
+    return rc ? rc : finish_blocks(x, res);
+}
+
+/* What the entry says of the split, into res (a hit). */
+static void summary_to_result(const dpp_split_summary_t *s, dpp_split_result_t *res)
+{
+    res->rows = s->rows;
+    res->filtered = s->filtered;
+    res->examined = s->examined;
+    res->documents = s->documents;
+    res->tokens = s->tokens;
+    res->padding = s->padding;
+    res->rejects = s->rejects;
+    snprintf(res->reject_detail, sizeof res->reject_detail, "%s", s->reject_detail);
+    if (s->absent_len <= sizeof res->absent) {
+        memcpy(res->absent, s->absent, s->absent_len);
+        res->nabsent = s->nabsent;
+    }
+    if (s->names_len <= sizeof res->names) {
+        memcpy(res->names, s->names, s->names_len);
+        res->nnames = s->nnames;
+    }
+}
+
+/* The length of a NUL-separated list of n names. */
+static size_t names_len(const char *s, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        at += strlen(s + at) + 1;
+    return at;
+}
+
+/* Stores the captured split as an entry and serves it. Returns 0 or the
+ * error (set in res). */
+static int store_and_serve(split_ctx_t *x, const dpp_cache_key_t *key,
+                           const dpp_split_identity_t *id, int shuffle, uint64_t path_hash,
+                           dpp_split_result_t *res)
+{
+    dpp_split_summary_t sum = {
+        .rows = res->rows,
+        .filtered = res->filtered,
+        .examined = res->examined,
+        .documents = res->documents,
+        .tokens = res->tokens,
+        .padding = res->padding,
+        .rejects = res->rejects,
+        .reject_detail = res->reject_detail,
+        .absent = res->absent,
+        .absent_len = names_len(res->absent, res->nabsent),
+        .nabsent = res->nabsent,
+        .names = res->names,
+        .names_len = names_len(res->names, res->nnames),
+        .nnames = res->nnames,
+    };
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    dpp_split_entry_t e;
+    char why[256];
+    int rc = dpp_split_entry_build(x->capture, id, x->plan->spec.batch_size, &sum, &bytes, &len);
+    if (rc == 0)
+        rc = dpp_split_entry_parse(bytes, len, &x->plan->shape, x->plan->spec.batch_size, &e, why,
+                                   sizeof why);
+    if (rc) {
+        free(bytes);
+        set_error(res, rc, "split %s: %s", x->task->rel_path,
+                  rc == -ENOMEM ? dpp_strerror(rc) : why);
+        return rc;
+    }
+    dpp_cache_store_put(x->cfg->cache, key, bytes, len); /* a failure only costs a later miss */
+    dpp_split_capture_free(x->capture);
+    x->capture = NULL;
+    rc = serve_entry(x, &e, shuffle, path_hash, res);
+    dpp_split_entry_close(&e);
+    free(bytes);
+    if (rc && !res->error)
+        set_error(res, rc, "split %s: %s", x->task->rel_path,
+                  rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+    return rc;
+}
+
+/* Serves task t from the cache when it holds a current entry: 1 (res
+ * filled), 0 when not (a miss: *id says who the file is now, to capture
+ * it), or an error that ends the split. */
+static int serve_cached(split_ctx_t *x, const dpp_cache_key_t *key, const dpp_split_identity_t *id,
+                        int shuffle, uint64_t path_hash, dpp_split_result_t *res)
+{
+    dpp_cache_ref_t *ref = NULL;
+    int tier = 0;
+    if (dpp_cache_store_get(x->cfg->cache, key, &ref, &tier) != 0)
+        return 0;
+    size_t len = 0;
+    const uint8_t *data = dpp_cache_ref_data(ref, &len);
+    dpp_split_entry_t e;
+    char why[256];
+    int rc = dpp_split_entry_parse(data, len, &x->plan->shape, x->plan->spec.batch_size, &e, why,
+                                   sizeof why);
+    if (rc == 0 && memcmp(&e.identity, id, sizeof *id) != 0) {
+        dpp_split_entry_close(&e);
+        rc = DPP_ECORRUPT; /* made from another file, or with other vocabularies */
+        snprintf(why, sizeof why, "the file changed since the entry was made");
+    }
+    if (rc) {
+        dpp_cache_ref_put(ref);
+        DPP_DEBUG("cache_entry_dropped file=%s reason=\"%s\"", x->task->rel_path, why);
+        dpp_cache_store_remove(x->cfg->cache, key);
+        return rc == -ENOMEM ? rc : 0;
+    }
+    summary_to_result(&e.summary, res);
+    res->cache_tier = tier + 1;
+    res->cache_bytes = len;
+    rc = serve_entry(x, &e, shuffle, path_hash, res);
+    dpp_split_entry_close(&e);
+    dpp_cache_ref_put(ref);
+    if (rc && !res->error)
+        set_error(res, rc, "split %s: %s", x->task->rel_path,
+                  rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+    return rc ? rc : 1;
 }
 
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, void *zctx,
@@ -731,6 +954,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     dpp_source_t src = {0};
     plan_t plan;
     dpp_split_scratch_t own = {0};
+    dpp_split_capture_t cap = {0};
     gathered_t g = {.s = scratch ? scratch : &own};
     char err[DPP_SPEC_ERRLEN];
     memset(res, 0, sizeof *res);
@@ -761,12 +985,35 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         set_error(res, rc, "split %s: %s", t->rel_path, dpp_strerror(rc));
         goto out;
     }
+    uint64_t path_hash = dpp_path_hash(t->rel_path);
+    dpp_cache_key_t key = {0};
+    dpp_split_identity_t id = {0};
+    int compress = x.compress;
+    res->cache_tier = -1;
+    if (cfg->cache && !plan.spec.cache_off && cfg->stop_after == DPP_STAGE_ALL) {
+        char root[4096];
+        uint64_t k[2];
+        dpp_source_data_root(t, plan.spec.table, root, sizeof root);
+        dpp_spec_split_key(dpp_spec_cache_fingerprint(&plan.spec), t->path, t->byte_start,
+                           t->byte_end, t->record_start, t->range_records, t->record_skip,
+                           t->record_take, k);
+        key = (dpp_cache_key_t){k[0], k[1]};
+        /* a file that cannot be stat'ed is not cached (its open says why) */
+        if (dpp_split_identity(t, &plan.spec, root, &id) == 0) {
+            if ((rc = serve_cached(&x, &key, &id, shuffle, path_hash, res)) != 0)
+                goto out; /* served (1), or failed */
+            x.capture = &cap;
+            x.emit = capture_emit;
+            x.emit_arg = &x;
+            x.compress = 0;
+            res->cache_tier = 0;
+        }
+    }
     x.src = &src;
     if ((rc = plan.src->open(&src, reader, t, plan.proj, cfg, err, sizeof err)) != 0) {
         set_error(res, rc, "%s", err);
         goto out;
     }
-    uint64_t path_hash = dpp_path_hash(t->rel_path);
     uint64_t record_index = t->record_start;
     /* The split may be a window of the byte range (ranks are balanced by
      * cutting ranges): records before it are passed over undecoded, and
@@ -819,8 +1066,11 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
             }
             continue;
         }
-        if (rc == 1)
+        if (rc == 1) {
             rc = add_record(&x, row.data, row.len, record_index, path_hash);
+            if (x.capture && dpp_split_capture_record(x.capture, rc == 0) != 0)
+                rc = -ENOMEM;
+        }
         if (take_outcome(&x, res, rc, row.offset) != 0)
             goto out;
         if (rc < 0 && src.ops->stuck(&src)) {
@@ -849,25 +1099,12 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
         memcpy(res->absent + at, plan.slot_names[i], l + 1);
         res->nabsent++;
     }
-    rc = 0;
-    if (x.builder.rows > 0)
-        rc = cut_block(&x);
-    /* An empty block marks the end, so the client can count the split done
-     * without the worker holding a block back to learn it was the last. */
-    if (rc == 0) {
-        dpp_out_block_t *last = new_block(&x, 0, NULL, 0);
-        uint8_t *raw;
-        size_t raw_len;
-        rc = last ? dpp_block_builder_finish(&x.builder, &raw, &raw_len) : -ENOMEM;
-        if (rc == 0) {
-            last->data = raw;
-            last->len = last->raw_size = raw_len;
-            last->last = 1;
-            res->blocks = x.next_index;
-            rc = emit(arg, last);
-        } else {
-            free(last);
-        }
+    rc = finish_blocks(&x, res);
+    if (rc == 0 && x.capture) {
+        x.emit = emit;
+        x.emit_arg = arg;
+        x.compress = compress;
+        rc = store_and_serve(&x, &key, &id, shuffle, path_hash, res);
     }
     if (rc && !res->error)
         set_error(res, rc, "split %s: %s", t->rel_path,
@@ -898,6 +1135,7 @@ out:
     }
     res->bytes_read = st1.bytes_read - st0.bytes_read + src.bytes_read;
     dpp_split_scratch_free(&own);
+    dpp_split_capture_free(&cap);
     ctx_close(&x);
     plan_close(&plan);
     return res->error;

@@ -90,6 +90,11 @@ typedef struct dpp_split_result {
     size_t nabsent, nnames;
     uint64_t examined;
     uint64_t documents, tokens, padding; /* SPLIT of a text session: its range's (source.h) */
+    /* SPLIT: -1 not cached (no cache, or the spec says "cache": "off"), 0
+     * made and stored, 1 served from the RAM tier, 2 from the disk tier;
+     * the entry's bytes when served from one */
+    int cache_tier;
+    uint64_t cache_bytes;
 } dpp_split_result_t;
 
 /* Where a benchmark stops the per-record path (production: DPP_STAGE_ALL). */
@@ -108,6 +113,7 @@ typedef struct dpp_pipeline_config {
     dpp_stage_t stop_after;
     char **roots; /* resolved data roots a task's file must be under; none: not checked */
     size_t nroots;
+    struct dpp_cache_store *cache; /* split outputs (cache_store.h); NULL: none */
 } dpp_pipeline_config_t;
 
 #define DPP_PIPELINE_MAX_CLIENTS 256

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "base/util.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
+#include "cache_store.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "worker.h"
@@ -95,6 +97,14 @@ struct dpp_worker {
     int lease_requested;
     unsigned outstanding;       /* leases given to the pipeline and not finished */
     unsigned outstanding_index; /* of which index tasks */
+    /* The split outputs this worker's cache holds, as the master last
+     * heard of them (sorted low key halves), and the store's version then;
+     * 0 with keys_reset set: the master knows nothing yet */
+    dpp_cache_store_t *cache;
+    uint64_t *keys_sent;
+    size_t nkeys_sent;
+    uint64_t keys_version;
+    int keys_reset;
     unsigned backoff_ms;
     int64_t next_connect_ms, next_heartbeat_ms;
     int64_t master_heard_ms; /* last frame from the master */
@@ -299,6 +309,59 @@ static void on_client_frame(dpp_peer_t *p, const dpp_frame_t *f, const ProtobufC
 
 /* ---- master link -------------------------------------------------------- */
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The cache's keys the master has not heard of and those it holds no more,
+ * when they changed since the last request (or the master knows nothing of
+ * them: a new connection). Returns 1 with *now (the sorted set, to keep
+ * once sent) and the two lists (malloc'd) in req's counts, else 0. A
+ * worker whose memory runs short says nothing: the master then leases as
+ * if it held nothing, which costs only hits. */
+static int cache_keys_delta(dpp_worker_t *w, uint64_t **now, size_t *nnow, uint64_t **added,
+                            uint64_t **removed, Dpp__LeaseRequest *req)
+{
+    if (w->cache == NULL)
+        return 0;
+    uint64_t version = dpp_cache_store_version(w->cache);
+    if (!w->keys_reset && version == w->keys_version)
+        return 0;
+    size_t n = dpp_cache_store_keys(w->cache, NULL, 0);
+    uint64_t *keys = malloc((n + 1) * sizeof *keys);
+    uint64_t *add = malloc((n + 1) * sizeof *add);
+    uint64_t *del = malloc((w->nkeys_sent + 1) * sizeof *del);
+    if (keys == NULL || add == NULL || del == NULL) {
+        free(keys);
+        free(add);
+        free(del);
+        return 0;
+    }
+    n = dpp_cache_store_keys(w->cache, keys, n); /* a few may have come meanwhile */
+    qsort(keys, n, sizeof *keys, cmp_u64);
+    const uint64_t *old = w->keys_reset ? NULL : w->keys_sent;
+    size_t nold = w->keys_reset ? 0 : w->nkeys_sent, i = 0, j = 0, na = 0, nd = 0;
+    while (i < n || j < nold) {
+        if (j == nold || (i < n && keys[i] < old[j]))
+            add[na++] = keys[i++];
+        else if (i == n || old[j] < keys[i])
+            del[nd++] = old[j++];
+        else
+            i++, j++;
+    }
+    w->keys_version = version;
+    req->cache_reset = w->keys_reset;
+    req->n_cache_added = na;
+    req->n_cache_removed = nd;
+    *now = keys;
+    *nnow = n;
+    *added = add;
+    *removed = del;
+    return 1;
+}
+
 static void request_leases(dpp_worker_t *w)
 {
     /* Splits: one per pipeline thread. Index tasks (a sidecar or footer
@@ -312,8 +375,25 @@ static void request_leases(dpp_worker_t *w)
     Dpp__LeaseRequest req = DPP__LEASE_REQUEST__INIT;
     req.max_leases = w->cfg.threads - splits;
     req.max_index_tasks = INDEX_TASKS_PER_THREAD * w->cfg.threads;
-    if (dpp_conn_send(&w->mlink->conn, DPP_MSG_LEASE, &req.base) == 0)
+    uint64_t *now = NULL, *added = NULL, *removed = NULL;
+    size_t nnow = 0;
+    if (cache_keys_delta(w, &now, &nnow, &added, &removed, &req)) {
+        req.cache_added = added;
+        req.cache_removed = removed;
+    }
+    if (dpp_conn_send(&w->mlink->conn, DPP_MSG_LEASE, &req.base) == 0) {
         w->lease_requested = 1;
+        if (now) { /* the master knows these now */
+            free(w->keys_sent);
+            w->keys_sent = now;
+            w->nkeys_sent = nnow;
+            w->keys_reset = 0;
+            now = NULL;
+        }
+    }
+    free(now);
+    free(added);
+    free(removed);
 }
 
 static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
@@ -391,6 +471,7 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
         w->heartbeat_ms = r->heartbeat_ms ? r->heartbeat_ms : 1000;
         w->fence_ms = (r->lease_timeout_ms ? r->lease_timeout_ms : 10000) / 2;
         w->mstate = MLINK_REGISTERED;
+        w->keys_reset = 1; /* a new connection: the master knows none of them */
         w->backoff_ms = BACKOFF_MIN_MS;
         DPP_INFO("worker_registered worker=%" PRIu64 " master=%s data_addr=%s", w->worker_id,
                  w->master_addr, w->data_addr);
@@ -514,6 +595,8 @@ static void report_result(dpp_worker_t *w, const dpp_split_result_t *r)
     d.text_documents = r->documents;
     d.text_tokens = r->tokens;
     d.text_padding = r->padding;
+    d.cache_tier = r->cache_tier;
+    d.cache_bytes = r->cache_bytes;
     d.bytes_read = r->bytes_read;
     d.error_code = r->error;
     d.error_message = (char *)r->message;
@@ -641,6 +724,52 @@ static void on_timer(uv_timer_t *t)
 
 /* ---- HTTP: /metrics, /healthz, /readyz ---------------------------------- */
 
+/* The split cache, per tier (cache_store.h). */
+static void cache_metrics(dpp_metrics_t *m, dpp_cache_store_t *c)
+{
+    dpp_cache_store_stats_t st;
+    dpp_cache_store_stats(c, &st);
+    static const struct {
+        const char *name, *help;
+        int counter;
+        size_t off;
+    } fam[] = {
+        {"dpp_cache_hits_total", "Splits served from the cache, by tier.", 1,
+         offsetof(dpp_cache_tier_stats_t, hits)},
+        {"dpp_cache_misses_total", "Lookups a tier did not hold.", 1,
+         offsetof(dpp_cache_tier_stats_t, misses)},
+        {"dpp_cache_served_bytes_total", "Entry bytes served from the cache, by tier.", 1,
+         offsetof(dpp_cache_tier_stats_t, bytes_served)},
+        {"dpp_cache_evictions_total", "Entries evicted to make room, by tier.", 1,
+         offsetof(dpp_cache_tier_stats_t, evictions)},
+        {"dpp_cache_insertions_total", "Entries stored, by tier.", 1,
+         offsetof(dpp_cache_tier_stats_t, insertions)},
+        {"dpp_cache_entries", "Entries held, by tier.", 0,
+         offsetof(dpp_cache_tier_stats_t, entries)},
+        {"dpp_cache_bytes", "Bytes held, by tier (the bound of --cache-ram-mb and "
+                            "--cache-disk-gb).",
+         0, offsetof(dpp_cache_tier_stats_t, bytes)},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        dpp_metrics_family(m, fam[f].name, fam[f].counter ? DPP_METRIC_COUNTER : DPP_METRIC_GAUGE,
+                           fam[f].help);
+        const dpp_cache_tier_stats_t *t[2] = {&st.ram, &st.disk};
+        static const char *const tiers[2] = {"ram", "disk"};
+        for (int k = 0; k < 2; k++) {
+            dpp_metrics_label_t l = {"tier", tiers[k]};
+            uint64_t v;
+            memcpy(&v, (const uint8_t *)t[k] + fam[f].off, sizeof v);
+            dpp_metrics_sample_u64(m, fam[f].name, &l, 1, v);
+        }
+    }
+    dpp_metrics_counter(m, "dpp_cache_damaged_total",
+                        "Cache entries found damaged (checksum, short file) and deleted.",
+                        st.damaged);
+    dpp_metrics_counter(m, "dpp_cache_write_errors_total",
+                        "Cache entries that could not be written to disk (a full disk...).",
+                        st.write_errors);
+}
+
 static void render_metrics(void *arg, dpp_metrics_t *m)
 {
     dpp_worker_t *w = arg;
@@ -677,6 +806,8 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_blocks_dropped_total",
                         "Blocks dropped because their leases were revoked.", n->blocks_dropped);
     dpp_metrics_rejects(m, "Records rejected, by reason.", &n->rejects);
+    if (w->cache)
+        cache_metrics(m, w->cache);
     dpp_metrics_family(m, "dpp_pipeline_stage_seconds_total", DPP_METRIC_COUNTER,
                        "Pipeline thread time per stage.");
     const struct {
@@ -783,12 +914,26 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         dpp_worker_free(w);
         return DPP_EINVAL;
     }
+    if (cfg->cache_ram_bytes > 0 || cfg->cache_dir) {
+        dpp_cache_store_config_t cc = {.ram_bytes = cfg->cache_ram_bytes,
+                                       .dir = cfg->cache_dir,
+                                       .disk_bytes = cfg->cache_disk_bytes};
+        char err[512];
+        if ((rc = dpp_cache_store_open(&w->cache, &cc, err, sizeof err)) != 0) {
+            DPP_ERROR("cache_open_failed error=\"%s\"", err);
+            dpp_worker_stop(w);
+            uv_run(loop, UV_RUN_DEFAULT);
+            dpp_worker_free(w);
+            return rc;
+        }
+    }
     dpp_pipeline_config_t pc = {
         .threads = cfg->threads,
         .budget_bytes = cfg->max_buffer_bytes - readers,
         .reader = cfg->reader,
         .roots = cfg->roots,
         .nroots = cfg->nroots,
+        .cache = w->cache,
     };
     rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);
     if (rc) {
@@ -859,6 +1004,8 @@ void dpp_worker_free(dpp_worker_t *w)
 {
     if (w == NULL)
         return;
+    dpp_cache_store_close(w->cache); /* the pipeline threads have stopped */
+    free(w->keys_sent);
     while (w->streams) {
         stream_t *s = w->streams;
         w->streams = s->next;

@@ -82,9 +82,9 @@ static void attach_all(dpp_session_t *s)
 static size_t grant(fixture_t *fx, uint64_t worker, size_t max, dpp_lease_pick_t *picks)
 {
     /* index tasks first, as a worker with max split slots gets them */
-    size_t n = dpp_master_choose_leases(&fx->m, NOW, picks, max, 0);
+    size_t n = dpp_master_choose_leases(&fx->m, NOW, picks, max, 0, NULL);
     if (n < max)
-        n += dpp_master_choose_leases(&fx->m, NOW, picks + n, 0, max - n);
+        n += dpp_master_choose_leases(&fx->m, NOW, picks + n, 0, max - n, NULL);
     for (size_t k = 0; k < n; k++)
         dpp_master_lease_take(&fx->m, &picks[k], worker);
     return n;
@@ -154,7 +154,7 @@ static void test_scale(void **state)
     for (size_t r = 0; r <= RECORDS / 10; r++)
         bounds[r] = r * 10 * 100;
     while (s->state == SESSION_INDEXING) {
-        size_t n = dpp_master_choose_leases(&fx.m, NOW, picks, TASKS, 0);
+        size_t n = dpp_master_choose_leases(&fx.m, NOW, picks, TASKS, 0, NULL);
         assert_true(n > 0);
         for (size_t k = 0; k < n; k++) {
             dpp_master_lease_take(&fx.m, &picks[k], 1);
