@@ -1,51 +1,63 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The worker's store of split outputs (cache_store.h): two tiers, each a
- * hash table of its entries and a list in order of use. */
+ * hash table of its entries and a list in order of use, behind one mutex;
+ * entries' bytes are read and written outside it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/crc32c.h"
 #include "base/errtext.h"
 #include "base/log.h"
 #include "cache_store.h"
 #include "dpp/error.h"
 
-#define ENTRY_MAGIC 0x31435044u /* "DPC1" */
+#define HDR DPP_CACHE_HEADER_SIZE
+#define ENTRY_MAGIC 0x31435044u /* "DPC1" read as a little-endian u32 */
 #define ENTRY_VERSION 1u
 
-/* An entry's file image in memory (header and payload), shared by the RAM
- * tier and the readers holding it; freed with its last reference. */
+/* An entry's file image (header, then payload), shared by the RAM tier and
+ * the readers holding it, freed with its last reference. The count is
+ * atomic so that a reference needs no store: it outlives eviction,
+ * replacement and the store's close. */
 struct dpp_cache_ref {
-    int refs; /* under the store's lock */
-    size_t len;
-    dpp_cache_store_t *store;
-    uint64_t pad; /* keeps image 16-byte aligned, the payload 8 */
+    atomic_uint refs;
+    size_t len; /* image bytes */
     uint8_t image[];
 };
+/* malloc aligns image to 16 at this offset, and the header is a multiple
+ * of 8: callers parse the payload's blocks in place. */
+_Static_assert(offsetof(struct dpp_cache_ref, image) % 16 == 0 && HDR % 8 == 0,
+               "payloads must be 8-byte aligned");
 
+/* An entry of one tier; a key in both tiers has a node in each. */
 typedef struct node {
     dpp_cache_key_t key;
     struct node *hnext;       /* in its bucket */
     struct node *prev, *next; /* in order of use, most recent first */
-    uint64_t bytes;
-    dpp_cache_ref_t *ram; /* the RAM tier's image (one reference) */
+    uint64_t bytes;           /* image (RAM) or file (disk) bytes */
+    uint64_t seq;             /* disk: which write of the key the file is */
+    dpp_cache_ref_t *ram;     /* RAM: the tier's reference */
 } node_t;
 
 typedef struct tier {
-    node_t **buckets; /* [nbuckets], a power of two */
+    node_t **buckets; /* [nbuckets], a power of two, grown with n */
     size_t nbuckets, n;
     node_t *head, *tail;
     uint64_t bytes, bound;
-    dpp_cache_tier_stats_t st;
+    dpp_cache_tier_stats_t st; /* counters; entries and bytes filled in by stats */
 } tier_t;
 
 struct dpp_cache_store {
@@ -53,12 +65,12 @@ struct dpp_cache_store {
     tier_t ram, disk;
     int has_ram, has_disk;
     char *dir;
-    uint64_t damaged, write_errors, version;
-    atomic_uint tmp_seq;
+    int lock_fd; /* dir/lock, flock'd: one store a dir */
+    uint64_t damaged, write_errors, version, seq;
     int warned_write;
 };
 
-/* ---- entries' bytes --------------------------------------------------------- */
+/* ---- the entry format ----------------------------------------------------- */
 
 static void put_le32(uint8_t *p, uint32_t v)
 {
@@ -84,9 +96,7 @@ static uint64_t get_le64(const uint8_t *p)
     return v;
 }
 
-/* The header of an entry of len payload bytes into h[0..40). */
-static void write_header(uint8_t *h, const dpp_cache_key_t *key, const uint8_t *payload,
-                         size_t len)
+static void write_header(uint8_t *h, const dpp_cache_key_t *key, const uint8_t *payload, size_t len)
 {
     put_le32(h, ENTRY_MAGIC);
     put_le32(h + 4, ENTRY_VERSION);
@@ -97,11 +107,12 @@ static void write_header(uint8_t *h, const dpp_cache_key_t *key, const uint8_t *
     put_le32(h + 36, dpp_crc32c(0, h, 36));
 }
 
-/* The header alone: 0 with *key and *len, or DPP_ECORRUPT. */
+/* The header in h[0..have) alone: 0 with *key and the payload length
+ * *len, or DPP_ECORRUPT. */
 static int parse_header(const uint8_t *h, size_t have, dpp_cache_key_t *key, uint64_t *len,
                         char *err, size_t errlen)
 {
-    if (have < DPP_CACHE_HEADER_SIZE)
+    if (have < HDR)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "%zu bytes, shorter than an entry's header",
                         have);
     if (get_le32(h) != ENTRY_MAGIC || get_le32(h + 4) != ENTRY_VERSION)
@@ -112,6 +123,9 @@ static int parse_header(const uint8_t *h, size_t have, dpp_cache_key_t *key, uin
     key->hi = get_le64(h + 8);
     key->lo = get_le64(h + 16);
     *len = get_le64(h + 24);
+    if (*len > DPP_CACHE_MAX_PAYLOAD)
+        return dpp_errf(DPP_ECORRUPT, err, errlen, "payload of %" PRIu64 " bytes, over the limit",
+                        *len);
     return 0;
 }
 
@@ -122,63 +136,53 @@ int dpp_cache_entry_parse(const uint8_t *buf, size_t len, dpp_cache_key_t *key,
     int rc = parse_header(buf, len, key, &n, err, errlen);
     if (rc)
         return rc;
-    if (n != len - DPP_CACHE_HEADER_SIZE)
+    if (n != len - HDR)
         return dpp_errf(DPP_ECORRUPT, err, errlen,
                         "the header says %" PRIu64 " payload bytes, the entry has %zu", n,
-                        len - DPP_CACHE_HEADER_SIZE);
-    if (get_le32(buf + 32) != dpp_crc32c(0, buf + DPP_CACHE_HEADER_SIZE, (size_t)n))
+                        len - HDR);
+    if (get_le32(buf + 32) != dpp_crc32c(0, buf + HDR, (size_t)n))
         return dpp_errf(DPP_ECORRUPT, err, errlen, "payload checksum mismatch");
-    *payload = buf + DPP_CACHE_HEADER_SIZE;
+    *payload = buf + HDR;
     *payload_len = (size_t)n;
     return 0;
 }
 
-static dpp_cache_ref_t *ref_new(dpp_cache_store_t *s, size_t len)
+/* ---- references ------------------------------------------------------------ */
+
+static dpp_cache_ref_t *ref_new(size_t len)
 {
     dpp_cache_ref_t *r = malloc(sizeof *r + len);
     if (r) {
-        r->refs = 1;
+        atomic_init(&r->refs, 1);
         r->len = len;
-        r->store = s;
     }
     return r;
 }
 
-/* Drops a reference; the caller holds the store's lock. */
-static void ref_drop_locked(dpp_cache_ref_t *r)
-{
-    if (r && --r->refs == 0)
-        free(r);
-}
-
 const uint8_t *dpp_cache_ref_data(const dpp_cache_ref_t *ref, size_t *len)
 {
-    *len = ref->len - DPP_CACHE_HEADER_SIZE;
-    return ref->image + DPP_CACHE_HEADER_SIZE;
+    *len = ref->len - HDR;
+    return ref->image + HDR;
 }
 
 void dpp_cache_ref_put(dpp_cache_ref_t *ref)
 {
-    if (ref == NULL)
-        return;
-    dpp_cache_store_t *s = ref->store;
-    pthread_mutex_lock(&s->mu);
-    ref_drop_locked(ref);
-    pthread_mutex_unlock(&s->mu);
+    if (ref && atomic_fetch_sub(&ref->refs, 1) == 1)
+        free(ref);
 }
 
 /* ---- a tier: hash table and order of use ------------------------------------ */
 
-static size_t bucket(const tier_t *t, const dpp_cache_key_t *k)
+static size_t slot(const dpp_cache_key_t *k, size_t nbuckets)
 {
-    return (size_t)(k->lo ^ (k->hi >> 7)) & (t->nbuckets - 1);
+    return (size_t)(k->lo ^ k->hi) & (nbuckets - 1); /* keys are hashes already */
 }
 
 static node_t *tier_find(const tier_t *t, const dpp_cache_key_t *k)
 {
     if (t->nbuckets == 0)
         return NULL;
-    for (node_t *n = t->buckets[bucket(t, k)]; n; n = n->hnext)
+    for (node_t *n = t->buckets[slot(k, t->nbuckets)]; n; n = n->hnext)
         if (n->key.lo == k->lo && n->key.hi == k->hi)
             return n;
     return NULL;
@@ -186,14 +190,8 @@ static node_t *tier_find(const tier_t *t, const dpp_cache_key_t *k)
 
 static void list_unlink(tier_t *t, node_t *n)
 {
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        t->head = n->next;
-    if (n->next)
-        n->next->prev = n->prev;
-    else
-        t->tail = n->prev;
+    *(n->prev ? &n->prev->next : &t->head) = n->next;
+    *(n->next ? &n->next->prev : &t->tail) = n->prev;
     n->prev = n->next = NULL;
 }
 
@@ -201,11 +199,8 @@ static void list_front(tier_t *t, node_t *n)
 {
     n->prev = NULL;
     n->next = t->head;
-    if (t->head)
-        t->head->prev = n;
+    *(t->head ? &t->head->prev : &t->tail) = n;
     t->head = n;
-    if (t->tail == NULL)
-        t->tail = n;
 }
 
 static void tier_touch(tier_t *t, node_t *n)
@@ -214,49 +209,35 @@ static void tier_touch(tier_t *t, node_t *n)
     list_front(t, n);
 }
 
-/* Adds n (not in t) as the most recent, or at the end (oldest). */
-static int tier_insert(tier_t *t, node_t *n, int oldest)
+/* Adds n (its key not in t) as the most recently used. */
+static void tier_insert(tier_t *t, node_t *n)
 {
     if (t->n >= t->nbuckets) {
         size_t nb = t->nbuckets ? 2 * t->nbuckets : 256;
-        node_t **b = calloc(nb, sizeof *b);
-        if (b == NULL)
-            return -ENOMEM;
+        node_t **b = dpp_xcalloc(nb, sizeof *b);
         for (size_t i = 0; i < t->nbuckets; i++)
             for (node_t *x = t->buckets[i], *next; x; x = next) {
                 next = x->hnext;
-                size_t j = (size_t)(x->key.lo ^ (x->key.hi >> 7)) & (nb - 1);
-                x->hnext = b[j];
-                b[j] = x;
+                x->hnext = b[slot(&x->key, nb)];
+                b[slot(&x->key, nb)] = x;
             }
         free(t->buckets);
         t->buckets = b;
         t->nbuckets = nb;
     }
-    size_t j = bucket(t, &n->key);
-    n->hnext = t->buckets[j];
-    t->buckets[j] = n;
-    if (oldest) {
-        n->next = NULL;
-        n->prev = t->tail;
-        if (t->tail)
-            t->tail->next = n;
-        t->tail = n;
-        if (t->head == NULL)
-            t->head = n;
-    } else {
-        list_front(t, n);
-    }
+    node_t **head = &t->buckets[slot(&n->key, t->nbuckets)];
+    n->hnext = *head;
+    *head = n;
+    list_front(t, n);
     t->n++;
     t->bytes += n->bytes;
     t->st.insertions++;
-    return 0;
 }
 
 /* Takes n out of t (not freed). */
 static void tier_remove(tier_t *t, node_t *n)
 {
-    node_t **pp = &t->buckets[bucket(t, &n->key)];
+    node_t **pp = &t->buckets[slot(&n->key, t->nbuckets)];
     while (*pp != n)
         pp = &(*pp)->hnext;
     *pp = n->hnext;
@@ -269,267 +250,306 @@ static void tier_free(tier_t *t)
 {
     for (node_t *n = t->head, *next; n; n = next) {
         next = n->next;
-        if (n->ram)
-            free(n->ram); /* no reference is left at close */
+        dpp_cache_ref_put(n->ram);
         free(n);
     }
     free(t->buckets);
-    memset(t, 0, sizeof *t);
 }
 
-/* ---- files ----------------------------------------------------------------------- */
+/* ---- the index and the files -------------------------------------------------- */
 
-static void entry_path(const dpp_cache_store_t *s, const dpp_cache_key_t *k, char *out, size_t len)
+static char *entry_path(const dpp_cache_store_t *s, const dpp_cache_key_t *k, char *out)
 {
-    snprintf(out, len, "%s/%02x/%016" PRIx64 "%016" PRIx64 ".dpc", s->dir,
+    snprintf(out, PATH_MAX, "%s/%02x/%016" PRIx64 "%016" PRIx64 ".dpc", s->dir,
              (unsigned)(k->hi >> 56), k->hi, k->lo);
+    return out;
 }
 
-/* Writes image[0..len) as the entry file of key: a temporary file in the
- * same folder, renamed into place. Returns 0 or -errno. */
-static int write_entry(dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *image,
-                       size_t len)
+static int held(const dpp_cache_store_t *s, const dpp_cache_key_t *k)
 {
-    char path[4400], tmp[4400];
-    entry_path(s, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/%02x/.tmp-%ld-%u", s->dir, (unsigned)(key->hi >> 56),
-             (long)getpid(), atomic_fetch_add(&s->tmp_seq, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    return tier_find(&s->ram, k) || tier_find(&s->disk, k);
+}
+
+/* Takes n out of t and frees it: the RAM tier's reference is given back,
+ * the disk tier's file deleted. Under the lock, as is every rename into
+ * place, so that the folders always match the index: an unlink after
+ * unlocking could delete the file a concurrent put has just renamed over
+ * the same name. A reader that opened the file still reads it whole. */
+static void drop(dpp_cache_store_t *s, tier_t *t, node_t *n)
+{
+    char path[PATH_MAX];
+    tier_remove(t, n);
+    if (t == &s->disk)
+        unlink(entry_path(s, &n->key, path));
+    dpp_cache_ref_put(n->ram);
+    free(n);
+}
+
+/* Makes room for need more bytes in t, least recently used first. Under
+ * the lock. */
+static void evict(dpp_cache_store_t *s, tier_t *t, uint64_t need)
+{
+    while (t->tail && t->bytes + need > t->bound) {
+        dpp_cache_key_t k = t->tail->key;
+        drop(s, t, t->tail);
+        t->st.evictions++;
+        if (!held(s, &k))
+            s->version++;
+    }
+}
+
+/* Makes r the RAM tier's image of key (not in the tier; r fits its bound),
+ * with a reference of the tier's own. Under the lock. */
+static void ram_insert(dpp_cache_store_t *s, const dpp_cache_key_t *key, dpp_cache_ref_t *r)
+{
+    evict(s, &s->ram, r->len);
+    node_t *n = dpp_xcalloc(1, sizeof *n);
+    n->key = *key;
+    n->bytes = r->len;
+    n->ram = r;
+    atomic_fetch_add(&r->refs, 1);
+    tier_insert(&s->ram, n);
+}
+
+/* Writes image[0..len) to a new temporary file in key's folder, its path
+ * into tmp (PATH_MAX bytes). Returns 0 or -errno, leaving no file. */
+static int write_tmp(const dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *image,
+                     size_t len, char *tmp)
+{
+    snprintf(tmp, PATH_MAX, "%s/%02x/.tmp-XXXXXX", s->dir, (unsigned)(key->hi >> 56));
+    int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)
         return -errno;
     int rc = 0;
     for (size_t at = 0; at < len && rc == 0;) {
         ssize_t n = write(fd, image + at, len - at);
-        if (n < 0 && errno != EINTR)
-            rc = -errno;
-        else if (n > 0)
+        if (n > 0)
             at += (size_t)n;
+        else if (n == 0 || errno != EINTR)
+            rc = n == 0 ? -EIO : -errno;
     }
     if (close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
         rc = -errno;
     if (rc)
         unlink(tmp);
     return rc;
 }
 
-/* Reads the entry file of key whole into a new reference (its size as the
- * index knew it: want). Returns 0, -ENOENT (gone), DPP_ECORRUPT (damaged:
- * the caller deletes it) or -ENOMEM. */
-static int read_entry(dpp_cache_store_t *s, const dpp_cache_key_t *key, uint64_t want,
-                      dpp_cache_ref_t **out)
+/* Reads key's file whole into a new reference and checks it; its size must
+ * be want, the index's. Returns 0 (the file's mtime set to now: its use,
+ * for the order after a restart), -ENOENT (no file), DPP_ECORRUPT with the
+ * reason in why, -ENOMEM, or another -errno (unreadable for now). */
+static int read_entry(const dpp_cache_store_t *s, const dpp_cache_key_t *key, uint64_t want,
+                      dpp_cache_ref_t **out, char *why, size_t whylen)
 {
-    char path[4400], why[128];
-    entry_path(s, key, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char path[PATH_MAX];
+    int fd = open(entry_path(s, key, path), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? -ENOENT : DPP_ECORRUPT;
+        return -errno;
     struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != want || want < DPP_CACHE_HEADER_SIZE) {
-        close(fd);
-        return DPP_ECORRUPT;
-    }
-    dpp_cache_ref_t *r = ref_new(s, (size_t)want);
-    if (r == NULL) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t at = 0;
-    while (at < want) {
+    dpp_cache_ref_t *r = NULL;
+    int rc = 0;
+    if (fstat(fd, &st) != 0)
+        rc = -errno;
+    else if ((uint64_t)st.st_size != want)
+        rc = dpp_errf(DPP_ECORRUPT, why, whylen, "%jd bytes, the index says %" PRIu64,
+                      (intmax_t)st.st_size, want);
+    else if ((r = ref_new((size_t)want)) == NULL)
+        rc = -ENOMEM;
+    for (size_t at = 0; rc == 0 && at < want;) {
         ssize_t n = pread(fd, r->image + at, (size_t)want - at, (off_t)at);
-        if (n <= 0 && !(n < 0 && errno == EINTR))
-            break;
         if (n > 0)
             at += (size_t)n;
+        else if (n == 0 || errno == EIO)
+            rc = dpp_errf(DPP_ECORRUPT, why, whylen, "%s at byte %zu", n ? "I/O error" : "cut", at);
+        else if (errno != EINTR)
+            rc = -errno;
     }
-    close(fd);
     dpp_cache_key_t k;
-    const uint8_t *payload;
+    const uint8_t *p;
     size_t plen;
-    if (at != want ||
-        dpp_cache_entry_parse(r->image, at, &k, &payload, &plen, why, sizeof why) != 0 ||
-        k.hi != key->hi || k.lo != key->lo) {
-        free(r);
-        return DPP_ECORRUPT;
+    if (rc == 0 &&
+        (rc = dpp_cache_entry_parse(r->image, r->len, &k, &p, &plen, why, whylen)) == 0 &&
+        (k.hi != key->hi || k.lo != key->lo))
+        rc = dpp_errf(DPP_ECORRUPT, why, whylen, "the header holds another key");
+    if (rc == 0)
+        futimens(fd, NULL);
+    close(fd);
+    if (rc) {
+        dpp_cache_ref_put(r);
+        return rc;
     }
-    /* its use, for the order after a restart */
-    utimensat(AT_FDCWD, path, NULL, 0);
     *out = r;
     return 0;
 }
 
-/* Deletes the files of the keys evicted from the disk tier (outside the
- * lock: a reader that opened one still reads it whole). */
-static void unlink_keys(dpp_cache_store_t *s, const dpp_cache_key_t *keys, size_t n)
+/* ---- open: the scan ------------------------------------------------------------ */
+
+typedef struct found {
+    int64_t mtime_ns;
+    node_t *node;
+} found_t;
+
+static int by_mtime(const void *a, const void *b)
 {
-    char path[4400];
-    for (size_t i = 0; i < n; i++) {
-        entry_path(s, &keys[i], path, sizeof path);
-        unlink(path);
-    }
+    int64_t x = ((const found_t *)a)->mtime_ns, y = ((const found_t *)b)->mtime_ns;
+    return (x > y) - (x < y);
 }
 
-/* ---- eviction -------------------------------------------------------------------- */
-
-/* Makes room for `need` more bytes in tier t (oldest first), sparing
- * `keep`; disk victims' keys go to victims[*nv] (cap of them; any more
- * stay until the next eviction). Caller holds the lock. */
-static void evict(dpp_cache_store_t *s, tier_t *t, uint64_t need, const node_t *keep,
-                  dpp_cache_key_t *victims, size_t *nv, size_t cap)
+/* The key an entry file's name spells (32 lowercase hex digits and
+ * ".dpc"): 0, or -1 for another name. */
+static int name_key(const char *name, dpp_cache_key_t *k)
 {
-    while (t->tail && t->bytes + need > t->bound) {
-        node_t *n = t->tail;
-        if (n == keep)
-            break;
-        if (t == &s->disk) {
-            if (*nv == cap)
-                break;
-            victims[(*nv)++] = n->key;
-        }
-        tier_remove(t, n);
-        ref_drop_locked(n->ram);
-        free(n);
-        t->st.evictions++;
-        s->version++;
+    if (strlen(name) != 36 || strcmp(name + 32, ".dpc") != 0)
+        return -1;
+    uint64_t half[2] = {0, 0};
+    for (int i = 0; i < 32; i++) {
+        int c = name[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return -1;
+        half[i / 16] = half[i / 16] << 4 | (unsigned)v;
     }
+    *k = (dpp_cache_key_t){half[0], half[1]};
+    return 0;
 }
 
-/* ---- the store ----------------------------------------------------------------- */
-
-/* Finds the entry files of a folder again (open); damaged headers and
- * leftover temporary files are deleted. */
-static void scan_folder(dpp_cache_store_t *s, const char *folder, node_t ***found, size_t *n,
-                        size_t *cap, int64_t **stamps)
+/* Indexes the entry files of folder f into *found, deleting leftover
+ * temporary files and entries whose header or name is wrong. Payloads are
+ * checked when read: checking them here would read the whole cache at each
+ * start. Names not ours are left alone. */
+static void scan_folder(dpp_cache_store_t *s, unsigned f, found_t **found, size_t *n, size_t *cap)
 {
+    char folder[PATH_MAX], path[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s/%02x", s->dir, f);
     DIR *d = opendir(folder);
     if (d == NULL)
         return;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        char path[4200 + 256 + 2];
-        snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
-        if (strncmp(e->d_name, ".tmp-", 5) == 0) {
-            unlink(path); /* a worker stopped while writing it */
+        dpp_cache_key_t named, key;
+        int tmp = strncmp(e->d_name, ".tmp-", 5) == 0;
+        if ((!tmp && name_key(e->d_name, &named) != 0) ||
+            snprintf(path, sizeof path, "%s/%s", folder, e->d_name) >= (int)sizeof path)
             continue;
-        }
-        size_t l = strlen(e->d_name);
-        if (l != 36 || strcmp(e->d_name + 32, ".dpc") != 0)
-            continue;
-        uint8_t h[DPP_CACHE_HEADER_SIZE];
+        uint8_t h[HDR];
         struct stat st;
-        dpp_cache_key_t key;
         uint64_t len = 0;
         char why[96];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        int ok = fd >= 0 && fstat(fd, &st) == 0 &&
-                 pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
-                 parse_header(h, sizeof h, &key, &len, why, sizeof why) == 0 &&
-                 len == (uint64_t)st.st_size - DPP_CACHE_HEADER_SIZE;
+        int fd = tmp ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                 pread(fd, h, HDR, 0) == HDR &&
+                 parse_header(h, HDR, &key, &len, why, sizeof why) == 0 &&
+                 len == (uint64_t)st.st_size - HDR && key.hi == named.hi && key.lo == named.lo &&
+                 key.hi >> 56 == f;
         if (fd >= 0)
             close(fd);
-        node_t *node = ok ? calloc(1, sizeof *node) : NULL;
-        if (ok && *n == *cap) {
-            size_t c = *cap ? 2 * *cap : 1024;
-            node_t **f = realloc(*found, c * sizeof *f);
-            int64_t *t = realloc(*stamps, c * sizeof *t);
-            if (f)
-                *found = f;
-            if (t)
-                *stamps = t;
-            if (f && t)
-                *cap = c;
-        }
-        if (node == NULL || *n == *cap) {
-            free(node);
-            if (!ok) {
-                unlink(path);
-                s->damaged++;
-            }
+        if (!ok) {
+            unlink(path); /* a worker stopped while writing it; or damaged */
+            s->damaged += !tmp;
             continue;
         }
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 1024;
+            *found = dpp_xrealloc(*found, *cap * sizeof **found);
+        }
+        node_t *node = dpp_xcalloc(1, sizeof *node);
         node->key = key;
         node->bytes = (uint64_t)st.st_size;
-        (*stamps)[*n] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        (*found)[(*n)++] = node;
+        node->seq = ++s->seq;
+        (*found)[(*n)++] =
+            (found_t){(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, node};
     }
     closedir(d);
 }
 
+/* mkdir -p of path (changed and restored on the way). Returns 0 or -errno. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        int rc = mkdir(path, 0750) != 0 && errno != EEXIST ? -errno : 0;
+        *p = c;
+        if (rc || c == '\0')
+            return rc;
+    }
+}
+
+static int open_dir(dpp_cache_store_t *s, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int rc;
+    if (s->dir[0] == '\0' || strlen(s->dir) + 48 > PATH_MAX)
+        return dpp_errf(-ENAMETOOLONG, err, errlen, "cache dir \"%.64s...\": %s", s->dir,
+                        s->dir[0] ? "path too long" : "empty path");
+    if ((rc = make_dirs(s->dir)) != 0 || (rc = stat(s->dir, &st) != 0 ? -errno : 0) != 0 ||
+        (rc = S_ISDIR(st.st_mode) ? 0 : -ENOTDIR) != 0)
+        return dpp_errf(rc, err, errlen, "cache dir %s: %s", s->dir, strerror(-rc));
+    snprintf(path, sizeof path, "%s/lock", s->dir);
+    if ((s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) < 0)
+        return dpp_errf(-errno, err, errlen, "cache dir %s: %s", s->dir, strerror(errno));
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK
+                   ? dpp_errf(-EBUSY, err, errlen,
+                              "cache dir %s: in use by another worker (each needs its own)", s->dir)
+                   : dpp_errf(-errno, err, errlen, "cache dir %s: lock: %s", s->dir,
+                              strerror(errno));
+    found_t *found = NULL;
+    size_t n = 0, cap = 0;
+    for (unsigned f = 0; f < 256 && rc == 0; f++) {
+        snprintf(path, sizeof path, "%s/%02x", s->dir, f);
+        if (mkdir(path, 0750) != 0 && errno != EEXIST)
+            rc = dpp_errf(-errno, err, errlen, "cache dir %s: folder %02x: %s", s->dir, f,
+                          strerror(errno));
+        else
+            scan_folder(s, f, &found, &n, &cap);
+    }
+    /* oldest first, each then made the most recently used */
+    if (rc == 0 && n > 0)
+        qsort(found, n, sizeof *found, by_mtime);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0)
+            tier_insert(&s->disk, found[i].node);
+        else
+            free(found[i].node);
+    }
+    free(found);
+    if (rc)
+        return rc;
+    s->disk.st.insertions = 0; /* found, not stored */
+    evict(s, &s->disk, 0);     /* the bound may be smaller than last time */
+    DPP_INFO("cache_opened dir=%s entries=%zu bytes=%" PRIu64 " bound=%" PRIu64
+             " damaged_removed=%" PRIu64,
+             s->dir, s->disk.n, s->disk.bytes, s->disk.bound, s->damaged);
+    return 0;
+}
+
+/* ---- the store ----------------------------------------------------------------- */
+
 int dpp_cache_store_open(dpp_cache_store_t **out, const dpp_cache_store_config_t *cfg, char *err,
                          size_t errlen)
 {
-    *out = NULL;
-    dpp_cache_store_t *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return dpp_errf(-ENOMEM, err, errlen, "cache: out of memory");
+    dpp_cache_store_t *s = dpp_xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
+    s->lock_fd = -1;
     s->has_ram = cfg->ram_bytes > 0;
     s->ram.bound = cfg->ram_bytes;
-    if (cfg->dir == NULL) {
-        *out = s;
-        return 0;
+    int rc = 0;
+    if (cfg->dir) {
+        s->has_disk = 1;
+        s->disk.bound = cfg->disk_bytes;
+        s->dir = dpp_xstrdup(cfg->dir);
+        rc = open_dir(s, err, errlen);
     }
-    s->has_disk = 1;
-    s->disk.bound = cfg->disk_bytes;
-    if ((s->dir = strdup(cfg->dir)) == NULL) {
+    if (rc) {
         dpp_cache_store_close(s);
-        return dpp_errf(-ENOMEM, err, errlen, "cache: out of memory");
+        s = NULL;
     }
-    if (mkdir(s->dir, 0750) != 0 && errno != EEXIST) {
-        int rc = -errno;
-        dpp_cache_store_close(s);
-        return dpp_errf(rc, err, errlen, "--cache-dir %s: %s", cfg->dir, strerror(-rc));
-    }
-    node_t **found = NULL;
-    int64_t *stamps = NULL;
-    size_t n = 0, cap = 0;
-    for (unsigned f = 0; f < 256; f++) {
-        char folder[4200];
-        snprintf(folder, sizeof folder, "%s/%02x", s->dir, f);
-        if (mkdir(folder, 0750) != 0 && errno != EEXIST) {
-            int rc = -errno;
-            for (size_t i = 0; i < n; i++)
-                free(found[i]);
-            free(found);
-            free(stamps);
-            dpp_cache_store_close(s);
-            return dpp_errf(rc, err, errlen, "--cache-dir %s: folder %02x: %s", cfg->dir, f,
-                            strerror(-rc));
-        }
-        scan_folder(s, folder, &found, &n, &cap, &stamps);
-    }
-    /* most recently used first: each found entry goes after the ones used
-     * later (insertion sort by stamp would be n^2: sort indexes) */
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
-    for (size_t i = 0; order && i < n; i++)
-        order[i] = i;
-    for (size_t gap = n / 2; order && gap > 0; gap /= 2) /* Shell sort, newest first */
-        for (size_t i = gap; i < n; i++)
-            for (size_t j = i; j >= gap && stamps[order[j - gap]] < stamps[order[j]]; j -= gap) {
-                size_t t = order[j];
-                order[j] = order[j - gap];
-                order[j - gap] = t;
-            }
-    for (size_t i = 0; i < n; i++) {
-        node_t *node = found[order ? order[i] : i];
-        if (tier_insert(&s->disk, node, 1) != 0)
-            free(node);
-    }
-    s->disk.st.insertions = 0;
-    free(order);
-    free(found);
-    free(stamps);
-    dpp_cache_key_t victims[256];
-    size_t nv;
-    do { /* a smaller bound than last time */
-        nv = 0;
-        evict(s, &s->disk, 0, NULL, victims, &nv, 256);
-        unlink_keys(s, victims, nv);
-    } while (nv == 256);
-    DPP_INFO("cache_opened dir=%s entries=%zu bytes=%" PRIu64 " damaged_removed=%" PRIu64,
-             s->dir, s->disk.n, s->disk.bytes, s->damaged);
     *out = s;
-    return 0;
+    return rc;
 }
 
 void dpp_cache_store_close(dpp_cache_store_t *s)
@@ -538,95 +558,74 @@ void dpp_cache_store_close(dpp_cache_store_t *s)
         return;
     tier_free(&s->ram);
     tier_free(&s->disk);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     pthread_mutex_destroy(&s->mu);
     free(s->dir);
     free(s);
 }
 
-/* Puts image r into the RAM tier under key (one more reference), making
- * room. Caller holds the lock. */
-static void ram_insert_locked(dpp_cache_store_t *s, const dpp_cache_key_t *key,
-                              dpp_cache_ref_t *r)
-{
-    if (!s->has_ram || r->len > s->ram.bound)
-        return;
-    node_t *old = tier_find(&s->ram, key);
-    if (old) {
-        tier_remove(&s->ram, old);
-        ref_drop_locked(old->ram);
-        free(old);
-    }
-    evict(s, &s->ram, r->len, NULL, NULL, NULL, 0);
-    node_t *n = calloc(1, sizeof *n);
-    if (n == NULL)
-        return;
-    n->key = *key;
-    n->bytes = r->len;
-    n->ram = r;
-    r->refs++;
-    if (tier_insert(&s->ram, n, 0) != 0) {
-        r->refs--;
-        free(n);
-        return;
-    }
-    s->version++;
-}
-
 int dpp_cache_store_get(dpp_cache_store_t *s, const dpp_cache_key_t *key, dpp_cache_ref_t **ref,
                         int *tier)
 {
+    char path[PATH_MAX];
     *ref = NULL;
     pthread_mutex_lock(&s->mu);
-    node_t *n = s->has_ram ? tier_find(&s->ram, key) : NULL;
-    if (n) {
-        tier_touch(&s->ram, n);
-        n->ram->refs++;
-        *ref = n->ram;
+    node_t *r = tier_find(&s->ram, key), *d = tier_find(&s->disk, key);
+    if (d) /* a RAM hit is a use too: the disk copy must not age meanwhile */
+        tier_touch(&s->disk, d);
+    if (r) {
+        tier_touch(&s->ram, r);
+        atomic_fetch_add(&r->ram->refs, 1);
+        *ref = r->ram;
         *tier = 0;
         s->ram.st.hits++;
-        s->ram.st.bytes_served += n->ram->len - DPP_CACHE_HEADER_SIZE;
+        s->ram.st.bytes_served += r->bytes - HDR;
         pthread_mutex_unlock(&s->mu);
+        if (d) /* its use, for the order after a restart */
+            utimensat(AT_FDCWD, entry_path(s, key, path), NULL, 0);
         return 0;
     }
-    if (s->has_ram)
-        s->ram.st.misses++;
-    n = s->has_disk ? tier_find(&s->disk, key) : NULL;
-    uint64_t want = n ? n->bytes : 0;
-    if (n)
-        tier_touch(&s->disk, n);
-    else if (s->has_disk)
-        s->disk.st.misses++;
-    pthread_mutex_unlock(&s->mu);
-    if (n == NULL)
-        return -ENOENT;
-
-    dpp_cache_ref_t *r = NULL;
-    int rc = read_entry(s, key, want, &r);
-    pthread_mutex_lock(&s->mu);
-    if (rc) {
-        node_t *gone = tier_find(&s->disk, key);
-        if (gone && gone->bytes == want) { /* not replaced meanwhile */
-            tier_remove(&s->disk, gone);
-            free(gone);
-            s->version++;
-        }
-        s->disk.st.misses++;
-        if (rc == DPP_ECORRUPT)
-            s->damaged++;
+    s->ram.st.misses += s->has_ram;
+    if (d == NULL) {
+        s->disk.st.misses += s->has_disk;
         pthread_mutex_unlock(&s->mu);
-        if (rc == DPP_ECORRUPT) {
-            DPP_WARN("cache_entry_damaged dir=%s key=%016" PRIx64 "%016" PRIx64
-                     " action=\"deleted: a miss\"",
-                     s->dir, key->hi, key->lo);
-            unlink_keys(s, key, 1);
-        }
-        return rc == -ENOMEM ? rc : -ENOENT;
+        return -ENOENT;
     }
-    s->disk.st.hits++;
-    s->disk.st.bytes_served += r->len - DPP_CACHE_HEADER_SIZE;
-    ram_insert_locked(s, key, r);
+    uint64_t want = d->bytes, seq = d->seq;
     pthread_mutex_unlock(&s->mu);
-    *ref = r;
+
+    dpp_cache_ref_t *img = NULL;
+    char why[128];
+    int rc = read_entry(s, key, want, &img, why, sizeof why);
+    pthread_mutex_lock(&s->mu);
+    /* Unchanged while unlocked (no put, remove or eviction of key): the
+     * file read is the one the index knows. Otherwise a failure is not the
+     * entry's, and a success may be older than what the key holds now: it
+     * is served (it was current when looked up) but not promoted. */
+    d = tier_find(&s->disk, key);
+    int same = d && d->seq == seq;
+    if (rc == 0) {
+        s->disk.st.hits++;
+        s->disk.st.bytes_served += img->len - HDR;
+        if (same && s->has_ram && img->len <= s->ram.bound && !tier_find(&s->ram, key))
+            ram_insert(s, key, img);
+    } else {
+        s->disk.st.misses++;
+        if (same && (rc == -ENOENT || rc == DPP_ECORRUPT)) {
+            s->damaged += rc == DPP_ECORRUPT;
+            drop(s, &s->disk, d);
+            if (!held(s, key))
+                s->version++;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (rc == DPP_ECORRUPT && same)
+        DPP_WARN("cache_entry_damaged file=%s reason=\"%s\" action=\"deleted: a miss\"",
+                 entry_path(s, key, path), why);
+    if (rc)
+        return rc == -ENOMEM ? rc : -ENOENT;
+    *ref = img;
     *tier = 1;
     return 0;
 }
@@ -634,50 +633,63 @@ int dpp_cache_store_get(dpp_cache_store_t *s, const dpp_cache_key_t *key, dpp_ca
 int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *data,
                         size_t len)
 {
-    size_t image = DPP_CACHE_HEADER_SIZE + len;
-    int ram = s->has_ram && image <= s->ram.bound;
-    int disk = s->has_disk && image <= s->disk.bound;
-    if (!ram && !disk)
-        return 0;
-    dpp_cache_ref_t *r = ref_new(s, image);
-    if (r == NULL)
-        return -ENOMEM;
-    write_header(r->image, key, data, len);
-    memcpy(r->image + DPP_CACHE_HEADER_SIZE, data, len);
-    int wrc = disk ? write_entry(s, key, r->image, image) : 0;
+    int fits = len <= DPP_CACHE_MAX_PAYLOAD;
+    size_t image = HDR + (fits ? len : 0);
+    int ram = fits && s->has_ram && image <= s->ram.bound;
+    int disk = fits && s->has_disk && image <= s->disk.bound;
+    dpp_cache_ref_t *r = NULL;
+    char tmp[PATH_MAX], path[PATH_MAX];
+    int wrc = 0, warn = 0;
+    if (ram || disk) {
+        if ((r = ref_new(image)) == NULL)
+            return -ENOMEM;
+        write_header(r->image, key, data, len);
+        memcpy(r->image + HDR, data, len);
+        if (disk)
+            wrc = write_tmp(s, key, r->image, image, tmp);
+    }
 
-    dpp_cache_key_t victims[64];
-    size_t nv = 0;
     pthread_mutex_lock(&s->mu);
+    int was = held(s, key);
+    /* what key held is stale in every tier, also where the new entry does not go */
+    node_t *n = tier_find(&s->ram, key);
+    if (n)
+        drop(s, &s->ram, n);
     if (ram)
-        ram_insert_locked(s, key, r);
-    int warn = 0;
-    if (disk && wrc != 0) {
+        ram_insert(s, key, r);
+    n = tier_find(&s->disk, key);
+    if (disk && wrc == 0) {
+        if (n) { /* its file stays until the rename replaces it: readers never miss it */
+            tier_remove(&s->disk, n);
+            free(n);
+        }
+        evict(s, &s->disk, image);
+        if (rename(tmp, entry_path(s, key, path)) == 0) {
+            n = dpp_xcalloc(1, sizeof *n);
+            n->key = *key;
+            n->bytes = image;
+            n->seq = ++s->seq;
+            tier_insert(&s->disk, n);
+        } else {
+            wrc = -errno;
+            unlink(tmp);
+            unlink(path);
+        }
+    } else if (n) {
+        drop(s, &s->disk, n);
+    }
+    if (disk && wrc) {
         s->write_errors++;
         warn = !s->warned_write;
         s->warned_write = 1;
-    } else if (disk) {
-        node_t *old = tier_find(&s->disk, key);
-        if (old) {
-            tier_remove(&s->disk, old);
-            free(old);
-        }
-        node_t *n = calloc(1, sizeof *n);
-        if (n) {
-            n->key = *key;
-            n->bytes = image;
-            evict(s, &s->disk, image, NULL, victims, &nv, 64);
-            if (tier_insert(&s->disk, n, 0) != 0)
-                free(n);
-            s->version++;
-        }
     }
-    ref_drop_locked(r);
+    if (was != held(s, key))
+        s->version++;
     pthread_mutex_unlock(&s->mu);
-    unlink_keys(s, victims, nv);
+    dpp_cache_ref_put(r);
     if (warn)
-        DPP_WARN("cache_write_failed dir=%s error=\"%s\" effect=\"entries not kept on disk (counted "
-                 "in dpp_cache_write_errors_total); this warning is not repeated\"",
+        DPP_WARN("cache_write_failed dir=%s error=\"%s\" effect=\"entries not kept on disk "
+                 "(counted in dpp_cache_write_errors_total); this warning is not repeated\"",
                  s->dir, dpp_strerror(wrc));
     return 0;
 }
@@ -685,23 +697,14 @@ int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const 
 void dpp_cache_store_remove(dpp_cache_store_t *s, const dpp_cache_key_t *key)
 {
     pthread_mutex_lock(&s->mu);
-    node_t *n = tier_find(&s->ram, key);
-    if (n) {
-        tier_remove(&s->ram, n);
-        ref_drop_locked(n->ram);
-        free(n);
-        s->version++;
-    }
-    int on_disk = 0;
-    if ((n = tier_find(&s->disk, key)) != NULL) {
-        tier_remove(&s->disk, n);
-        free(n);
-        s->version++;
-        on_disk = 1;
-    }
+    node_t *n;
+    int was = held(s, key);
+    if ((n = tier_find(&s->ram, key)) != NULL)
+        drop(s, &s->ram, n);
+    if ((n = tier_find(&s->disk, key)) != NULL)
+        drop(s, &s->disk, n);
+    s->version += was;
     pthread_mutex_unlock(&s->mu);
-    if (on_disk)
-        unlink_keys(s, key, 1);
 }
 
 void dpp_cache_store_stats(dpp_cache_store_t *s, dpp_cache_store_stats_t *out)

@@ -4,20 +4,28 @@
  *  - RAM: entries in memory, least recently used evicted past ram_bytes;
  *  - disk: a file an entry under dir (in 256 folders "00".."ff" by the
  *    key's first byte, named by the key's 32 hex digits and ".dpc"), least
- *    recently used (by file mtime across restarts) evicted past disk_bytes.
- *    It survives a restart: dpp_cache_store_open() finds the entries again.
+ *    recently used evicted past disk_bytes. It survives a restart:
+ *    dpp_cache_store_open() finds the entries again, in their order of use
+ *    by the files' mtimes (a write or a read sets it).
  * Lookups try RAM, then disk (a disk hit is promoted to RAM). Every entry
  * file carries checksums of its header and payload: a damaged or partial
  * one (a worker killed while writing it, a full disk, a flipped bit) is a
  * miss, deleted and counted, never served; files are written under a
- * temporary name and renamed into place, so no fsync is needed.
+ * temporary name (".tmp-*", removed at the next open) and renamed into
+ * place, so no fsync is needed. A file "lock" in dir, flock'd while the
+ * store is open, keeps a second worker out of the same dir.
  *
- * Entry file, little-endian: "DPC1", u32 version 1, the key (u64 hi, u64
- * lo), u64 payload length, u32 CRC32C of the payload, u32 CRC32C of the 36
- * bytes before it; then the payload.
+ * Entry file, little-endian:
+ *   offset  0  "DPC1"
+ *           4  u32 version, 1
+ *           8  the key: u64 hi, u64 lo
+ *          24  u64 payload length (at most DPP_CACHE_MAX_PAYLOAD)
+ *          32  u32 CRC32C of the payload
+ *          36  u32 CRC32C of bytes 0..36
+ *          40  the payload
  *
- * Thread-safe: pipeline threads look up and insert at once; file reads and
- * writes happen outside the store's lock. */
+ * Thread-safe: pipeline threads look up and insert at once. One mutex
+ * guards the index; entries' bytes are read and written outside it. */
 #ifndef DPP_WORKER_CACHE_STORE_H
 #define DPP_WORKER_CACHE_STORE_H
 
@@ -25,69 +33,84 @@
 #include <stdint.h>
 
 #define DPP_CACHE_HEADER_SIZE 40
+#define DPP_CACHE_MAX_PAYLOAD (UINT64_C(1) << 30)
 
 typedef struct dpp_cache_key {
     uint64_t hi, lo;
 } dpp_cache_key_t;
 
+/* Both bounds count each entry's payload and its 40-byte header (the RAM
+ * tier's copy is the file's image), not the index (about 100 bytes an
+ * entry) nor entries evicted while a reference still holds them. */
 typedef struct dpp_cache_store_config {
     size_t ram_bytes;    /* 0: no RAM tier */
     const char *dir;     /* NULL: no disk tier */
     uint64_t disk_bytes; /* the disk tier's bound (file bytes) */
 } dpp_cache_store_config_t;
 
+/* hits + misses are the lookups that reached the tier (a disk lookup is a
+ * RAM miss); bytes_served counts payload bytes of hits. */
 typedef struct dpp_cache_tier_stats {
     uint64_t hits, misses, bytes_served, insertions, evictions, entries, bytes;
 } dpp_cache_tier_stats_t;
 
 typedef struct dpp_cache_store_stats {
     dpp_cache_tier_stats_t ram, disk;
-    uint64_t damaged;      /* entries found damaged and deleted */
+    uint64_t damaged;      /* entry files found damaged and deleted */
     uint64_t write_errors; /* entries that could not be written to disk */
 } dpp_cache_store_stats_t;
 
 typedef struct dpp_cache_store dpp_cache_store_t;
 typedef struct dpp_cache_ref dpp_cache_ref_t;
 
-/* Opens a store (creating dir and its folders when missing; removing
- * leftover temporary files and damaged entries). Returns 0 with *out, or
- * -errno / -ENOMEM with a sentence naming the dir in err. */
+/* Opens a store; cfg->dir (copied) is created with its parents and
+ * folders when missing, then scanned: entries found again, leftover
+ * temporary files and entries with a bad header deleted. Returns 0 with
+ * *out (free with dpp_cache_store_close), or -errno (-EBUSY: another
+ * store holds the dir) with a sentence naming the dir in err. Out of
+ * memory aborts, as in every daemon allocation. */
 int dpp_cache_store_open(dpp_cache_store_t **out, const dpp_cache_store_config_t *cfg, char *err,
                          size_t errlen);
 
-/* Frees the store; NULL accepted. No call may be running; references
- * handed out must have been put back. */
+/* Frees the store; NULL accepted. No call may be running. References
+ * handed out stay valid until put back. */
 void dpp_cache_store_close(dpp_cache_store_t *s);
 
-/* Looks key up: 0 with *ref (the entry's payload, valid until
- * dpp_cache_ref_put) and *tier (0 RAM, 1 disk), -ENOENT on a miss,
- * -ENOMEM. */
+/* Looks key up: 0 with *ref (the caller's, until dpp_cache_ref_put;
+ * eviction or replacement of the entry meanwhile does not touch it) and
+ * *tier (0 RAM, 1 disk), -ENOENT on a miss (also for a damaged or vanished
+ * file), -ENOMEM when the entry cannot be read into memory. */
 int dpp_cache_store_get(dpp_cache_store_t *s, const dpp_cache_key_t *key, dpp_cache_ref_t **ref,
                         int *tier);
-/* The payload of a reference: 8-byte aligned, *len bytes. */
+/* The payload of a reference: *len bytes, 8-byte aligned, read-only, valid
+ * while the reference is held. */
 const uint8_t *dpp_cache_ref_data(const dpp_cache_ref_t *ref, size_t *len);
+/* Gives a reference back; NULL accepted. Any thread, no lock. */
 void dpp_cache_ref_put(dpp_cache_ref_t *ref);
 
 /* Stores data[0..len) (copied) under key in each tier it fits, replacing
- * what the key held. A tier that cannot take it (an entry bigger than its
- * bound, a write that fails: counted and logged once) just does not hold
- * it. Returns 0 or -ENOMEM. */
+ * what the key held in every tier. A tier that cannot take it (an entry
+ * bigger than its bound or DPP_CACHE_MAX_PAYLOAD, a write that fails:
+ * counted and logged once) just does not hold it. Returns 0, or -ENOMEM
+ * (nothing changed) when the copy cannot be allocated. */
 int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *data,
                         size_t len);
 
 /* Drops key from both tiers (its entry was found stale). */
 void dpp_cache_store_remove(dpp_cache_store_t *s, const dpp_cache_key_t *key);
 
+/* Counters and the tiers' sizes now, into *out. */
 void dpp_cache_store_stats(dpp_cache_store_t *s, dpp_cache_store_stats_t *out);
 
-/* The low halves of the keys the store holds in any tier, at most max of
- * them into out (any order); returns how many it holds. version changes
- * whenever that set does. */
+/* The low halves of the keys the store holds in any tier (each once), at
+ * most max of them into out (NULL when max is 0), in no order; returns how
+ * many it holds. version changes whenever that set does, and only then. */
 size_t dpp_cache_store_keys(dpp_cache_store_t *s, uint64_t *out, size_t max);
 uint64_t dpp_cache_store_version(dpp_cache_store_t *s);
 
-/* Checks buf[0..len) as an entry file: 0 with *key and the payload span,
- * or DPP_ECORRUPT with the reason in err. Pure (the fuzz target's). */
+/* Checks buf[0..len) as a whole entry file: 0 with *key and the payload
+ * span (inside buf), or DPP_ECORRUPT with the reason in err. Pure: no
+ * allocation, no I/O (the fuzz target's). */
 int dpp_cache_entry_parse(const uint8_t *buf, size_t len, dpp_cache_key_t *key,
                           const uint8_t **payload, size_t *payload_len, char *err, size_t errlen);
 

@@ -5,9 +5,11 @@
 // (src/worker/split_cache.c). The first byte picks the block shape
 // (fuzz_shapes.h) and batch size (1 to 4); the rest is an entry file. Both
 // parsers run on their own bytes: the file's, and the same bytes taken as a
-// payload. Checked: no crash; an accepted file's payload lies inside it; an
-// accepted split entry's rows all lie in its blocks, and every record maps
-// to a row before the entry's row count or to none.
+// payload. Checked: no crash; an accepted file's payload is its bytes after
+// the header (all read), its key the header's, and one byte less is
+// refused; the outcome does not depend on the error buffer; an accepted
+// split entry's rows all lie in its blocks, and every record maps to a row
+// before the entry's row count or to none.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +61,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *payload;
     size_t plen;
     char err[256];
-    if (dpp_cache_entry_parse(data, size, &key, &payload, &plen, err, sizeof err) == 0) {
+    err[0] = '\0';
+    int rc = dpp_cache_entry_parse(data, size, &key, &payload, &plen, err, sizeof err);
+    FUZZ_CHECK(rc == 0 || rc == DPP_ECORRUPT, "error %d", rc);
+    FUZZ_CHECK(dpp_cache_entry_parse(data, size, &key, &payload, &plen, NULL, 0) == rc,
+               "the outcome depends on the error buffer");
+    if (rc == 0) {
         FUZZ_CHECK(payload >= data && payload + plen == data + size, "payload outside the file");
+        fuzz_touch(payload, plen);
+        uint64_t hi, lo;
+        memcpy(&hi, data + 8, 8);
+        memcpy(&lo, data + 16, 8);
+        FUZZ_CHECK(key.hi == hi && key.lo == lo, "the key is not the header's");
+        FUZZ_CHECK(dpp_cache_entry_parse(data, size - 1, &key, &payload, &plen, NULL, 0) != 0,
+                   "accepted one byte short");
         check_split(payload, plen, shape, batch);
     } else {
         FUZZ_CHECK(err[0] != '\0', "a refusal without a reason");

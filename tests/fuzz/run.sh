@@ -14,7 +14,7 @@ src=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(frame spec tfrecord tfindex example block parquet_meta parquet_page
-                                     parquet_file)
+                                     parquet_file cache_entry)
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
