@@ -47,6 +47,13 @@ int dpp_u64set_add(dpp_u64set_t *s, uint64_t key)
 {
     if (key == 0 || dpp_u64set_has(s, key))
         return 0;
+    return dpp_u64set_insert(s, key);
+}
+
+int dpp_u64set_insert(dpp_u64set_t *s, uint64_t key)
+{
+    if (key == 0)
+        return 0;
     if (2 * (s->n + 1) > s->cap && grow(s) != 0)
         return -ENOMEM;
     size_t j = home(s, key);

@@ -33,20 +33,30 @@ static uint64_t split_cache_key(const dpp_session_t *s, size_t i)
     return k[1];
 }
 
+void dpp_master_forget_cache(dpp_master_t *m, struct peer *p)
+{
+    const dpp_u64set_t *k = &p->cache_keys;
+    for (size_t j = 0; j < k->cap && m->cache_holders.n > 0; j++)
+        if (k->slots[j])
+            dpp_u64set_remove(&m->cache_holders, k->slots[j]);
+    dpp_u64set_clear(&p->cache_keys);
+}
+
 /* Appends to out[n..max) the pending splits of rank r that may be leased,
  * from its first pending split (everything before it is leased, produced
  * or consumed); with order deterministic, no further than its lease window
  * past the first unconsumed one: a grant looks at a few splits per rank,
- * not at the whole plan or the splits in flight. Those of the first
- * DPP_CACHE_LOOKAHEAD the worker holds (held) come first. Returns how
- * many. */
+ * not at the whole plan or the splits in flight. With an asker: those of
+ * the first DPP_CACHE_LOOKAHEAD its cache holds come first, and a busy
+ * asker leaves those another worker holds to it. Returns how many. */
 static size_t pick_from_rank(dpp_master_t *m, dpp_session_t *s, unsigned r, dpp_lease_pick_t *out,
-                             size_t n, size_t max, const dpp_u64set_t *held)
+                             size_t n, size_t max, dpp_lease_asker_t *asker)
 {
     size_t first = s->rank_first[r], from = dpp_session_rank_pending(s, r);
     size_t to = dpp_session_lease_end(s, r), added = 0;
     uint64_t taken = 0; /* bit k: split from + k is picked already */
-    if (held && held->n > 0 && !s->spec.cache_off) {
+    const dpp_u64set_t *held = asker && !s->spec.cache_off ? asker->held : NULL;
+    if (held && held->n > 0) {
         size_t look = to - from < DPP_CACHE_LOOKAHEAD ? to : from + DPP_CACHE_LOOKAHEAD;
         for (size_t seq = from; seq < look && n + added < max; seq++) {
             m->n.grant_scanned++;
@@ -58,17 +68,28 @@ static size_t pick_from_rank(dpp_master_t *m, dpp_session_t *s, unsigned r, dpp_
             m->n.cache_leases++;
         }
     }
+    /* A busy worker that takes a split another holds makes it again while
+     * the holder, soon free, would serve it from its cache: leave it. */
+    int defer = asker && !asker->idle && !s->spec.cache_off && m->cache_holders.n > 0;
     for (size_t seq = from; seq < to && n + added < max; seq++) {
         m->n.grant_scanned++;
-        if (s->splits[first + seq].state == SPLIT_PENDING &&
-            !(seq - from < 64 && (taken >> (seq - from) & 1)))
-            out[n + added++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
+        if (s->splits[first + seq].state != SPLIT_PENDING ||
+            (seq - from < 64 && (taken >> (seq - from) & 1)))
+            continue;
+        if (defer) {
+            uint64_t key = split_cache_key(s, first + seq);
+            if (dpp_u64set_has(&m->cache_holders, key) && !(held && dpp_u64set_has(held, key))) {
+                asker->left++;
+                continue;
+            }
+        }
+        out[n + added++] = (dpp_lease_pick_t){.session = s, .i = first + seq, .index = 0};
     }
     return added;
 }
 
 size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
-                                size_t max_index, size_t max_splits, const dpp_u64set_t *held)
+                                size_t max_index, size_t max_splits, dpp_lease_asker_t *asker)
 {
     size_t n = 0, max = max_index;
     for (size_t si = 0; si < m->nsessions && n < max; si++) {
@@ -111,7 +132,7 @@ size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_
                 continue;
             size_t quota = (max - n + attached - 1) / attached;
             attached--;
-            n += pick_from_rank(m, s, r, out, n, n + quota, held);
+            n += pick_from_rank(m, s, r, out, n, n + quota, asker);
             s->grant_rank = (r + 1) % nr;
         }
     }
@@ -206,7 +227,8 @@ static void grant_buffers(dpp_master_t *m, size_t max, dpp_lease_pick_t **picks,
     *ptrs = m->grant_ptrs;
 }
 
-size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *short_splits)
+size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int patient, int *short_index,
+                             int *short_splits)
 {
     /* only a worker with a request waiting gets a reply (one per request) */
     if (peer_role(p) != ROLE_WORKER || p->lease_want == 0 || p->base.conn.closing)
@@ -221,8 +243,20 @@ size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *
     dpp_lease_pick_t *picks;
     Dpp__Lease *leases, **ptrs;
     grant_buffers(m, max, &picks, &leases, &ptrs);
-    size_t n = dpp_master_choose_leases(m, dpp_now_ms(), picks, max_index, max_splits,
-                                        &p->cache_keys);
+    /* An idle worker waits DPP_CACHE_WAIT_MS for busy holders, then takes
+     * their splits; the wait starts when a split is first left to its
+     * holder (a request may have waited long before splits came). */
+    uint64_t now_ns = dpp_now_ns(), since = p->defer_since_ns ? p->defer_since_ns : now_ns;
+    uint64_t until = since + DPP_CACHE_WAIT_MS * UINT64_C(1000000);
+    int idle = p->splits_out == 0;
+    dpp_lease_asker_t asker = {.held = &p->cache_keys, .idle = !patient && idle && now_ns >= until};
+    size_t n = dpp_master_choose_leases(m, (int64_t)(now_ns / 1000000), picks, max_index,
+                                        max_splits, &asker);
+    if (asker.left > 0 && idle && !asker.idle && n == 0) {
+        p->defer_since_ns = since;
+        if (m->cache_wake_ns == 0 || until < m->cache_wake_ns)
+            m->cache_wake_ns = until;
+    }
     size_t nindex = 0;
     for (size_t k = 0; k < n; k++) {
         dpp_master_lease_take(m, &picks[k], p->worker_id);
@@ -231,15 +265,17 @@ size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *
         ptrs[k] = &leases[k];
     }
     p->index_out += (unsigned)nindex;
+    p->splits_out += (unsigned)(n - nindex);
     if (nindex < max_index)
         *short_index = 1;
-    if (n - nindex < max_splits)
+    if (n - nindex < max_splits && asker.left == 0) /* another worker may take those */
         *short_splits = 1;
     if (n > 0) {
         Dpp__LeaseReply reply = DPP__LEASE_REPLY__INIT;
         reply.n_leases = n;
         reply.leases = ptrs;
         p->lease_want = 0;
+        p->defer_since_ns = 0;
         m->n.lease_replies++;
         dpp_master_unwait_lease(m, p);
         count_lease_latency(m, (double)(dpp_now_ns() - p->lease_since_ns) / 1e9);
@@ -248,13 +284,29 @@ size_t dpp_master_grant_peer(dpp_master_t *m, peer_t *p, int *short_index, int *
     return n;
 }
 
+static void on_cache_wait(uv_timer_t *t)
+{
+    dpp_master_grant_soon(dpp_container_of(t, dpp_master_t, cache_timer));
+}
+
 void dpp_master_grant_leases(dpp_master_t *m)
 {
     int short_index = 0, short_splits = 0;
     m->grant_due = 0;
-    for (peer_t *p = m->waiting, *next; p && !(short_index && short_splits); p = next) {
-        next = p->next;
-        dpp_master_grant_peer(m, p, &short_index, &short_splits);
+    m->cache_wake_ns = 0;
+    /* With caches, a first round in which nobody takes a split another
+     * worker holds: a holder waiting behind an idle worker still gets its
+     * own. The second gives what is left, idle workers taking any. */
+    for (int patient = m->cache_holders.n > 0; patient >= 0; patient--) {
+        for (peer_t *p = m->waiting, *next; p && !(short_index && short_splits); p = next) {
+            next = p->next;
+            dpp_master_grant_peer(m, p, patient, &short_index, &short_splits);
+        }
+    }
+    if (m->cache_wake_ns && !m->stopping) {
+        uint64_t now = dpp_now_ns();
+        uint64_t ms = m->cache_wake_ns > now ? (m->cache_wake_ns - now) / 1000000 + 1 : 1;
+        uv_timer_start(&m->cache_timer, on_cache_wait, ms, 0);
     }
 }
 

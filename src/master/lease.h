@@ -32,14 +32,27 @@ typedef struct dpp_lease_pick {
  * max_index index tasks not yet leased (they unblock planning), then up to
  * max_splits splits, in session and rank order, the pending splits of every
  * rank whose client attached within RANK_ABSENT_MS of now_ms, from its first
- * unconsumed split to dpp_session_lease_end(). With held (the keys of the
- * split outputs the asking worker's cache holds; NULL: none), a rank's
- * share starts with the splits among its next DPP_CACHE_LOOKAHEAD pending
- * ones that the worker holds, then goes on in order: no split waits for
- * the worker that holds it. Returns how many. */
+ * unconsumed split to dpp_session_lease_end(). With asker (NULL: no
+ * regard for the workers' caches), a rank's share starts with the splits
+ * among its next DPP_CACHE_LOOKAHEAD pending ones that the asking worker's
+ * cache holds, then goes on in order; a busy asker passes over the splits
+ * another worker holds (m->cache_holders), counted in asker->left, while an
+ * idle one takes them. Returns how many. */
 #define DPP_CACHE_LOOKAHEAD 64
+/* An idle worker takes a split a busy worker holds once its request has
+ * waited this long (delay scheduling, as Spark's locality wait): a cache
+ * hit takes a few milliseconds, making the split again tens to hundreds,
+ * so the holder is worth a short wait, but no split waits for it longer
+ * while another worker has nothing to do. */
+#define DPP_CACHE_WAIT_MS 30
+typedef struct dpp_lease_asker {
+    const dpp_u64set_t *held; /* the split outputs its cache holds */
+    int idle;                 /* it takes splits another holds */
+    size_t left;              /* out: splits passed over for their holders */
+} dpp_lease_asker_t;
 size_t dpp_master_choose_leases(dpp_master_t *m, int64_t now_ms, dpp_lease_pick_t *out,
-                                size_t max_index, size_t max_splits, const dpp_u64set_t *held);
+                                size_t max_index, size_t max_splits, dpp_lease_asker_t *asker);
+
 
 /* Leases a chosen task to worker_id under a new lease id (a split becomes
  * SPLIT_LEASED); a lease id it had before is revoked by that. Returns the
@@ -63,10 +76,15 @@ struct peer;
 void dpp_master_wait_lease(dpp_master_t *m, struct peer *p);
 void dpp_master_unwait_lease(dpp_master_t *m, struct peer *p);
 
-/* The same for one worker's connection (a peer_t of master_internal.h).
+/* The same for one worker's connection (a peer_t of master_internal.h);
+ * patient: it takes no split another worker's cache holds, even when idle.
  * Returns the tasks it could have taken of each kind that were not there:
  * (*short_index, *short_splits) set when fewer than it asked for were. */
-size_t dpp_master_grant_peer(dpp_master_t *m, struct peer *p, int *short_index, int *short_splits);
+size_t dpp_master_grant_peer(dpp_master_t *m, struct peer *p, int patient, int *short_index,
+                             int *short_splits);
+
+/* Forgets what worker p's cache holds (it reset its list or went away). */
+void dpp_master_forget_cache(dpp_master_t *m, struct peer *p);
 
 /* A worker is gone: every task leased to it (index tasks, and splits leased
  * or produced but not consumed) goes back to pending and is granted to the

@@ -306,6 +306,7 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
     uv_timer_init(loop, &m->timer);
+    uv_timer_init(loop, &m->cache_timer);
     m->hold_frames = 1;
     uv_prepare_init(loop, &m->commit_prepare);
     uv_prepare_start(&m->commit_prepare, on_prepare);
@@ -361,6 +362,7 @@ void dpp_master_stop(dpp_master_t *m)
     dpp_master_http_stop(m);
     dpp_listener_close(&m->lst);
     uv_close((uv_handle_t *)&m->timer, NULL);
+    uv_close((uv_handle_t *)&m->cache_timer, NULL);
     uv_close((uv_handle_t *)&m->commit_prepare, NULL);
     uv_close((uv_handle_t *)&m->commit_check, NULL);
 }
@@ -374,6 +376,7 @@ void dpp_master_free(dpp_master_t *m)
     free(m->sessions);
     free(m->by_id);
     dpp_master_index_cache_free(m);
+    dpp_u64set_clear(&m->cache_holders);
     for (size_t i = 0; i < m->nroots; i++)
         free(m->roots[i]);
     free(m->roots);

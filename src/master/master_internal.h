@@ -50,7 +50,9 @@ typedef struct peer {
     unsigned lease_want;     /* a LeaseRequest waits for splits (at most this many) */
     unsigned index_cap;      /* index tasks the worker keeps queued (LeaseRequest) */
     unsigned index_out;      /* index tasks leased to it without an INDEX_DONE yet */
+    unsigned splits_out;     /* splits leased to it without a SPLIT_DONE yet */
     uint64_t lease_since_ns; /* when that request arrived */
+    uint64_t defer_since_ns; /* when it was first left waiting for a split's holder (0: not) */
     char held_session[24];   /* a client: the session whose rank it holds ("": none) */
     unsigned held_rank;
     struct peer *prev, *next; /* on the master's waiting list while lease_want > 0 */
@@ -132,6 +134,10 @@ struct dpp_master {
     uv_loop_t *loop;
     dpp_listener_t lst; /* every connection: dppctl, workers, clients */
     uv_timer_t timer;
+    /* grants again when an idle worker's wait for a busy holder's split
+     * ends (lease.c: DPP_CACHE_WAIT_MS); cache_wake_ns: that moment, 0 none */
+    uv_timer_t cache_timer;
+    uint64_t cache_wake_ns;
     char **roots;
     size_t nroots;
     char *state_dir;
@@ -148,6 +154,9 @@ struct dpp_master {
     int64_t retention_ms, idle_ms; /* --session-retention, --session-idle-timeout (0: never) */
     size_t pruned_since_compact;
     dpp_index_cache_t index_cache;
+    /* every worker's cache_keys, a copy per worker holding the key: splits
+     * some worker holds are left to it by a busy worker (lease.c) */
+    dpp_u64set_t cache_holders;
     dpp_journal_t *journal;
     /* Group commit: handlers write journal records without syncing and set
      * commit_pending; every frame the master sends is held in its

@@ -359,6 +359,16 @@ static void render(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_splits_released_total",
                         "Splits taken back from lost or silent workers, to be leased again.",
                         n->splits_released);
+    dpp_metrics_counter(m, "dpp_splits_cache_leased_total",
+                        "Splits leased to a worker whose cache holds their output.",
+                        n->cache_leases);
+    dpp_metrics_counter(m, "dpp_splits_from_cache_total",
+                        "Splits workers served from their caches (as they reported).",
+                        n->cache_hits);
+    dpp_metrics_counter(m, "dpp_splits_cache_missed_total",
+                        "Splits workers with a cache made afresh (a miss; also every first "
+                        "reading).",
+                        n->cache_misses);
     dpp_metrics_counter(m, "dpp_index_tasks_leased_total", "File index tasks leased.",
                         n->index_leased);
     dpp_metrics_counter(m, "dpp_index_tasks_done_total", "File index tasks done.", n->index_done);

@@ -32,7 +32,7 @@ static void on_peer_closed(dpp_peer_t *base)
     peer_t *p = (peer_t *)base;
     dpp_master_t *m = base->lst->cfg.data;
     dpp_master_unwait_lease(m, p);
-    dpp_u64set_clear(&p->cache_keys);
+    dpp_master_forget_cache(m, p);
     if (peer_role(p) == ROLE_WORKER && p->worker_id != 0 && !m->stopping)
         dpp_master_release_worker(m, p->worker_id);
     if (p->held_session[0]) { /* its rank may be taken over from now on */

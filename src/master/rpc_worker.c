@@ -60,13 +60,17 @@ void dpp_master_worker_heartbeat(peer_t *p)
 void dpp_master_worker_lease_request(peer_t *p, const Dpp__LeaseRequest *req)
 {
     unsigned want = req->max_leases, index = req->max_index_tasks;
+    dpp_master_t *m = p->m;
     if (req->cache_reset)
-        dpp_u64set_clear(&p->cache_keys);
+        dpp_master_forget_cache(m, p);
     for (size_t i = 0; i < req->n_cache_removed; i++)
-        dpp_u64set_remove(&p->cache_keys, req->cache_removed[i]);
-    for (size_t i = 0; i < req->n_cache_added; i++)
-        if (dpp_u64set_add(&p->cache_keys, req->cache_added[i]) < 0)
+        if (dpp_u64set_remove(&p->cache_keys, req->cache_removed[i]) == 1)
+            dpp_u64set_remove(&m->cache_holders, req->cache_removed[i]);
+    for (size_t i = 0; i < req->n_cache_added; i++) {
+        int added = dpp_u64set_add(&p->cache_keys, req->cache_added[i]);
+        if (added < 0 || (added == 1 && dpp_u64set_insert(&m->cache_holders, req->cache_added[i]) < 0))
             dpp_oom();
+    }
     if (p->lease_want == 0)
         p->lease_since_ns = dpp_now_ns();
     p->lease_want = want > 64 ? 64 : want;
@@ -81,6 +85,8 @@ void dpp_master_worker_split_done(peer_t *p, const Dpp__SplitDone *msg)
     dpp_master_t *m = p->m;
     dpp_session_t *s = NULL;
     size_t i = 0;
+    if (p->splits_out > 0) /* one answer per split lease, current or not */
+        p->splits_out--;
     dpp_split_done_t done = dpp_master_split_done(m, msg->session_id, msg->split_id, msg->lease_id,
                                                   p->worker_id, &s, &i);
     if (done == DPP_SPLIT_DONE_IGNORED)

@@ -789,6 +789,98 @@ static void simulate(uint64_t seed, int fastest)
     fixture_close(&fx);
 }
 
+/* The low half of split i's cache key, computed here as a worker does
+ * (spec.h), not through lease.c. */
+static uint64_t key_of(const dpp_session_t *s, size_t i)
+{
+    const dpp_split_t *sp = &s->splits[i];
+    uint64_t k[2];
+    dpp_spec_split_key(s->cache_fp, s->files[sp->file].path, sp->byte_start, sp->byte_end,
+                       sp->record_start, sp->range_records, sp->record_skip, sp->record_count, k);
+    return k[1];
+}
+
+/* What a grant of up to 8 splits would pick for an asker holding held, as
+ * a bitmask of split indices; *left: the splits it passed over. */
+static unsigned choose_mask(fixture_t *fx, const dpp_u64set_t *held, int idle, size_t *left)
+{
+    dpp_lease_pick_t picks[8];
+    dpp_lease_asker_t a = {.held = held, .idle = idle};
+    size_t n = dpp_master_choose_leases(&fx->m, NOW, picks, 0, 8, &a);
+    unsigned mask = 0;
+    for (size_t k = 0; k < n; k++)
+        mask |= 1u << picks[k].i;
+    *left = a.left;
+    return mask;
+}
+
+/* Cache-aware picks over 8 splits, worker A holding splits 2 and 5, B
+ * holding 3 (and 5: two holders), C nothing: an asker's held splits come
+ * first; a busy one leaves the others' to them; an idle one takes
+ * everything; the holders' record forgets a worker that goes away; a spec
+ * with "cache": "off" ignores caches. */
+static void test_cache_aware(void **state)
+{
+    (void)state;
+    for (int off = 0; off <= 1; off++) {
+        fixture_t fx;
+        fixture_init(&fx);
+        dpp_session_t *s = fixture_session("s1", 8, 1, 1, 100, "keep",
+                                           off ? "\"order\":\"fastest\",\"cache\":\"off\","
+                                               : "\"order\":\"fastest\",");
+        fixture_add(&fx, s);
+        index_uniform(s, 100);
+        attach_all(s);
+        assert_int_equal(s->nsplits, 8);
+        peer_t a = {0}, b = {0}, c = {0};
+        const size_t ha[] = {2, 5}, hb[] = {3, 5};
+        for (size_t k = 0; k < 2; k++) {
+            assert_int_equal(dpp_u64set_add(&a.cache_keys, key_of(s, ha[k])), 1);
+            assert_int_equal(dpp_u64set_insert(&fx.m.cache_holders, key_of(s, ha[k])), 1);
+            assert_int_equal(dpp_u64set_add(&b.cache_keys, key_of(s, hb[k])), 1);
+            assert_int_equal(dpp_u64set_insert(&fx.m.cache_holders, key_of(s, hb[k])), 1);
+        }
+        size_t left;
+        dpp_lease_pick_t picks[8];
+        dpp_lease_asker_t asker = {.held = &a.cache_keys, .idle = 0};
+        size_t n = dpp_master_choose_leases(&fx.m, NOW, picks, 0, 8, &asker);
+        if (off) {
+            assert_int_equal(n, 8);
+            assert_int_equal(picks[0].i, 0); /* plain order */
+            assert_int_equal(choose_mask(&fx, &c.cache_keys, 0, &left), 0xff);
+            assert_int_equal(left, 0);
+        } else {
+            /* A busy: 2 and 5 first, then in order without B's 3 */
+            assert_int_equal(n, 7);
+            assert_int_equal(picks[0].i, 2);
+            assert_int_equal(picks[1].i, 5);
+            assert_int_equal(picks[2].i, 0);
+            assert_int_equal(asker.left, 1);
+            assert_false(picked(picks, n, s, 3));
+            /* B busy: 3 and 5, without A's 2 */
+            assert_int_equal(choose_mask(&fx, &b.cache_keys, 0, &left), 0xff & ~(1u << 2));
+            assert_int_equal(left, 1);
+            /* C busy leaves 2, 3 and 5; idle, it takes everything */
+            assert_int_equal(choose_mask(&fx, &c.cache_keys, 0, &left),
+                             0xff & ~(1u << 2 | 1u << 3 | 1u << 5));
+            assert_int_equal(left, 3);
+            assert_int_equal(choose_mask(&fx, &c.cache_keys, 1, &left), 0xff);
+            assert_int_equal(left, 0);
+            /* B goes away: only A's 2 and 5 stay with A */
+            dpp_master_forget_cache(&fx.m, &b);
+            assert_int_equal(fx.m.cache_holders.n, 2);
+            assert_int_equal(choose_mask(&fx, &c.cache_keys, 0, &left),
+                             0xff & ~(1u << 2 | 1u << 5));
+            assert_int_equal(left, 2);
+            assert_int_equal(fx.m.n.cache_leases, 4); /* A's two, B's two */
+        }
+        dpp_u64set_clear(&a.cache_keys);
+        dpp_u64set_clear(&b.cache_keys);
+        dpp_u64set_clear(&fx.m.cache_holders);
+        fixture_close(&fx);
+    }
+}
+
 static void test_exactly_once_random(void **state)
 {
     (void)state;
@@ -809,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_equal_batches),
         cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_cache_aware),
         cmocka_unit_test(test_exactly_once_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
