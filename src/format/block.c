@@ -497,6 +497,152 @@ void dpp_block_kjt(const uint8_t *buf, const dpp_block_shape_t *shape, dpp_block
     out->nvalues = (size_t)out->offsets[(size_t)shape->nsparse * block_rows(buf)];
 }
 
+/* One chunk of dpp_block_builder_gather: at most GATHER_CHUNK rows from at
+ * most GATHER_SLOTS distinct blocks, whose column addresses are looked up
+ * once per column rather than once per row. Returns 0 or -ENOMEM. */
+#define GATHER_CHUNK 512
+#define GATHER_SLOTS 32
+typedef struct gather_src {
+    const uint8_t *buf;
+    uint32_t rows;
+    size_t nvalues;  /* of every key */
+    const void *col; /* the column being copied */
+} gather_src_t;
+
+/* Lists of at most this many ids are copied as a whole run of them, past
+ * their end: a fixed-size copy instead of a loop whose length a branch
+ * must guess for every row. */
+#define GATHER_RUN 8
+#define GATHER_AHEAD 16
+
+static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t *slot,
+                        const uint32_t *rows, size_t n)
+{
+    unsigned nd = b->ndense, nsrc = 0;
+    while (nsrc < GATHER_SLOTS && src[nsrc].buf)
+        nsrc++;
+    for (unsigned s = 0; s < nsrc; s++)
+        src[s].col = dpp_block_labels(src[s].buf);
+    for (size_t j = 0; j < n; j++)
+        b->labels[b->rows + j] = ((const float *)src[slot[j]].col)[rows[j]];
+    unsigned first = 0;
+    for (unsigned i = 0; i < nd; i++) {
+        unsigned d = b->dims[i];
+        for (unsigned s = 0; s < nsrc; s++)
+            src[s].col = dpp_block_dense(src[s].buf, i);
+        float *dst = b->dense + b->rows * b->dense_width + first;
+        for (size_t j = 0; j < n; j++, dst += b->dense_width) {
+            if (j + GATHER_AHEAD < n)
+                __builtin_prefetch((const float *)src[slot[j + GATHER_AHEAD]].col +
+                                   (size_t)rows[j + GATHER_AHEAD] * d);
+            const float *f = (const float *)src[slot[j]].col + (size_t)rows[j] * d;
+            for (unsigned q = 0; q < d; q++)
+                dst[q] = f[q];
+        }
+        first += d;
+    }
+    const int64_t *vals[GATHER_SLOTS];
+    const float *wts[GATHER_SLOTS];
+    for (unsigned s = 0; s < nsrc; s++) {
+        vals[s] = col_data(src[s].buf, COL_VALUES(nd));
+        wts[s] = builder_weighted(b) ? col_data(src[s].buf, COL_WEIGHTS(nd)) : NULL;
+    }
+    for (unsigned k = 0; k < b->nsparse; k++) {
+        /* the key's offsets in each block */
+        for (unsigned s = 0; s < nsrc; s++)
+            src[s].col = (const int32_t *)col_data(src[s].buf, COL_OFFSETS(nd)) +
+                         (size_t)k * src[s].rows;
+        /* Rows come in a random order: the loads of the rows ahead are
+         * started early (prefetch), or each waits for memory in turn. */
+        size_t m = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (j + GATHER_AHEAD < n)
+                __builtin_prefetch((const int32_t *)src[slot[j + GATHER_AHEAD]].col +
+                                   rows[j + GATHER_AHEAD]);
+            const int32_t *o = (const int32_t *)src[slot[j]].col + rows[j];
+            m += (size_t)(o[1] - o[0]);
+        }
+        /* room for the last run copied whole */
+        if (b->nvalues[k] + m + GATHER_RUN > b->cap_values[k] &&
+            grow_values(b, k, b->nvalues[k] + m + GATHER_RUN) != 0)
+            return -ENOMEM;
+        int32_t *lengths = b->lengths + k * b->cap_rows + b->rows;
+        int64_t *values = b->values[k] + b->nvalues[k];
+        float *weights = b->weighted[k] ? b->weights[k] + b->nvalues[k] : NULL;
+        m = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (j + GATHER_AHEAD < n) /* its offsets are cached by the loop above */
+                __builtin_prefetch(vals[slot[j + GATHER_AHEAD]] +
+                                   ((const int32_t *)src[slot[j + GATHER_AHEAD]].col)
+                                       [rows[j + GATHER_AHEAD]]);
+            const gather_src_t *g = &src[slot[j]];
+            const int32_t *o = (const int32_t *)g->col + rows[j];
+            size_t from = (size_t)o[0], len = (size_t)(o[1] - o[0]);
+            lengths[j] = (int32_t)len; /* the lengths column holds the same */
+            const int64_t *v = vals[slot[j]] + from;
+            if (len <= GATHER_RUN && from + GATHER_RUN <= g->nvalues)
+                memcpy(values + m, v, GATHER_RUN * sizeof *v); /* the next row overwrites the rest */
+            else
+                for (size_t q = 0; q < len; q++)
+                    values[m + q] = v[q];
+            if (weights) {
+                const float *w = wts[slot[j]] + from;
+                for (size_t q = 0; q < len; q++)
+                    weights[m + q] = w[q];
+            }
+            m += len;
+        }
+        b->nvalues[k] += m;
+    }
+    b->rows += n;
+    return 0;
+}
+
+int dpp_block_builder_gather(dpp_block_builder_t *b, const uint8_t *const *blocks,
+                             const uint32_t *rows, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (rows[j] >= block_rows(blocks[j]))
+            return DPP_EINVAL;
+    while (b->rows + n > b->cap_rows)
+        if (grow_rows(b) != 0)
+            return -ENOMEM;
+    size_t rows_before = b->rows, *nvalues_before = NULL;
+    if (b->nsparse && (nvalues_before = malloc(b->nsparse * sizeof *nvalues_before)) == NULL)
+        return -ENOMEM;
+    if (b->nsparse)
+        memcpy(nvalues_before, b->nvalues, b->nsparse * sizeof *nvalues_before);
+    int rc = 0;
+    for (size_t j0 = 0; j0 < n && rc == 0;) {
+        gather_src_t src[GATHER_SLOTS + 1] = {{0}};
+        uint8_t slot[GATHER_CHUNK];
+        unsigned nsrc = 0;
+        size_t cn = 0;
+        for (; cn < GATHER_CHUNK && j0 + cn < n; cn++) {
+            const uint8_t *buf = blocks[j0 + cn];
+            unsigned s = 0;
+            while (s < nsrc && src[s].buf != buf)
+                s++;
+            if (s == nsrc) {
+                if (nsrc == GATHER_SLOTS)
+                    break; /* the chunk ends here */
+                uint32_t brows = block_rows(buf);
+                const int32_t *off = col_data(buf, COL_OFFSETS(b->ndense));
+                src[nsrc++] = (gather_src_t){buf, brows, b->nsparse ? (size_t)off[(size_t)b->nsparse * brows] : 0, NULL};
+            }
+            slot[cn] = (uint8_t)s;
+        }
+        rc = gather_chunk(b, src, slot, rows + j0, cn);
+        j0 += cn;
+    }
+    if (rc) { /* nothing appended */
+        b->rows = rows_before;
+        memcpy(b->nvalues, nvalues_before, b->nsparse * sizeof *nvalues_before);
+    }
+    free(nvalues_before);
+    return rc;
+}
+
 int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block, size_t r0,
                                    size_t r1)
 {

@@ -65,6 +65,14 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
 int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block, size_t r0,
                                    size_t r1);
 
+/* Appends n rows, row rows[j] of block blocks[j] (each accepted by
+ * dpp_block_parse() for the builder's shape), as n calls of
+ * dpp_block_builder_append_block(b, blocks[j], rows[j], rows[j] + 1) would,
+ * column by column: the worker's cache serves an epoch's shuffled order
+ * this way. Returns 0, DPP_EINVAL or -ENOMEM (nothing is then appended). */
+int dpp_block_builder_gather(dpp_block_builder_t *b, const uint8_t *const *blocks,
+                             const uint32_t *rows, size_t n);
+
 /* Bytes the finished block will take. */
 size_t dpp_block_builder_size(const dpp_block_builder_t *b);
 

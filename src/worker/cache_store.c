@@ -630,21 +630,40 @@ int dpp_cache_store_get(dpp_cache_store_t *s, const dpp_cache_key_t *key, dpp_ca
     return 0;
 }
 
+dpp_cache_ref_t *dpp_cache_ref_new(size_t len)
+{
+    return len <= SIZE_MAX - HDR - sizeof(dpp_cache_ref_t) ? ref_new(HDR + len) : NULL;
+}
+
+uint8_t *dpp_cache_ref_payload(dpp_cache_ref_t *ref)
+{
+    return ref->image + HDR;
+}
+
 int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *data,
                         size_t len)
 {
+    dpp_cache_ref_t *r = dpp_cache_ref_new(len);
+    if (r == NULL)
+        return -ENOMEM;
+    memcpy(r->image + HDR, data, len);
+    dpp_cache_store_put_ref(s, key, r);
+    dpp_cache_ref_put(r);
+    return 0;
+}
+
+void dpp_cache_store_put_ref(dpp_cache_store_t *s, const dpp_cache_key_t *key,
+                             dpp_cache_ref_t *r)
+{
+    size_t len = r->len - HDR;
     int fits = len <= DPP_CACHE_MAX_PAYLOAD;
-    size_t image = HDR + (fits ? len : 0);
+    size_t image = r->len;
     int ram = fits && s->has_ram && image <= s->ram.bound;
     int disk = fits && s->has_disk && image <= s->disk.bound;
-    dpp_cache_ref_t *r = NULL;
     char tmp[PATH_MAX], path[PATH_MAX];
     int wrc = 0, warn = 0;
     if (ram || disk) {
-        if ((r = ref_new(image)) == NULL)
-            return -ENOMEM;
-        write_header(r->image, key, data, len);
-        memcpy(r->image + HDR, data, len);
+        write_header(r->image, key, r->image + HDR, len);
         if (disk)
             wrc = write_tmp(s, key, r->image, image, tmp);
     }
@@ -686,12 +705,10 @@ int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const 
     if (was != held(s, key))
         s->version++;
     pthread_mutex_unlock(&s->mu);
-    dpp_cache_ref_put(r);
     if (warn)
         DPP_WARN("cache_write_failed dir=%s error=\"%s\" effect=\"entries not kept on disk "
                  "(counted in dpp_cache_write_errors_total); this warning is not repeated\"",
                  s->dir, dpp_strerror(wrc));
-    return 0;
 }
 
 void dpp_cache_store_remove(dpp_cache_store_t *s, const dpp_cache_key_t *key)

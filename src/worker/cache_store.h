@@ -96,6 +96,18 @@ void dpp_cache_ref_put(dpp_cache_ref_t *ref);
 int dpp_cache_store_put(dpp_cache_store_t *s, const dpp_cache_key_t *key, const uint8_t *data,
                         size_t len);
 
+/* The same without the copy: r is a new reference (dpp_cache_ref_new)
+ * whose payload the caller has written and does not change afterwards;
+ * the store takes references of its own (the caller still puts r back).
+ * Where the entry fits nowhere it is simply not kept. */
+void dpp_cache_store_put_ref(dpp_cache_store_t *s, const dpp_cache_key_t *key,
+                             dpp_cache_ref_t *r);
+/* A new reference with room for a payload of len bytes (8-byte aligned, at
+ * dpp_cache_ref_payload), to fill and give to dpp_cache_store_put_ref;
+ * NULL when out of memory. */
+dpp_cache_ref_t *dpp_cache_ref_new(size_t len);
+uint8_t *dpp_cache_ref_payload(dpp_cache_ref_t *ref);
+
 /* Drops key from both tiers (its entry was found stale). */
 void dpp_cache_store_remove(dpp_cache_store_t *s, const dpp_cache_key_t *key);
 

@@ -46,7 +46,8 @@ static const char usage[] =
     "                        reading and transforming again (default 0: none)\n"
     "  --cache-dir DIR       ... and on a local disk under DIR (kept across\n"
     "                        restarts; default: none)\n"
-    "  --cache-disk-gb N     the disk cache's size (default 10 with --cache-dir)\n"
+    "  --cache-disk-gb N     the disk cache's size in GiB, a fraction allowed\n"
+    "                        (default 10 with --cache-dir)\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
     "  --http HOST:PORT      serve GET /metrics (Prometheus), /healthz and /readyz\n"
     "                        there (no authentication: bind it where only your\n"
@@ -198,11 +199,20 @@ int main(int argc, char **argv)
         case 'K':
             cfg.cache_dir = optarg;
             break;
-        case 'G':
-            if (OPTION_UINT(1, 1ul << 20, "GiB"))
+        case 'G': { /* GiB, a fraction allowed: 0.5 */
+            char *end = NULL;
+            double gb = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(gb >= 1.0 / 1024 && gb <= 1 << 20) ||
+                !(optarg[0] >= '0' && optarg[0] <= '9')) {
+                fprintf(stderr,
+                        "dpp-worker: --cache-disk-gb: \"%s\" is not a size in GiB from "
+                        "0.001 (1 MiB) to %u\n",
+                        optarg, 1u << 20);
                 return 2;
-            cfg.cache_disk_bytes = (uint64_t)v << 30;
+            }
+            cfg.cache_disk_bytes = (uint64_t)(gb * (double)(1u << 30));
             break;
+        }
         case 'R': {
             char *real = realpath(optarg, NULL);
             if (real == NULL) {

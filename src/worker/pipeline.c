@@ -814,17 +814,31 @@ static int serve_entry(split_ctx_t *x, const dpp_split_entry_t *e, int shuffle, 
     uint32_t *perm = window_order(x, (size_t)e->ngathered, path_hash);
     if (perm == NULL)
         return -ENOMEM;
+    /* a batch's rows at a time, gathered column by column */
     uint32_t batch = x->plan->spec.batch_size;
+    const uint8_t **from = malloc(batch * sizeof *from);
+    uint32_t *rows = malloc(batch * sizeof *rows);
+    if (from == NULL || rows == NULL)
+        rc = -ENOMEM;
+    size_t n = 0;
     for (size_t i = 0; i < e->ngathered && rc == 0; i++) {
         int64_t row = dpp_split_entry_row(e, perm[i]);
         if (row < 0)
             continue;
-        size_t b = (size_t)((uint64_t)row / batch), r = (size_t)((uint64_t)row % batch);
-        rc = dpp_block_builder_append_block(&x->builder, e->block[b], r, r + 1);
-        if (rc == 0 && x->builder.rows >= batch)
+        from[n] = e->block[(uint64_t)row / batch];
+        rows[n++] = (uint32_t)((uint64_t)row % batch);
+        if (x->builder.rows + n < batch)
+            continue;
+        rc = dpp_block_builder_gather(&x->builder, from, rows, n);
+        n = 0;
+        if (rc == 0)
             rc = cut_block(x);
     }
+    if (rc == 0 && n > 0) /* the split's last rows; finish_blocks cuts them */
+        rc = dpp_block_builder_gather(&x->builder, from, rows, n);
     free(perm);
+    free(from);
+    free(rows);
     return rc ? rc : finish_blocks(x, res);
 }
 
@@ -880,26 +894,30 @@ static int store_and_serve(split_ctx_t *x, const dpp_cache_key_t *key,
         .names_len = names_len(res->names, res->nnames),
         .nnames = res->nnames,
     };
-    uint8_t *bytes = NULL;
-    size_t len = 0;
+    /* written into the store's buffer, stored, and served from it */
+    size_t len = dpp_split_entry_size(x->capture, &sum);
+    dpp_cache_ref_t *ref = len ? dpp_cache_ref_new(len) : NULL;
     dpp_split_entry_t e;
     char why[256];
-    int rc = dpp_split_entry_build(x->capture, id, x->plan->spec.batch_size, &sum, &bytes, &len);
-    if (rc == 0)
-        rc = dpp_split_entry_parse(bytes, len, &x->plan->shape, x->plan->spec.batch_size, &e, why,
-                                   sizeof why);
+    int rc = ref ? 0 : -ENOMEM;
+    if (rc == 0) {
+        dpp_split_entry_write(x->capture, id, x->plan->spec.batch_size, &sum,
+                              dpp_cache_ref_payload(ref));
+        rc = dpp_split_entry_parse(dpp_cache_ref_payload(ref), len, &x->plan->shape,
+                                   x->plan->spec.batch_size, &e, why, sizeof why);
+    }
     if (rc) {
-        free(bytes);
+        dpp_cache_ref_put(ref);
         set_error(res, rc, "split %s: %s", x->task->rel_path,
                   rc == -ENOMEM ? dpp_strerror(rc) : why);
         return rc;
     }
-    dpp_cache_store_put(x->cfg->cache, key, bytes, len); /* a failure only costs a later miss */
     dpp_split_capture_free(x->capture);
     x->capture = NULL;
+    dpp_cache_store_put_ref(x->cfg->cache, key, ref); /* where it fits: else a later miss */
     rc = serve_entry(x, &e, shuffle, path_hash, res);
     dpp_split_entry_close(&e);
-    free(bytes);
+    dpp_cache_ref_put(ref);
     if (rc && !res->error)
         set_error(res, rc, "split %s: %s", x->task->rel_path,
                   rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));

@@ -149,21 +149,21 @@ static void put_pad(writer_t *w, size_t n)
     w->p += k;
 }
 
-int dpp_split_entry_build(const dpp_split_capture_t *c, const dpp_split_identity_t *id,
-                          uint32_t batch_size, const dpp_split_summary_t *sum, uint8_t **out,
-                          size_t *len)
+size_t dpp_split_entry_size(const dpp_split_capture_t *c, const dpp_split_summary_t *sum)
+{
+    size_t strings = strlen(sum->reject_detail) + sum->absent_len + sum->names_len;
+    uint64_t total = FIXED_BYTES + pad8(strings) + 8 * ((c->ngathered + 63) / 64);
+    for (size_t i = 0; i < c->nblocks; i++)
+        total += 16 + pad8(c->blocks[i].len);
+    return total > SIZE_MAX / 2 || c->nblocks > UINT32_MAX ? 0 : (size_t)total;
+}
+
+void dpp_split_entry_write(const dpp_split_capture_t *c, const dpp_split_identity_t *id,
+                           uint32_t batch_size, const dpp_split_summary_t *sum, uint8_t *buf)
 {
     size_t detail = strlen(sum->reject_detail);
     size_t strings = detail + sum->absent_len + sum->names_len;
     size_t words = (size_t)((c->ngathered + 63) / 64);
-    uint64_t total = FIXED_BYTES + pad8(strings) + 8 * (uint64_t)words;
-    for (size_t i = 0; i < c->nblocks; i++)
-        total += 16 + pad8(c->blocks[i].len);
-    if (total > SIZE_MAX / 2 || c->nblocks > UINT32_MAX)
-        return -ENOMEM;
-    uint8_t *buf = malloc((size_t)total);
-    if (buf == NULL)
-        return -ENOMEM;
     writer_t w = {buf};
     put_u32(&w, ENTRY_MAGIC);
     put_u32(&w, ENTRY_VERSION);
@@ -197,9 +197,6 @@ int dpp_split_entry_build(const dpp_split_capture_t *c, const dpp_split_identity
         put(&w, c->blocks[i].data, c->blocks[i].len);
         put_pad(&w, c->blocks[i].len);
     }
-    *out = buf;
-    *len = (size_t)total;
-    return 0;
 }
 
 /* ---- reading back ------------------------------------------------------------ */

@@ -83,11 +83,12 @@ typedef struct dpp_split_entry {
     void *mem;      /* what block, block_len, block_rows and rank live in */
 } dpp_split_entry_t;
 
-/* The entry bytes of a captured split (*out malloc'd, *len). Returns 0 or
- * -ENOMEM. */
-int dpp_split_entry_build(const dpp_split_capture_t *c, const dpp_split_identity_t *id,
-                          uint32_t batch_size, const dpp_split_summary_t *sum, uint8_t **out,
-                          size_t *len);
+/* The size of a captured split's entry, and its bytes written into buf
+ * (that many, 8-byte aligned: the cache store's own buffer, so that the
+ * entry is not copied again). The size is 0 when too large to address. */
+size_t dpp_split_entry_size(const dpp_split_capture_t *c, const dpp_split_summary_t *sum);
+void dpp_split_entry_write(const dpp_split_capture_t *c, const dpp_split_identity_t *id,
+                           uint32_t batch_size, const dpp_split_summary_t *sum, uint8_t *buf);
 
 /* Reads entry bytes (8-byte aligned, as the store hands them) made for
  * blocks of `shape` and batch_size: every length, count and block is

@@ -204,6 +204,89 @@ static void test_append_block_ranges(void **state)
     free(whole);
 }
 
+/* Gathered rows from two blocks in a shuffled order, in several calls,
+ * give byte for byte the block that appending the same rows one at a time
+ * gives; a row past its block is refused and appends nothing. */
+static void test_gather(void **state)
+{
+    (void)state;
+    static rows_t in, in2;
+    fill(&in);
+    fill(&in2);
+    for (size_t r = 0; r < ROWS; r++) /* the second block's rows differ */
+        in2.label[r] = 2.0f + (float)r;
+    size_t len_a, len_b;
+    uint8_t *a = build(&in, 70, &len_a), *bb = build(&in2, 50, &len_b);
+    enum { N = 120 };
+    const uint8_t *from[N];
+    uint32_t rows[N];
+    uint64_t x = 12345;
+    for (size_t j = 0; j < N; j++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int second = (x >> 40) % 3 == 0;
+        from[j] = second ? bb : a;
+        rows[j] = (uint32_t)((x >> 20) % (second ? 50 : 70));
+    }
+    dpp_block_builder_t one, all;
+    assert_int_equal(dpp_block_builder_init(&one, &shape), 0);
+    assert_int_equal(dpp_block_builder_init(&all, &shape), 0);
+    for (size_t j = 0; j < N; j++)
+        assert_int_equal(dpp_block_builder_append_block(&one, from[j], rows[j], rows[j] + 1), 0);
+    const size_t parts[] = {0, 1, 40, 41, 100, N};
+    for (size_t p = 0; p + 1 < sizeof parts / sizeof parts[0]; p++)
+        assert_int_equal(dpp_block_builder_gather(&all, from + parts[p], rows + parts[p],
+                                                  parts[p + 1] - parts[p]),
+                         0);
+    uint32_t bad[2] = {3, 70};
+    const uint8_t *bad_from[2] = {a, a};
+    assert_int_equal(dpp_block_builder_gather(&all, bad_from, bad, 2), DPP_EINVAL);
+    uint8_t *want, *got;
+    size_t want_len, got_len;
+    assert_int_equal(dpp_block_builder_finish(&one, &want, &want_len), 0);
+    assert_int_equal(dpp_block_builder_finish(&all, &got, &got_len), 0);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+    dpp_block_builder_close(&one);
+    dpp_block_builder_close(&all);
+    free(want);
+    free(got);
+    free(a);
+    free(bb);
+
+    /* rows from more blocks than one chunk's table holds (40), 1,300 rows:
+     * more than one chunk either way */
+    enum { NB = 40, M = 1300 };
+    uint8_t *many[NB];
+    size_t many_rows[NB];
+    for (size_t i = 0; i < NB; i++) {
+        many_rows[i] = 3 + i % 5;
+        many[i] = build(i % 2 ? &in : &in2, many_rows[i], &len_a);
+    }
+    static const uint8_t *mfrom[M];
+    static uint32_t mrows[M];
+    for (size_t j = 0; j < M; j++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t i = (size_t)(x >> 33) % NB;
+        mfrom[j] = many[i];
+        mrows[j] = (uint32_t)((x >> 13) % many_rows[i]);
+    }
+    assert_int_equal(dpp_block_builder_init(&one, &shape), 0);
+    assert_int_equal(dpp_block_builder_init(&all, &shape), 0);
+    for (size_t j = 0; j < M; j++)
+        assert_int_equal(dpp_block_builder_append_block(&one, mfrom[j], mrows[j], mrows[j] + 1), 0);
+    assert_int_equal(dpp_block_builder_gather(&all, mfrom, mrows, M), 0);
+    assert_int_equal(dpp_block_builder_finish(&one, &want, &want_len), 0);
+    assert_int_equal(dpp_block_builder_finish(&all, &got, &got_len), 0);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+    dpp_block_builder_close(&one);
+    dpp_block_builder_close(&all);
+    free(want);
+    free(got);
+    for (size_t i = 0; i < NB; i++)
+        free(many[i]);
+}
+
 static void test_empty_block(void **state)
 {
     (void)state;
@@ -342,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_kjt_layout),
         cmocka_unit_test(test_append_block_ranges),
+        cmocka_unit_test(test_gather),
         cmocka_unit_test(test_empty_block),
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_corruptions),
