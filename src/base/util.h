@@ -67,4 +67,16 @@ static inline uint64_t dpp_load_le64(const uint8_t *p)
     return (uint64_t)dpp_load_le32(p) | (uint64_t)dpp_load_le32(p + 4) << 32;
 }
 
+static inline void dpp_store_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static inline void dpp_store_le64(uint8_t *p, uint64_t v)
+{
+    dpp_store_le32(p, (uint32_t)v);
+    dpp_store_le32(p + 4, (uint32_t)(v >> 32));
+}
+
 #endif

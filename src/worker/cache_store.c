@@ -21,6 +21,7 @@
 #include "base/crc32c.h"
 #include "base/errtext.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "cache_store.h"
 #include "dpp/error.h"
 
@@ -72,39 +73,15 @@ struct dpp_cache_store {
 
 /* ---- the entry format ----------------------------------------------------- */
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, 4); /* little-endian hosts only, as every dpp format */
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 static void write_header(uint8_t *h, const dpp_cache_key_t *key, const uint8_t *payload, size_t len)
 {
-    put_le32(h, ENTRY_MAGIC);
-    put_le32(h + 4, ENTRY_VERSION);
-    put_le64(h + 8, key->hi);
-    put_le64(h + 16, key->lo);
-    put_le64(h + 24, len);
-    put_le32(h + 32, dpp_crc32c(0, payload, len));
-    put_le32(h + 36, dpp_crc32c(0, h, 36));
+    dpp_store_le32(h, ENTRY_MAGIC);
+    dpp_store_le32(h + 4, ENTRY_VERSION);
+    dpp_store_le64(h + 8, key->hi);
+    dpp_store_le64(h + 16, key->lo);
+    dpp_store_le64(h + 24, len);
+    dpp_store_le32(h + 32, dpp_crc32c(0, payload, len));
+    dpp_store_le32(h + 36, dpp_crc32c(0, h, 36));
 }
 
 /* The header in h[0..have) alone: 0 with *key and the payload length
@@ -115,14 +92,14 @@ static int parse_header(const uint8_t *h, size_t have, dpp_cache_key_t *key, uin
     if (have < HDR)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "%zu bytes, shorter than an entry's header",
                         have);
-    if (get_le32(h) != ENTRY_MAGIC || get_le32(h + 4) != ENTRY_VERSION)
+    if (dpp_load_le32(h) != ENTRY_MAGIC || dpp_load_le32(h + 4) != ENTRY_VERSION)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "not a cache entry of version %u",
                         ENTRY_VERSION);
-    if (get_le32(h + 36) != dpp_crc32c(0, h, 36))
+    if (dpp_load_le32(h + 36) != dpp_crc32c(0, h, 36))
         return dpp_errf(DPP_ECORRUPT, err, errlen, "header checksum mismatch");
-    key->hi = get_le64(h + 8);
-    key->lo = get_le64(h + 16);
-    *len = get_le64(h + 24);
+    key->hi = dpp_load_le64(h + 8);
+    key->lo = dpp_load_le64(h + 16);
+    *len = dpp_load_le64(h + 24);
     if (*len > DPP_CACHE_MAX_PAYLOAD)
         return dpp_errf(DPP_ECORRUPT, err, errlen, "payload of %" PRIu64 " bytes, over the limit",
                         *len);
@@ -140,7 +117,7 @@ int dpp_cache_entry_parse(const uint8_t *buf, size_t len, dpp_cache_key_t *key,
         return dpp_errf(DPP_ECORRUPT, err, errlen,
                         "the header says %" PRIu64 " payload bytes, the entry has %zu", n,
                         len - HDR);
-    if (get_le32(buf + 32) != dpp_crc32c(0, buf + HDR, (size_t)n))
+    if (dpp_load_le32(buf + 32) != dpp_crc32c(0, buf + HDR, (size_t)n))
         return dpp_errf(DPP_ECORRUPT, err, errlen, "payload checksum mismatch");
     *payload = buf + HDR;
     *payload_len = (size_t)n;
