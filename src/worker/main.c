@@ -47,7 +47,7 @@ static const char usage[] =
     "  --cache-dir DIR       ... and on a local disk under DIR (kept across\n"
     "                        restarts; default: none)\n"
     "  --cache-disk-gb N     the disk cache's size in GiB, a fraction allowed\n"
-    "                        (default 10 with --cache-dir)\n"
+    "                        (default 10; needs --cache-dir)\n"
     "  --port-file FILE      write the bound HOST:PORT to FILE once listening\n"
     "  --http HOST:PORT      serve GET /metrics (Prometheus), /healthz and /readyz\n"
     "                        there (no authentication: bind it where only your\n"
@@ -135,7 +135,7 @@ int main(int argc, char **argv)
         .cache_disk_bytes = 10ull << 30,
     };
     unsigned long long v;
-    int c, idx = 0, threads_given = 0;
+    int c, idx = 0, threads_given = 0, disk_gb_given = 0;
     /* kept for the process's life (a global: not a leak on early exits) */
     data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
     cfg.roots = data_roots;
@@ -211,6 +211,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.cache_disk_bytes = (uint64_t)(gb * (double)(1u << 30));
+            disk_gb_given = 1;
             break;
         }
         case 'R': {
@@ -238,6 +239,11 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
+    }
+    if (disk_gb_given && cfg.cache_dir == NULL) {
+        fprintf(stderr, "dpp-worker: --cache-disk-gb sizes the disk cache, which needs "
+                        "--cache-dir DIR (a folder of its own on a local disk)\n");
+        return 2;
     }
     if (optind < argc || cfg.master == NULL) {
         fprintf(stderr, "dpp-worker: %s\n",

@@ -920,7 +920,9 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
                                        .disk_bytes = cfg->cache_disk_bytes};
         char err[512];
         if ((rc = dpp_cache_store_open(&w->cache, &cc, err, sizeof err)) != 0) {
-            DPP_ERROR("cache_open_failed error=\"%s\"", err);
+            DPP_ERROR("cache_open_failed error=\"%s\" fix=\"give --cache-dir a folder of its own "
+                      "that this user may write (created when missing)\"",
+                      err);
             dpp_worker_stop(w);
             uv_run(loop, UV_RUN_DEFAULT);
             dpp_worker_free(w);

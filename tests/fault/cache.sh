@@ -39,6 +39,21 @@ start_cached_worker() {
 start_cached_worker 0
 start_cached_worker 1
 
+# A worker's first mistakes with the cache flags are refused, saying what
+# to do: a disk size without a folder, a file for a folder, the folder of
+# a running worker.
+dpp_expect_reject "dpp-worker: --cache-disk-gb sizes the disk cache, which needs --cache-dir DIR (a folder of its own on a local disk)" \
+    "$DPP_WORKER_BIN" --master "$DPP_MASTER_ADDR" --cache-disk-gb 2 ||
+    dpp_fail "--cache-disk-gb without --cache-dir was not refused as expected"
+touch "$DPP_TMP/not-a-dir"
+for bad in "$DPP_TMP/not-a-dir:Not a directory" "$DPP_TMP/cache-0:in use by another worker"; do
+    rc=0
+    dpp_timeout 30 "$DPP_WORKER_BIN" --master "$DPP_MASTER_ADDR" --listen 127.0.0.1:0 \
+        --cache-dir "${bad%%:*}" >"$DPP_TMP/bad.log" 2>&1 || rc=$?
+    ((rc != 0)) && grep -q "cache_open_failed error=\"cache dir ${bad%%:*}: ${bad#*:}" "$DPP_TMP/bad.log" ||
+        { cat "$DPP_TMP/bad.log"; dpp_fail "--cache-dir ${bad%%:*}: expected a refusal naming it (${bad#*:}), exit $rc"; }
+done
+
 # run NAME SPEC KILLS: reads SPEC's session with both ranks (hashes in
 # NAME-R.hashes) while killing KILLS workers 0.3 s apart, each restarted on
 # its cache dir; checks exactly once per epoch over both ranks; leaves the
