@@ -82,12 +82,14 @@ int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shap
     b->ndense = nd;
     b->nsparse = ns;
     b->dims = calloc(nd ? nd : 1, sizeof *b->dims);
+    b->first = calloc(nd ? nd : 1, sizeof *b->first);
     b->weighted = calloc(ns ? ns : 1, sizeof *b->weighted);
     b->values = calloc(ns ? ns : 1, sizeof *b->values);
     b->weights = calloc(ns ? ns : 1, sizeof *b->weights);
     b->nvalues = calloc(ns ? ns : 1, sizeof *b->nvalues);
     b->cap_values = calloc(ns ? ns : 1, sizeof *b->cap_values);
-    if (!b->dims || !b->weighted || !b->values || !b->weights || !b->nvalues || !b->cap_values) {
+    if (!b->dims || !b->first || !b->weighted || !b->values || !b->weights || !b->nvalues ||
+        !b->cap_values) {
         dpp_block_builder_close(b);
         return -ENOMEM;
     }
@@ -97,6 +99,7 @@ int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shap
             return DPP_EINVAL;
         }
         b->dims[i] = shape->dims[i];
+        b->first[i] = b->dense_width;
         b->dense_width += shape->dims[i];
     }
     for (unsigned k = 0; k < ns; k++)
@@ -117,6 +120,7 @@ void dpp_block_builder_close(dpp_block_builder_t *b)
     free(b->nvalues);
     free(b->cap_values);
     free(b->dims);
+    free(b->first);
     free(b->weighted);
     free(b->labels);
     free(b->dense);
@@ -131,17 +135,23 @@ static int grow_rows(dpp_block_builder_t *b)
     if (labels == NULL)
         return -ENOMEM;
     b->labels = labels;
-    float *dense = realloc(b->dense, cap * (b->dense_width ? b->dense_width : 1) * sizeof *dense);
-    if (dense == NULL)
-        return -ENOMEM;
-    b->dense = dense;
-    /* lengths is [nsparse][cap]: re-lay it out for the new row capacity. */
+    /* dense and lengths are column after column, each cap rows long: they
+     * are laid out again for the new row capacity. */
+    float *dense = malloc(cap * (b->dense_width ? b->dense_width : 1) * sizeof *dense);
     int32_t *lengths = malloc(cap * (b->nsparse ? b->nsparse : 1) * sizeof *lengths);
-    if (lengths == NULL)
+    if (dense == NULL || lengths == NULL) {
+        free(dense);
+        free(lengths);
         return -ENOMEM;
+    }
+    for (unsigned i = 0; i < b->ndense && b->dense; i++)
+        memcpy(dense + cap * b->first[i], dpp_block_builder_dense_row(b, i, 0),
+               b->rows * b->dims[i] * sizeof *dense);
     for (unsigned k = 0; k < b->nsparse && b->lengths; k++)
         memcpy(lengths + k * cap, b->lengths + k * b->cap_rows, b->rows * sizeof *lengths);
+    free(b->dense);
     free(b->lengths);
+    b->dense = dense;
     b->lengths = lengths;
     b->cap_rows = cap;
     return 0;
@@ -166,32 +176,51 @@ static int grow_values(dpp_block_builder_t *b, unsigned k, size_t need)
     return 0;
 }
 
+int dpp_block_builder_reserve_row(dpp_block_builder_t *b)
+{
+    return b->rows < b->cap_rows ? 0 : grow_rows(b);
+}
+
+int dpp_block_builder_reserve_values(dpp_block_builder_t *b, unsigned k, size_t n)
+{
+    size_t need = b->nvalues[k] + n;
+    return need <= b->cap_values[k] ? 0 : grow_values(b, k, need);
+}
+
+void dpp_block_builder_commit_row(dpp_block_builder_t *b, float label, const size_t *lens)
+{
+    size_t r = b->rows;
+    b->labels[r] = label;
+    for (unsigned k = 0; k < b->nsparse; k++) {
+        b->nvalues[k] += lens[k];
+        b->lengths[k * b->cap_rows + r] = (int32_t)lens[k];
+    }
+    b->rows++;
+}
+
 int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *dense,
                              const int64_t *const *ids, const float *const *weights,
                              const size_t *lens)
 {
-    if (b->rows == b->cap_rows && grow_rows(b) != 0)
+    if (dpp_block_builder_reserve_row(b) != 0)
         return -ENOMEM;
     for (unsigned k = 0; k < b->nsparse; k++) {
         if (lens[k] > INT32_MAX)
             return DPP_EINVAL;
-        size_t need = b->nvalues[k] + lens[k];
-        if (need > b->cap_values[k] && grow_values(b, k, need) != 0)
+        if (dpp_block_builder_reserve_values(b, k, lens[k]) != 0)
             return -ENOMEM;
     }
-    size_t r = b->rows;
-    b->labels[r] = label;
-    memcpy(b->dense + r * b->dense_width, dense, b->dense_width * sizeof *dense);
+    for (unsigned i = 0; i < b->ndense; i++)
+        memcpy(dpp_block_builder_dense_row(b, i, b->rows), dense + b->first[i],
+               b->dims[i] * sizeof *dense);
     for (unsigned k = 0; k < b->nsparse; k++) {
         if (lens[k]) { /* an empty list may meet a never-allocated column */
             memcpy(b->values[k] + b->nvalues[k], ids[k], lens[k] * sizeof(int64_t));
             if (b->weighted[k])
                 memcpy(b->weights[k] + b->nvalues[k], weights[k], lens[k] * sizeof(float));
         }
-        b->nvalues[k] += lens[k];
-        b->lengths[k * b->cap_rows + r] = (int32_t)lens[k];
     }
-    b->rows++;
+    dpp_block_builder_commit_row(b, label, lens);
     return 0;
 }
 
@@ -276,19 +305,11 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
     uint8_t *dst = put_col(buf, &col, &off, n);
     if (n) /* an empty builder may never have allocated its columns */
         memcpy(dst, b->labels, n);
-    /* Builder rows interleave all dense features; columns are per feature. */
-    unsigned first = 0;
     for (unsigned i = 0; i < b->ndense; i++) {
-        unsigned d = b->dims[i];
-        float *f = (float *)put_col(buf, &col, &off, rows * d * sizeof(float));
-        if (d == 1) {
-            for (size_t r = 0; r < rows; r++)
-                f[r] = b->dense[r * b->dense_width + first];
-        } else {
-            for (size_t r = 0; r < rows; r++)
-                memcpy(f + r * d, b->dense + r * b->dense_width + first, d * sizeof(float));
-        }
-        first += d;
+        size_t nb = rows * b->dims[i] * sizeof(float);
+        uint8_t *f = put_col(buf, &col, &off, nb);
+        if (nb)
+            memcpy(f, dpp_block_builder_dense_row(b, i, 0), nb);
     }
     if (b->nsparse == 0)
         goto done;
@@ -525,13 +546,12 @@ static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t
         src[s].col = dpp_block_labels(src[s].buf);
     for (size_t j = 0; j < n; j++)
         b->labels[b->rows + j] = ((const float *)src[slot[j]].col)[rows[j]];
-    unsigned first = 0;
     for (unsigned i = 0; i < nd; i++) {
         unsigned d = b->dims[i];
         for (unsigned s = 0; s < nsrc; s++)
             src[s].col = dpp_block_dense(src[s].buf, i);
-        float *dst = b->dense + b->rows * b->dense_width + first;
-        for (size_t j = 0; j < n; j++, dst += b->dense_width) {
+        float *dst = dpp_block_builder_dense_row(b, i, b->rows);
+        for (size_t j = 0; j < n; j++, dst += d) {
             if (j + GATHER_AHEAD < n)
                 __builtin_prefetch((const float *)src[slot[j + GATHER_AHEAD]].col +
                                    (size_t)rows[j + GATHER_AHEAD] * d);
@@ -539,7 +559,6 @@ static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t
             for (unsigned q = 0; q < d; q++)
                 dst[q] = f[q];
         }
-        first += d;
     }
     const int64_t *vals[GATHER_SLOTS];
     const float *wts[GATHER_SLOTS];
@@ -550,8 +569,8 @@ static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t
     for (unsigned k = 0; k < b->nsparse; k++) {
         /* the key's offsets in each block */
         for (unsigned s = 0; s < nsrc; s++)
-            src[s].col = (const int32_t *)col_data(src[s].buf, COL_OFFSETS(nd)) +
-                         (size_t)k * src[s].rows;
+            src[s].col =
+                (const int32_t *)col_data(src[s].buf, COL_OFFSETS(nd)) + (size_t)k * src[s].rows;
         /* Rows come in a random order: the loads of the rows ahead are
          * started early (prefetch), or each waits for memory in turn. */
         size_t m = 0;
@@ -572,16 +591,17 @@ static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t
         m = 0;
         for (size_t j = 0; j < n; j++) {
             if (j + GATHER_AHEAD < n) /* its offsets are cached by the loop above */
-                __builtin_prefetch(vals[slot[j + GATHER_AHEAD]] +
-                                   ((const int32_t *)src[slot[j + GATHER_AHEAD]].col)
-                                       [rows[j + GATHER_AHEAD]]);
+                __builtin_prefetch(
+                    vals[slot[j + GATHER_AHEAD]] +
+                    ((const int32_t *)src[slot[j + GATHER_AHEAD]].col)[rows[j + GATHER_AHEAD]]);
             const gather_src_t *g = &src[slot[j]];
             const int32_t *o = (const int32_t *)g->col + rows[j];
             size_t from = (size_t)o[0], len = (size_t)(o[1] - o[0]);
             lengths[j] = (int32_t)len; /* the lengths column holds the same */
             const int64_t *v = vals[slot[j]] + from;
             if (len <= GATHER_RUN && from + GATHER_RUN <= g->nvalues)
-                memcpy(values + m, v, GATHER_RUN * sizeof *v); /* the next row overwrites the rest */
+                memcpy(values + m, v,
+                       GATHER_RUN * sizeof *v); /* the next row overwrites the rest */
             else
                 for (size_t q = 0; q < len; q++)
                     values[m + q] = v[q];
@@ -628,7 +648,8 @@ int dpp_block_builder_gather(dpp_block_builder_t *b, const uint8_t *const *block
                     break; /* the chunk ends here */
                 uint32_t brows = block_rows(buf);
                 const int32_t *off = col_data(buf, COL_OFFSETS(b->ndense));
-                src[nsrc++] = (gather_src_t){buf, brows, b->nsparse ? (size_t)off[(size_t)b->nsparse * brows] : 0, NULL};
+                src[nsrc++] = (gather_src_t){
+                    buf, brows, b->nsparse ? (size_t)off[(size_t)b->nsparse * brows] : 0, NULL};
             }
             slot[cn] = (uint8_t)s;
         }
@@ -668,14 +689,11 @@ int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block,
     }
     if (n)
         memcpy(b->labels + b->rows, dpp_block_labels(block) + r0, n * sizeof(float));
-    unsigned first = 0;
     for (unsigned i = 0; i < b->ndense; i++) {
         unsigned d = b->dims[i];
-        const float *src = dpp_block_dense(block, i) + r0 * d;
-        for (size_t r = 0; r < n; r++)
-            memcpy(b->dense + (b->rows + r) * b->dense_width + first, src + r * d,
-                   d * sizeof(float));
-        first += d;
+        if (n)
+            memcpy(dpp_block_builder_dense_row(b, i, b->rows), dpp_block_dense(block, i) + r0 * d,
+                   n * d * sizeof(float));
     }
     for (unsigned k = 0; k < b->nsparse; k++) {
         const int32_t *lengths = (const int32_t *)col_data(block, COL_LENGTHS(b->ndense));

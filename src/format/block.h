@@ -28,15 +28,17 @@ typedef struct dpp_block_shape {
 } dpp_block_shape_t;
 
 /* Accumulates rows. Column arrays grow as rows are appended and are reused
- * from block to block. */
+ * from block to block. Every column is kept as the block will hold it, so
+ * finishing a block copies whole columns. */
 typedef struct dpp_block_builder {
     unsigned ndense, nsparse;
     unsigned *dims;       /* per dense feature */
+    unsigned *first;      /* per dense feature: sum of the dims before it */
     uint8_t *weighted;    /* per sparse feature */
     unsigned dense_width; /* sum of dims */
     size_t rows, cap_rows;
     float *labels;    /* [cap_rows] */
-    float *dense;     /* [cap_rows * dense_width], row-major over all dense values */
+    float *dense;     /* feature i: [cap_rows * first[i]] onward, [cap_rows][dims[i]] */
     int32_t *lengths; /* [nsparse][cap_rows] */
     int64_t **values; /* per sparse feature */
     float **weights;  /* per weighted sparse feature, parallel to values */
@@ -57,6 +59,27 @@ void dpp_block_builder_close(dpp_block_builder_t *b);
 int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *dense,
                              const int64_t *const *ids, const float *const *weights,
                              const size_t *lens);
+
+/* One row written in place, so that a decoder puts values straight into
+ * the columns instead of into a row that is copied after:
+ *   1. dpp_block_builder_reserve_row(): room for row `rows`;
+ *   2. its dense values into dpp_block_builder_dense_row(b, i); the ids of
+ *      sparse feature k into values[k] + nvalues[k] (and weights[k] +
+ *      nvalues[k]), after dpp_block_builder_reserve_values(b, k, n) made
+ *      room for n of them (it may move values[k] and weights[k]);
+ *   3. dpp_block_builder_commit_row() with its label and list lengths.
+ * Nothing counts before the commit: a row given up halfway leaves no trace.
+ * The reserves return 0 or -ENOMEM. */
+int dpp_block_builder_reserve_row(dpp_block_builder_t *b);
+int dpp_block_builder_reserve_values(dpp_block_builder_t *b, unsigned k, size_t n);
+void dpp_block_builder_commit_row(dpp_block_builder_t *b, float label, const size_t *lens);
+
+/* Dense feature i's values of row r (dims[i] floats); its whole column,
+ * rows 0..rows, is contiguous from row 0 on. */
+static inline float *dpp_block_builder_dense_row(dpp_block_builder_t *b, unsigned i, size_t r)
+{
+    return b->dense + b->cap_rows * b->first[i] + r * b->dims[i];
+}
 
 /* Appends rows [r0, r1) of a block that dpp_block_parse() accepted for the
  * builder's shape, column by column (the client assembles batches of exactly

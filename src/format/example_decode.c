@@ -21,8 +21,11 @@ enum wire_type {
 #define TAG(field, wt) ((uint64_t)(field) << 3 | (wt))
 #define SLOT_EMPTY UINT32_MAX
 
+/* A slot holds what a lookup compares, so that finding a name is one load
+ * of its slot: names[] is read only for names over 8 bytes. */
 struct proj_slot {
-    uint32_t hash;
+    uint64_t key; /* name_key() of the name */
+    uint32_t len;
     uint32_t idx; /* into names[], or SLOT_EMPTY */
 };
 
@@ -51,53 +54,47 @@ static inline uint32_t load32(const uint8_t *p)
     return v;
 }
 
-/* Names are a few bytes long ("i1", "c26"). Up to 8 bytes they are read as
- * two overlapping loads that cover every byte, so neither the hash nor the
- * comparison loops per byte: those loops' exits, at lengths that vary from
- * entry to entry, were the decoder's most mispredicted branches. Longer
- * names take FNV-1a. */
-static inline uint32_t name_hash(const uint8_t *s, size_t len)
+static inline uint64_t load64(const uint8_t *p)
 {
-    uint32_t a, b;
-    if (len >= 4 && len <= 8) {
-        a = load32(s);
-        b = load32(s + len - 4);
-    } else if (len >= 2 && len < 4) {
-        a = load16(s);
-        b = load16(s + len - 2);
-    } else if (len == 1) {
-        a = s[0];
-        b = 0;
-    } else {
-        uint32_t h = 2166136261u;
-        for (size_t i = 0; i < len; i++)
-            h = (h ^ s[i]) * 16777619u;
-        return h ^ (h >> 16);
-    }
-    uint32_t h = a * 0x9E3779B1u ^ (b * 0x85EBCA77u + (uint32_t)len * 0xC2B2AE3Du);
-    return h ^ (h >> 15);
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
 }
 
-static inline int bytes_equal(const char *a, const uint8_t *b, size_t len)
+/* Names are a few bytes long ("i1", "c26"). Up to 8 bytes a name is read as
+ * two overlapping loads that cover every byte, which with its length says
+ * exactly which name it is; neither the key nor the comparison loops per
+ * byte (those loops' exits, at lengths that vary from entry to entry, were
+ * the decoder's most mispredicted branches). A longer name's key is its
+ * first 8 bytes, and the rest is compared in full. */
+static inline uint64_t name_key(const uint8_t *s, size_t len)
 {
-    const uint8_t *x = (const uint8_t *)a;
-    if (len >= 4 && len <= 8)
-        return load32(x) == load32(b) && load32(x + len - 4) == load32(b + len - 4);
-    if (len >= 2 && len < 4)
-        return load16(x) == load16(b) && load16(x + len - 2) == load16(b + len - 2);
-    return memcmp(a, b, len) == 0;
+    if (len >= 8)
+        return load64(s);
+    if (len >= 4)
+        return load32(s) | (uint64_t)load32(s + len - 4) << 32;
+    if (len >= 2)
+        return load16(s) | (uint64_t)load16(s + len - 2) << 16;
+    return len ? s[0] : 0;
+}
+
+static inline uint32_t name_hash(uint64_t key, size_t len)
+{
+    uint64_t h = (key ^ (uint64_t)len << 59) * 0x9E3779B97F4A7C15u;
+    return (uint32_t)(h >> 32);
 }
 
 /* Index of the name equal to key[0..len), or -1. */
-static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size_t len)
+static inline __attribute__((always_inline)) long proj_find(const dpp_projection_t *p,
+                                                            const uint8_t *key, size_t len)
 {
-    uint32_t h = name_hash(key, len);
-    for (uint32_t i = h & p->mask;; i = (i + 1) & p->mask) {
+    uint64_t k = name_key(key, len);
+    for (uint32_t i = name_hash(k, len) & p->mask;; i = (i + 1) & p->mask) {
         const struct proj_slot *s = &p->slots[i];
         if (s->idx == SLOT_EMPTY)
             return -1;
-        if (s->hash == h && p->names[s->idx].len == len &&
-            bytes_equal(p->names[s->idx].s, key, len))
+        if (s->key == k && s->len == len &&
+            (len <= 8 || memcmp(p->names[s->idx].s + 8, key + 8, len - 8) == 0))
             return (long)s->idx;
     }
 }
@@ -136,7 +133,7 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
     at = p->pool;
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
-        uint32_t h = name_hash((const uint8_t *)names[i], len);
+        uint64_t k = name_key((const uint8_t *)names[i], len);
 
         if (proj_find(p, (const uint8_t *)names[i], len) >= 0) {
             err = DPP_EINVAL;
@@ -147,10 +144,11 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
         p->names[i].len = len;
         at += len + 1;
 
-        uint32_t j = h & p->mask;
+        uint32_t j = name_hash(k, len) & p->mask;
         while (p->slots[j].idx != SLOT_EMPTY)
             j = (j + 1) & p->mask;
-        p->slots[j].hash = h;
+        p->slots[j].key = k;
+        p->slots[j].len = (uint32_t)len;
         p->slots[j].idx = (uint32_t)i;
     }
     *out = p;
@@ -685,19 +683,65 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
     return 0;
 }
 
+/* One varint of at most 8 bytes from the 8 bytes x (little-endian, read
+ * from the varint's first byte): its value, and its length in *nbytes, or 0
+ * when none of the 8 bytes ends it. No loop over bytes: ids are 5-7 byte
+ * varints of varying length, and a byte loop's exit was mispredicted about
+ * once per id. */
+static inline uint64_t varint8(uint64_t x, unsigned *nbytes)
+{
+    uint64_t stop = ~x & 0x8080808080808080u; /* bytes without the continuation bit */
+    if (stop == 0) {
+        *nbytes = 0;
+        return 0;
+    }
+    *nbytes = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
+    /* the bytes up to the first stop, 7 payload bits each, then packed:
+     * 7-bit groups pairwise into 14 bits, those into 28, those into 56 */
+    uint64_t v = x & (stop ^ (stop - 1)) & 0x7f7f7f7f7f7f7f7fu;
+    v = (v & 0x007f007f007f007fu) | (v & 0x7f007f007f007f00u) >> 1;
+    v = (v & 0x00003fff00003fffu) | (v & 0x3fff00003fff0000u) >> 2;
+    v = (v & 0x000000000fffffffu) | (v & 0x0fffffff00000000u) >> 4;
+    return v;
+}
+
 /* Decodes a packed varint run into out (at most cap - *w more values) and
  * counts every value into *total. */
 static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
                                  size_t *w, size_t *total)
 {
+    const uint8_t *q0 = q;
     uint64_t v;
     size_t i = *w, t = *total;
     while (q < qend) {
+        size_t avail = (size_t)(qend - q);
+        unsigned nb = 0;
+        uint64_t x = 0;
         if (*q < 0x80) { /* ids below 128 and small counts: one byte */
             v = *q++;
-        } else if (read_varint(&q, qend, &v) != 0) {
-            return DPP_EEXAMPLE;
+            goto got;
         }
+        /* The 8 bytes from q, the run's end not crossed: the run's last 8
+         * shifted down, or for a run under 8 bytes two overlapping loads
+         * (a memcpy to the stack cost a failed store forwarding per id).
+         * Zero bytes above the end end any varint, so one cut short reads as
+         * longer than what is left. */
+        if (avail >= 8)
+            x = load64(q);
+        else if (qend - q0 >= 8)
+            x = load64(qend - 8) >> (8 * (8 - avail));
+        else if (avail >= 4)
+            x = load32(q) | (uint64_t)load32(qend - 4) << (8 * (avail - 4));
+        else if (avail >= 2)
+            x = load16(q) | (uint64_t)load16(qend - 2) << (8 * (avail - 2));
+        else
+            x = *q;
+        v = varint8(x, &nb);
+        if (nb != 0 && nb <= avail)
+            q += nb;
+        else if (read_varint(&q, qend, &v) != 0) /* 9 or 10 bytes, or cut short */
+            return DPP_EEXAMPLE;
+    got:
         if (i < cap)
             out[i++] = (int64_t)v;
         t++;

@@ -231,56 +231,62 @@ static inline float log1p_float(float x)
     return (float)log1p((double)x);
 }
 
-/* An if-chain rather than a switch: chains alternate ops row after row, and
- * a switch's jump table turned into one hard-to-predict indirect branch per
- * op (about a quarter mispredicted on the Criteo chains); conditional
- * branches follow the pattern. Commonest ops first. */
-static void dense_op(const dpp_transform_t *t, unsigned dim, float *x)
+/* One op over x[0..n): a row's values, or a whole column's (the worker).
+ * Commonest ops first. */
+static void dense_op(const dpp_transform_t *t, size_t n, float *x)
 {
     dpp_op_kind_t op = t->op;
     if (op == DPP_OP_CLAMP) {
         /* In double so that a bound that is not exactly a float compares as
-         * written; NaN fails both tests and stays NaN. */
-        for (unsigned k = 0; k < dim; k++) {
-            if ((double)x[k] < t->min)
-                x[k] = (float)t->min;
-            else if ((double)x[k] > t->max)
-                x[k] = (float)t->max;
+         * written; NaN fails both tests and stays NaN. Selects, not
+         * branches, so that a column's loop vectorises; the lower bound
+         * wins, as it did when this was if / else if. */
+        const double lo = t->min, hi = t->max;
+        const float flo = (float)lo, fhi = (float)hi;
+        for (size_t k = 0; k < n; k++) {
+            double v = (double)x[k];
+            float r = x[k];
+            r = v > hi ? fhi : r;
+            r = v < lo ? flo : r;
+            x[k] = r;
         }
     } else if (op == DPP_OP_LOG1P) {
-        for (unsigned k = 0; k < dim; k++)
+        for (size_t k = 0; k < n; k++)
             x[k] = log1p_float(x[k]);
     } else if (op == DPP_OP_STANDARDIZE) {
-        for (unsigned k = 0; k < dim; k++)
+        for (size_t k = 0; k < n; k++)
             x[k] = (float)(((double)x[k] - t->mean) / t->std);
     } else if (op == DPP_OP_BUCKETIZE) {
-        for (unsigned k = 0; k < dim; k++)
+        for (size_t k = 0; k < n; k++)
             x[k] = bucketize(t->boundaries, t->nboundaries, x[k]);
     } else if (op == DPP_OP_CAST) {
         if (t->cast_to == DPP_CAST_INT)
-            for (unsigned k = 0; k < dim; k++)
+            for (size_t k = 0; k < n; k++)
                 x[k] = cast_int(x[k]);
         else if (t->cast_to == DPP_CAST_BFLOAT16)
-            for (unsigned k = 0; k < dim; k++)
+            for (size_t k = 0; k < n; k++)
                 x[k] = round_bfloat16(x[k]);
         else
-            for (unsigned k = 0; k < dim; k++)
+            for (size_t k = 0; k < n; k++)
                 x[k] = round_float16(x[k]);
     }
     /* fill_missing is handled by the caller (only first); sparse ops are not
      * in a validated dense chain. */
 }
 
+void dpp_transform_dense_column(const dpp_transform_t *ops, unsigned nops, float *x, size_t n)
+{
+    for (unsigned i = nops > 0 && ops[0].op == DPP_OP_FILL_MISSING ? 1 : 0; i < nops; i++)
+        dense_op(&ops[i], n, x);
+}
+
 int dpp_transform_dense(const dpp_transform_t *ops, unsigned nops, unsigned dim, int present,
                         const float *in, float *out)
 {
-    unsigned i = 0;
-
     /* fill_missing is only valid first (the parser enforces it) and leaves a
      * present value alone. */
-    int fills = nops > 0 && ops[0].op == DPP_OP_FILL_MISSING;
     if (!present) {
-        if (!fills)
+        if (nops == 0 || ops[0].op != DPP_OP_FILL_MISSING)
             return DPP_EMISSING;
         float v = (float)ops[0].value;
         for (unsigned k = 0; k < dim; k++)
@@ -288,13 +294,29 @@ int dpp_transform_dense(const dpp_transform_t *ops, unsigned nops, unsigned dim,
     } else if (in != out) {
         memmove(out, in, (size_t)dim * sizeof *out);
     }
-    for (i = fills ? 1 : 0; i < nops; i++)
-        dense_op(&ops[i], dim, out);
+    dpp_transform_dense_column(ops, nops, out, dim);
     return 0;
 }
 
-size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *ids, float *weights,
-                            size_t len)
+size_t dpp_transform_sparse_pick(const dpp_transform_t *ops, unsigned nops, int64_t *ids,
+                                 float *weights, size_t len)
+{
+    for (unsigned i = 0; i < nops; i++) {
+        const dpp_transform_t *t = &ops[i];
+        if (t->op != DPP_OP_TRUNCATE || len <= t->max_len)
+            continue;
+        if (t->keep_last) {
+            size_t drop = len - t->max_len;
+            memmove(ids, ids + drop, (size_t)t->max_len * sizeof *ids);
+            if (weights)
+                memmove(weights, weights + drop, (size_t)t->max_len * sizeof *weights);
+        }
+        len = t->max_len;
+    }
+    return len;
+}
+
+void dpp_transform_sparse_column(const dpp_transform_t *ops, unsigned nops, int64_t *ids, size_t n)
 {
     /* An if-chain for the reason given at dense_op(). The op's fields go
      * into locals first: ids are int64 too, so the compiler would otherwise
@@ -304,27 +326,39 @@ size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *
         const dpp_transform_t *t = &ops[i];
         dpp_op_kind_t op = t->op;
         if (op == DPP_OP_MODULO && t->n > 0) {
-            const uint64_t n = (uint64_t)t->n, recip = t->n_recip;
-            for (size_t k = 0; k < len; k++)
-                ids[k] = floor_mod(ids[k], n, recip);
-        } else if (op == DPP_OP_TRUNCATE) {
-            if (len <= t->max_len)
-                continue;
-            if (t->keep_last) {
-                size_t drop = len - t->max_len;
-                memmove(ids, ids + drop, (size_t)t->max_len * sizeof *ids);
-                if (weights)
-                    memmove(weights, weights + drop, (size_t)t->max_len * sizeof *weights);
-            }
-            len = t->max_len;
+            const uint64_t m = (uint64_t)t->n, recip = t->n_recip;
+            for (size_t k = 0; k < n; k++)
+                ids[k] = floor_mod(ids[k], m, recip);
         } else if (op == DPP_OP_HASH && t->n > 0) {
-            const uint64_t n = (uint64_t)t->n, recip = t->n_recip;
+            const uint64_t m = (uint64_t)t->n, recip = t->n_recip;
             const uint64_t salt = (uint64_t)t->salt * GOLDEN_GAMMA;
-            for (size_t k = 0; k < len; k++)
-                ids[k] = (int64_t)mod_reduce(mix64((uint64_t)ids[k] ^ salt), n, recip);
+            for (size_t k = 0; k < n; k++)
+                ids[k] = (int64_t)mod_reduce(mix64((uint64_t)ids[k] ^ salt), m, recip);
         }
     }
+}
+
+size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *ids, float *weights,
+                            size_t len)
+{
+    len = dpp_transform_sparse_pick(ops, nops, ids, weights, len);
+    dpp_transform_sparse_column(ops, nops, ids, len);
     return len;
+}
+
+int dpp_transform_sparse_prefix(const dpp_transform_t *ops, unsigned nops, size_t *keep)
+{
+    size_t k = SIZE_MAX;
+    for (unsigned i = 0; i < nops; i++) {
+        if (ops[i].op != DPP_OP_TRUNCATE)
+            continue;
+        if (ops[i].keep_last)
+            return 0;
+        if ((size_t)ops[i].max_len < k)
+            k = (size_t)ops[i].max_len;
+    }
+    *keep = k;
+    return 1;
 }
 
 uint64_t dpp_path_hash(const char *relative_path)

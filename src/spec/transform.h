@@ -36,6 +36,32 @@ int dpp_transform_dense(const dpp_transform_t *ops, unsigned nops, unsigned dim,
 size_t dpp_transform_sparse(const dpp_transform_t *ops, unsigned nops, int64_t *ids, float *weights,
                             size_t len);
 
+/* The two chains a column at a time, as the worker runs them: every dense
+ * op and every sparse op but truncate maps each value on its own, so a
+ * chain over a column of rows is the chain over each row, and truncate,
+ * which only picks positions, commutes with the maps. So a row's sparse
+ * list is picked when it is read (dpp_transform_sparse_pick) and its values
+ * mapped later with the rest of the block's (dpp_transform_sparse_column);
+ * dense values are read raw (fill_missing's value for an absent one) and
+ * the chain runs over the column (dpp_transform_dense_column). The row
+ * functions above are exactly those compositions. */
+
+/* The dense chain, its leading fill_missing passed over, on x[0..n). */
+void dpp_transform_dense_column(const dpp_transform_t *ops, unsigned nops, float *x, size_t n);
+
+/* The chain's truncates on one row's ids[0..len) (and weights, or NULL), in
+ * order; returns the new length. */
+size_t dpp_transform_sparse_pick(const dpp_transform_t *ops, unsigned nops, int64_t *ids,
+                                 float *weights, size_t len);
+
+/* The chain's maps (modulo, hash of ids) on ids[0..n), in order. */
+void dpp_transform_sparse_column(const dpp_transform_t *ops, unsigned nops, int64_t *ids, size_t n);
+
+/* 1 when the chain keeps a prefix of every list (no truncate keeps the
+ * last ids), with *keep its longest length (SIZE_MAX: the whole list); a
+ * reader then need not store the ids past it. 0 otherwise. */
+int dpp_transform_sparse_prefix(const dpp_transform_t *ops, unsigned nops, size_t *keep);
+
 /* A string feature's id by the first op of its chain (hash: XXH3 of the
  * bytes with the salt as seed, mod n; vocab: the line number in t->vocab,
  * which must be loaded, else the out-of-vocabulary id: size, or size + XXH3

@@ -61,6 +61,13 @@ typedef struct plan {
     int *dense_slot, *sparse_slot, *weights_slot, *filter_slot;
     unsigned *dims;
     uint8_t *weighted;
+    /* Sparse features whose chain starts by turning strings into ids (hash,
+     * vocab) run their chain per row, as the row's kind decides that first
+     * op; the others are picked per row and mapped a block at a time
+     * (dpp_transform_sparse_column). keep: ids a row stores (prefix_only:
+     * every truncate keeps the first ids). */
+    uint8_t *row_chain, *prefix_only;
+    size_t *keep;
     const char **slot_names; /* the feature of each slot (pointing into spec) */
     uint8_t *slot_optional;  /* a feature the spec lets be absent everywhere */
     dpp_block_shape_t shape;
@@ -79,6 +86,9 @@ static void plan_close(plan_t *p)
     free(p->filter_slot);
     free(p->dims);
     free(p->weighted);
+    free(p->row_chain);
+    free(p->prefix_only);
+    free(p->keep);
     free(p->slot_names);
     free(p->slot_optional);
     dpp_spec_close(&p->spec);
@@ -127,8 +137,8 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
         if (p->spec.sparse[k].nops == 0 || op->op != DPP_OP_VOCAB)
             continue;
         void *vocab = NULL;
-        rc = dpp_file_cache_get(&vocab_files, NULL, root, cfg->roots, cfg->nroots, op->file,
-                                &vocab, why, sizeof why);
+        rc = dpp_file_cache_get(&vocab_files, NULL, root, cfg->roots, cfg->nroots, op->file, &vocab,
+                                why, sizeof why);
         op->vocab = vocab;
         if (rc != 0) {
             snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k, p->spec.sparse[k].name,
@@ -146,9 +156,12 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     p->filter_slot = calloc(s->nfilters + 1, sizeof *p->filter_slot);
     p->dims = calloc(s->ndense + 1, sizeof *p->dims);
     p->weighted = calloc(s->nsparse + 1, sizeof *p->weighted);
+    p->row_chain = calloc(s->nsparse + 1, 1);
+    p->prefix_only = calloc(s->nsparse + 1, 1);
+    p->keep = calloc(s->nsparse + 1, sizeof *p->keep);
     rc = -ENOMEM;
     if (!names || !p->dense_slot || !p->sparse_slot || !p->weights_slot || !p->filter_slot ||
-        !p->dims || !p->weighted)
+        !p->dims || !p->weighted || !p->row_chain || !p->prefix_only || !p->keep)
         goto out;
     size_t n = 0;
     p->label_slot = slot_of(names, &n, s->label);
@@ -160,6 +173,9 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
         p->sparse_slot[k] = slot_of(names, &n, s->sparse[k].name);
         p->weights_slot[k] = s->sparse[k].weights ? slot_of(names, &n, s->sparse[k].weights) : -1;
         p->weighted[k] = s->sparse[k].weights != NULL;
+        p->row_chain[k] = (uint8_t)dpp_transform_takes_strings(s->sparse[k].ops, s->sparse[k].nops);
+        p->prefix_only[k] =
+            (uint8_t)dpp_transform_sparse_prefix(s->sparse[k].ops, s->sparse[k].nops, &p->keep[k]);
     }
     for (unsigned f = 0; f < s->nfilters; f++)
         p->filter_slot[f] = s->filters[f].kind == DPP_FILTER_REQUIRE
@@ -217,7 +233,7 @@ typedef struct split_ctx {
     size_t nseen;
     uint64_t examined;
     const char *missing;
-    float *dense;
+    int raw_rows;      /* the builder's rows are not yet through their column transforms */
     int64_t *iscratch; /* int64 dense values on their way to float */
     int64_t **ids;
     float **weights;
@@ -273,9 +289,31 @@ static void compress_block(split_ctx_t *x, dpp_out_block_t *b)
     b->codec = 1;
 }
 
+/* Runs the chains a column at a time over the rows add_record() put into
+ * the builder (dense values raw, sparse ids picked but not mapped). */
+static void transform_columns(split_ctx_t *x)
+{
+    if (!x->raw_rows)
+        return;
+    uint64_t t0 = x->block_times ? dpp_now_ns() : 0;
+    const dpp_spec_t *spec = &x->plan->spec;
+    dpp_block_builder_t *b = &x->builder;
+    for (unsigned i = 0; i < spec->ndense; i++)
+        dpp_transform_dense_column(spec->dense[i].ops, spec->dense[i].nops,
+                                   dpp_block_builder_dense_row(b, i, 0), b->rows * b->dims[i]);
+    for (unsigned k = 0; k < spec->nsparse; k++)
+        if (!x->plan->row_chain[k] && b->nvalues[k])
+            dpp_transform_sparse_column(spec->sparse[k].ops, spec->sparse[k].nops, b->values[k],
+                                        b->nvalues[k]);
+    x->raw_rows = 0;
+    if (x->block_times)
+        x->block_times->transform_ns += dpp_now_ns() - t0;
+}
+
 /* Finishes the builder's rows as a block and emits it. */
 static int cut_block(split_ctx_t *x)
 {
+    transform_columns(x);
     uint64_t t0 = x->block_times ? dpp_now_ns() : 0;
     uint8_t *raw;
     size_t raw_len;
@@ -305,6 +343,16 @@ static int cut_block(split_ctx_t *x)
         x->block_times->compress_ns += t2 - t1;
     }
     return x->emit(x->emit_arg, b);
+}
+
+/* Runs the column transforms and forgets the rows: DPP_STAGE_TRANSFORM's
+ * end of a block. */
+static void drop_rows(split_ctx_t *x)
+{
+    transform_columns(x);
+    x->builder.rows = 0;
+    for (unsigned k = 0; k < x->builder.nsparse; k++)
+        x->builder.nvalues[k] = 0;
 }
 
 /* Copies a feature's values into dst[0..want) as floats (float lists, or
@@ -364,8 +412,112 @@ static int string_ids(split_ctx_t *x, unsigned k, const dpp_feat_ref_t *r, size_
     return rc;
 }
 
-/* Decodes, filters and transforms one record into the builder. Returns 0
- * (added), 1 (filtered out), a per-record error (DPP_EEXAMPLE, DPP_EMISSING,
+/* Sparse feature k of one record into the builder's column tail, from a
+ * string list or with a chain that starts on strings: the whole chain now,
+ * through the scratch. */
+static int sparse_row_chain(split_ctx_t *x, unsigned k, const dpp_feat_ref_t *r, size_t *len)
+{
+    const dpp_feature_spec_t *f = &x->plan->spec.sparse[k];
+    const dpp_transform_t *ops = f->ops;
+    unsigned nops = f->nops;
+    size_t n = 0;
+    int rc;
+    if (r->kind == DPP_FEAT_BYTES) {
+        /* strings become ids by the chain's first op (hash or vocab) */
+        if ((rc = string_ids(x, k, r, &n)) != 0)
+            return rc;
+        ops++;
+        nops--;
+    } else if (ops[0].op == DPP_OP_VOCAB) {
+        if (r->kind != DPP_FEAT_ABSENT)
+            return DPP_ETYPE; /* a vocabulary maps strings, and these are numbers */
+        ops++; /* absent (a null string or list): an empty list, nothing to look up */
+        nops--;
+    } else if (r->kind != DPP_FEAT_ABSENT) {
+        /* one pass; a list longer than the scratch is read again once grown */
+        if ((rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0)
+            return rc;
+        if (n > x->caps[k] && ((rc = grow_scratch(x, k, n)) != 0 ||
+                               (rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0))
+            return rc;
+    }
+    if (x->plan->weighted[k]) {
+        const dpp_feat_ref_t *wr = &x->refs[x->plan->weights_slot[k]];
+        size_t wn = 0;
+        if (wr->kind != DPP_FEAT_ABSENT &&
+            (rc = dpp_feat_floats(wr, x->weights[k], x->caps[k], &wn)) != 0)
+            return rc;
+        if (wn != n)
+            return DPP_ETYPE; /* weights must pair with ids one to one */
+    }
+    n = dpp_transform_sparse(ops, nops, x->ids[k], x->plan->weighted[k] ? x->weights[k] : NULL, n);
+    dpp_block_builder_t *b = &x->builder;
+    if (n && (rc = dpp_block_builder_reserve_values(b, k, n)) != 0)
+        return rc;
+    if (n) {
+        memcpy(b->values[k] + b->nvalues[k], x->ids[k], n * sizeof(int64_t));
+        if (x->plan->weighted[k])
+            memcpy(b->weights[k] + b->nvalues[k], x->weights[k], n * sizeof(float));
+    }
+    *len = n;
+    return 0;
+}
+
+/* Sparse feature k of one record (int64 ids, or absent) read straight into
+ * the builder's column tail and picked by the chain's truncates; the maps
+ * run later over the block (transform_columns). A chain that keeps a prefix
+ * stores only that much of a long list; the whole list is still read and
+ * checked. */
+static int sparse_column(split_ctx_t *x, unsigned k, const dpp_feat_ref_t *r, size_t *len)
+{
+    const plan_t *p = x->plan;
+    dpp_block_builder_t *b = &x->builder;
+    size_t n = 0, wn = 0;
+    int rc;
+    *len = 0;
+    if (r->kind == DPP_FEAT_ABSENT) {
+        if (p->weighted[k] && x->refs[p->weights_slot[k]].kind != DPP_FEAT_ABSENT) {
+            rc = dpp_feat_count(&x->refs[p->weights_slot[k]], DPP_FEAT_FLOAT, &wn);
+            return rc ? rc : wn == 0 ? 0 : DPP_ETYPE;
+        }
+        return 0;
+    }
+    if (b->cap_values[k] - b->nvalues[k] < 64 &&
+        (rc = dpp_block_builder_reserve_values(b, k, 64)) != 0)
+        return rc;
+    size_t room = b->cap_values[k] - b->nvalues[k];
+    size_t cap = p->prefix_only[k] && p->keep[k] < room ? p->keep[k] : room;
+    if ((rc = dpp_feat_int64s(r, b->values[k] + b->nvalues[k], cap, &n)) != 0)
+        return rc;
+    size_t store = p->prefix_only[k] && p->keep[k] < n ? p->keep[k] : n;
+    if (store > cap) { /* longer than the room: grow, read again */
+        if ((rc = dpp_block_builder_reserve_values(b, k, store)) != 0 ||
+            (rc = dpp_feat_int64s(r, b->values[k] + b->nvalues[k], store, &n)) != 0)
+            return rc;
+    }
+    float *w = NULL;
+    if (p->weighted[k]) {
+        const dpp_feat_ref_t *wr = &x->refs[p->weights_slot[k]];
+        w = b->weights[k] + b->nvalues[k];
+        if (wr->kind != DPP_FEAT_ABSENT && (rc = dpp_feat_floats(wr, w, store, &wn)) != 0)
+            return rc;
+        if (wn != n)
+            return DPP_ETYPE; /* weights must pair with ids one to one */
+    }
+    if (!p->prefix_only[k]) {
+        const dpp_feature_spec_t *f = &p->spec.sparse[k];
+        store = dpp_transform_sparse_pick(f->ops, f->nops, b->values[k] + b->nvalues[k], w, n);
+    }
+    if (store > INT32_MAX)
+        return DPP_EINVAL;
+    *len = store;
+    return 0;
+}
+
+/* Decodes, filters and transforms one record into the builder: values go
+ * straight into the columns, and the per-value maps of the chains run a
+ * block at a time when it is cut (transform_columns). Returns 0 (added), 1
+ * (filtered out), a per-record error (DPP_EEXAMPLE, DPP_EMISSING,
  * DPP_ETYPE) or -ENOMEM / an emit error. */
 static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t record_index,
                       uint64_t path_hash)
@@ -373,6 +525,7 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
     const plan_t *p = x->plan;
     const dpp_spec_t *spec = &p->spec;
     dpp_feat_ref_t *refs = x->refs;
+    dpp_block_builder_t *b = &x->builder;
     uint64_t t0 = x->times ? dpp_now_ns() : 0;
     int rc = p->src->decode(p->proj, rec, len, refs);
     if (rc)
@@ -405,76 +558,46 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
             return 1;
         }
     }
-    float *out = x->dense;
+    if ((rc = dpp_block_builder_reserve_row(b)) != 0)
+        return rc;
     for (unsigned i = 0; i < spec->ndense; i++) {
         const dpp_feature_spec_t *f = &spec->dense[i];
         const dpp_feat_ref_t *r = &refs[p->dense_slot[i]];
-        int present = r->kind != DPP_FEAT_ABSENT;
-        if (present && (rc = read_floats(r, out, f->dim, x->iscratch)) != 0)
-            return rc;
-        if ((rc = dpp_transform_dense(f->ops, f->nops, f->dim, present, out, out)) != 0) {
-            x->missing = rc == DPP_EMISSING ? f->name : NULL;
-            return rc;
+        float *out = dpp_block_builder_dense_row(b, i, b->rows);
+        if (r->kind != DPP_FEAT_ABSENT) {
+            if ((rc = read_floats(r, out, f->dim, x->iscratch)) != 0)
+                return rc;
+        } else if (f->nops > 0 && f->ops[0].op == DPP_OP_FILL_MISSING) {
+            for (unsigned q = 0; q < f->dim; q++) /* the rest of the chain runs on it too */
+                out[q] = (float)f->ops[0].value;
+        } else {
+            x->missing = f->name;
+            return DPP_EMISSING;
         }
-        out += f->dim;
     }
     for (unsigned k = 0; k < spec->nsparse; k++) {
-        const dpp_feature_spec_t *f = &spec->sparse[k];
         const dpp_feat_ref_t *r = &refs[p->sparse_slot[k]];
-        size_t n = 0;
-        x->lens[k] = 0;
-        const dpp_transform_t *ops = f->ops;
-        unsigned nops = f->nops;
-        if (r->kind == DPP_FEAT_BYTES) {
-            /* strings become ids by the chain's first op (hash or vocab) */
-            if (!dpp_transform_takes_strings(ops, nops))
-                return DPP_ETYPE;
-            if ((rc = string_ids(x, k, r, &n)) != 0)
-                return rc;
-            ops++;
-            nops--;
-        } else if (nops > 0 && ops[0].op == DPP_OP_VOCAB) {
-            if (r->kind != DPP_FEAT_ABSENT)
-                return DPP_ETYPE; /* a vocabulary maps strings, and these are numbers */
-            ops++; /* absent (a null string or list): an empty list, nothing to look up */
-            nops--;
-        } else if (r->kind != DPP_FEAT_ABSENT) {
-            /* one pass; a list longer than the scratch is read again once grown */
-            if ((rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0)
-                return rc;
-            if (n > x->caps[k] && ((rc = grow_scratch(x, k, n)) != 0 ||
-                                   (rc = dpp_feat_int64s(r, x->ids[k], x->caps[k], &n)) != 0))
-                return rc;
-        }
-        float *w = NULL;
-        if (p->weighted[k]) {
-            const dpp_feat_ref_t *wr = &refs[p->weights_slot[k]];
-            size_t wn = 0;
-            if (wr->kind != DPP_FEAT_ABSENT &&
-                (rc = dpp_feat_floats(wr, x->weights[k], x->caps[k], &wn)) != 0)
-                return rc;
-            if (wn != n)
-                return DPP_ETYPE; /* weights must pair with ids one to one */
-            w = x->weights[k];
-        }
-        x->lens[k] = dpp_transform_sparse(ops, nops, x->ids[k], w, n);
+        if (r->kind == DPP_FEAT_BYTES && !p->row_chain[k])
+            return DPP_ETYPE; /* strings need a chain that starts with hash or vocab */
+        rc = p->row_chain[k] ? sparse_row_chain(x, k, r, &x->lens[k])
+                             : sparse_column(x, k, r, &x->lens[k]);
+        if (rc)
+            return rc;
     }
     uint64_t t2 = x->times ? dpp_now_ns() : 0;
     if (x->times) {
         x->times->decode_ns += t1 - t0;
         x->times->transform_ns += t2 - t1;
     }
-    if (x->cfg->stop_after == DPP_STAGE_TRANSFORM)
-        return 1;
-    rc = dpp_block_builder_append(&x->builder, label, x->dense, (const int64_t *const *)x->ids,
-                                  (const float *const *)x->weights, x->lens);
-    if (x->times)
-        x->times->encode_ns += dpp_now_ns() - t2;
-    if (rc)
-        return rc;
-    if (x->builder.rows >= spec->batch_size)
-        return cut_block(x);
-    return 0;
+    dpp_block_builder_commit_row(b, label, x->lens);
+    x->raw_rows = 1;
+    if (b->rows < spec->batch_size)
+        return 0;
+    if (x->cfg->stop_after == DPP_STAGE_TRANSFORM) { /* a benchmark's stage: no block */
+        drop_rows(x);
+        return 0;
+    }
+    return cut_block(x);
 }
 
 static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
@@ -488,22 +611,18 @@ static void set_error(dpp_split_result_t *res, int err, const char *fmt, ...)
 
 static int ctx_init(split_ctx_t *x, const plan_t *p)
 {
-    size_t width = 0, max_dim = 1;
-    for (unsigned i = 0; i < p->spec.ndense; i++) {
-        width += p->dims[i];
+    size_t max_dim = 1;
+    for (unsigned i = 0; i < p->spec.ndense; i++)
         max_dim = p->dims[i] > max_dim ? p->dims[i] : max_dim;
-    }
     unsigned ns = p->spec.nsparse;
     x->refs = calloc(p->nslots + 1, sizeof *x->refs);
     x->seen = calloc(p->nslots + 1, 1);
-    x->dense = calloc(width + 1, sizeof *x->dense);
     x->iscratch = calloc(max_dim, sizeof *x->iscratch);
     x->ids = calloc(ns + 1, sizeof *x->ids);
     x->weights = calloc(ns + 1, sizeof *x->weights);
     x->lens = calloc(ns + 1, sizeof *x->lens);
     x->caps = calloc(ns + 1, sizeof *x->caps);
-    if (!x->refs || !x->seen || !x->dense || !x->iscratch || !x->ids || !x->weights || !x->lens ||
-        !x->caps)
+    if (!x->refs || !x->seen || !x->iscratch || !x->ids || !x->weights || !x->lens || !x->caps)
         return -ENOMEM;
     for (unsigned k = 0; k < ns; k++)
         if (grow_scratch(x, k, 16) != 0)
@@ -524,7 +643,6 @@ static void ctx_close(split_ctx_t *x)
     free(x->weights);
     free(x->lens);
     free(x->caps);
-    free(x->dense);
     free(x->iscratch);
     free(x->refs);
     dpp_block_builder_close(&x->builder);
@@ -749,6 +867,8 @@ static int produce_gathered(split_ctx_t *x, const gathered_t *g, uint64_t path_h
  * Returns 0 or the emit's error; res->blocks gets the blocks made. */
 static int finish_blocks(split_ctx_t *x, dpp_split_result_t *res)
 {
+    if (x->cfg->stop_after == DPP_STAGE_TRANSFORM)
+        drop_rows(x);
     int rc = x->builder.rows > 0 ? cut_block(x) : 0;
     if (rc || x->capture)
         return rc; /* a capture's end is the entry's serving */
@@ -797,7 +917,8 @@ static int serve_entry(split_ctx_t *x, const dpp_split_entry_t *e, int shuffle, 
     if (!shuffle) {
         for (size_t b = 0; b < e->nblocks && rc == 0; b++) {
             uint8_t *copy = malloc(e->block_len[b]);
-            dpp_out_block_t *out = copy ? new_block(x, e->block_rows[b], copy, e->block_len[b]) : NULL;
+            dpp_out_block_t *out =
+                copy ? new_block(x, e->block_rows[b], copy, e->block_len[b]) : NULL;
             if (out == NULL) {
                 free(copy);
                 return -ENOMEM;

@@ -386,6 +386,8 @@ check_produced case6a
 check_filtered case6a 1
 dpp_log "case 6a ok: $rows6 of 9000 rows kept, 2 ranks match dpp-refsum"
 
+# Weights ride on a chain that the worker picks per row and maps per block
+# (no string op first): keep "last" moves them with their ids.
 dpp_step "case 6b: dim 4, weights, fill_missing, require, per-record errors (dpp-refsum's table)"
 # refsum's table has ~7% records of the wrong type on purpose: max_reject_ratio 1
 # lets the session run past them (the default, 1%, fails it: reject_ratio.sh)
@@ -410,8 +412,9 @@ cat >"$spec6b" <<'EOF'
                                        {"op": "bucketize", "boundaries": [0.5, 1, 2, 4, 6]}]}
     ],
     "sparse": [
-      {"name": "ids", "weights": "ids_w", "transforms": [{"op": "hash", "n": 1000003, "salt": -5},
-                                                         {"op": "truncate", "max_len": 3, "keep": "last"}]},
+      {"name": "ids", "weights": "ids_w", "transforms": [{"op": "modulo", "n": 1000003},
+                                                         {"op": "truncate", "max_len": 3, "keep": "last"},
+                                                         {"op": "hash", "n": 5003, "salt": -5}]},
       {"name": "hist", "transforms": [{"op": "modulo", "n": 97}, {"op": "first_x", "x": 4}]}
     ]
   },

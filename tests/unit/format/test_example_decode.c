@@ -4,6 +4,7 @@
  * malformed input, and randomly mutated records. */
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -1407,6 +1408,106 @@ static void test_native_lists(void **state)
     assert_int_equal(dpp_feat_bytes_next(&f, &pos, &str, &len), DPP_ETYPE);
 }
 
+/* Names longer than the 8 bytes a lookup compares at once, sharing those 8
+ * (and lengths around 8): each is found, and a key that shares the first 8
+ * bytes of a name but not the rest is not projected. */
+static void test_long_names(void **state)
+{
+    const char *names[] = {"category_feature_1", "category_feature_2", "category_feature_10",
+                           "abcdefgh",           "abcdefghi",          "abcdefg"};
+    enum { NLONG = sizeof(names) / sizeof(names[0]) };
+    const char *keys[] = {"category_feature_3", "category_feature_10", "abcdefgi",
+                          "abcdefghi",          "category_feature_",   "abcdefg"};
+    const int want[NLONG] = {-1, 2, -1, 4, -1, 5};
+    dpp_projection_t *p;
+    dpp_feat_ref_t out[NLONG];
+    wire_t ex = {0}, fs = {0}, f = {0}, l = {0};
+    uint8_t *copy;
+
+    (void)state;
+    assert_int_equal(dpp_projection_new(&p, names, NLONG), 0);
+    w_str(&l, 1, "x");
+    w_feature(&f, 1, &l);
+    for (size_t i = 0; i < NLONG; i++)
+        w_entry(&fs, keys[i], &f);
+    w_example(&ex, &fs);
+    assert_int_equal(decode_exact(p, ex.b, ex.n, out, &copy), 0);
+    int found[NLONG] = {0};
+    for (size_t i = 0; i < NLONG; i++)
+        if (want[i] >= 0)
+            found[want[i]] = 1;
+    for (size_t i = 0; i < NLONG; i++)
+        if ((out[i].kind != DPP_FEAT_ABSENT) != found[i])
+            fail_msg("name %s: kind %d, expected %s", names[i], out[i].kind,
+                     found[i] ? "present" : "absent");
+    free(copy);
+    dpp_projection_free(p);
+}
+
+/* Packed int64 runs whose varints have every length (1-10 bytes) at every
+ * distance from the run's end, each run alone in a buffer of its exact size
+ * (the sanitizer build sees any read past it): the decoder reads varints 8
+ * bytes at a time and must neither look past the run nor accept a varint it
+ * cuts. Each run is also cut at every byte: a cut inside a varint is
+ * DPP_EEXAMPLE, a cut between varints gives the values before it. */
+static void test_varint_runs(void **state)
+{
+    (void)state;
+    rng_state = 7;
+    for (int iter = 0; iter < 3000; iter++) {
+        uint64_t want[12];
+        size_t ends[12]; /* payload offset after each varint */
+        uint8_t pay[12 * 10];
+        size_t m = 1 + rng_below(12), plen = 0;
+        for (size_t i = 0; i < m; i++) {
+            unsigned nb = 1 + (unsigned)rng_below(10);
+            /* a value of exactly nb bytes: its top payload bit set */
+            uint64_t v = nb == 10 ? (uint64_t)1 << 63 | rng() : (uint64_t)1 << (7 * nb - 1);
+            if (nb > 1 && nb < 10)
+                v |= rng() & (((uint64_t)1 << (7 * nb - 1)) - 1);
+            if (nb == 1)
+                v = rng_below(128);
+            want[i] = v;
+            do {
+                pay[plen++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+                v >>= 7;
+            } while (v);
+            ends[i] = plen;
+        }
+        for (size_t cut = plen; cut >= 1; cut--) {
+            uint8_t *list = malloc(cut + 2);
+            assert_non_null(list);
+            list[0] = 0x0a;
+            list[1] = (uint8_t)cut; /* at most 120: one byte */
+            memcpy(list + 2, pay, cut);
+            dpp_feat_ref_t f = {DPP_FEAT_INT64, list, cut + 2, 0};
+            int64_t got[12];
+            size_t n = 99, whole = 0;
+            while (whole < m && ends[whole] <= cut)
+                whole++;
+            int rc = dpp_feat_int64s(&f, got, 12, &n);
+            if (whole == 0 || ends[whole - 1] != cut) {
+                if (rc != DPP_EEXAMPLE)
+                    fail_msg("iteration %d: run cut at %zu of %zu inside a varint gave %d", iter,
+                             cut, plen, rc);
+            } else {
+                assert_int_equal(rc, 0);
+                assert_int_equal(n, whole);
+                for (size_t i = 0; i < whole; i++)
+                    if ((uint64_t)got[i] != want[i])
+                        fail_msg("iteration %d: value %zu of %zu (cut %zu of %zu): %" PRIx64
+                                 " for %" PRIx64,
+                                 iter, i, whole, cut, plen, (uint64_t)got[i], want[i]);
+                /* a smaller cap writes fewer and still counts them all */
+                rc = dpp_feat_int64s(&f, got, whole / 2, &n);
+                assert_int_equal(rc, 0);
+                assert_int_equal(n, whole);
+            }
+            free(list);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1424,6 +1525,8 @@ int main(void)
         cmocka_unit_test(test_projection_contract),
         cmocka_unit_test(test_mutated_records),
         cmocka_unit_test(test_native_lists),
+        cmocka_unit_test(test_varint_runs),
+        cmocka_unit_test(test_long_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
