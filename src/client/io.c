@@ -33,6 +33,7 @@ typedef struct wlink {
     int ready;         /* subscribed */
     uint32_t inflight; /* credits granted and not yet used by a block */
     uint32_t owed;     /* credits earned back, held while memory is short */
+    size_t sink_cap;   /* capacity of the pool buffer conn.sink_buf */
     dpp_auth_state_t auth;
     struct wlink *prev, *next;
 } wlink_t;
@@ -174,8 +175,17 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     size_t cap = 0;
     if (l->inflight)
         l->inflight--;
+    /* A payload received in place (link_sink) is the block's buffer as it
+     * is: no copy. */
+    uint8_t *data = NULL, *sunk = NULL;
+    if (l->conn.sink_buf == f->payload) {
+        data = sunk = l->conn.sink_buf;
+        cap = l->sink_cap;
+        l->conn.sink_buf = NULL;
+    }
     pthread_mutex_lock(&core->mu);
-    uint8_t *data = dpp__pool_get(core, f->payload_len, &cap);
+    if (data == NULL)
+        data = dpp__pool_get(core, f->payload_len, &cap);
     core->blocks++;
     core->bytes_wire += f->payload_len;
     if (f->payload_len > core->max_block)
@@ -229,7 +239,8 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         }
     }
     if (keep) {
-        memcpy(data, f->payload, f->payload_len);
+        if (data != sunk)
+            memcpy(data, f->payload, f->payload_len);
         b->link_id = l->id;
         b->epoch = h->epoch;
         b->split = h->split_id;
@@ -266,6 +277,29 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     pthread_mutex_unlock(&core->mu);
     if (!keep)
         free(b);
+}
+
+/* A BLOCK's payload goes straight into a pool buffer (wire/conn.h). One
+ * whose size handle_block() refuses anyway is left to the usual path. */
+static void *link_sink(dpp_conn_t *conn, uint16_t type, size_t len)
+{
+    wlink_t *l = dpp_container_of(conn, wlink_t, conn);
+    dpp_core_t *core = l->io->core;
+    if (type != DPP_MSG_BLOCK || !l->ready || len > core->max_raw)
+        return NULL;
+    pthread_mutex_lock(&core->mu);
+    void *p = dpp__pool_get(core, len, &l->sink_cap);
+    pthread_mutex_unlock(&core->mu);
+    return p;
+}
+
+static void link_sink_free(dpp_conn_t *conn, void *buf)
+{
+    wlink_t *l = dpp_container_of(conn, wlink_t, conn);
+    dpp_core_t *core = l->io->core;
+    pthread_mutex_lock(&core->mu);
+    dpp__pool_put(core, buf, l->sink_cap);
+    pthread_mutex_unlock(&core->mu);
 }
 
 static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f, const ProtobufCMessage *m)
@@ -388,6 +422,8 @@ static void sync_workers(dpp_client_io_t *io, char *const *addrs, size_t n)
             free(l);
             continue;
         }
+        l->conn.payload_sink = link_sink;
+        l->conn.payload_sink_free = link_sink_free;
         DPP_DLIST_PUSH(io->links, l);
         if (dpp_conn_connect(&l->conn, (struct sockaddr *)&ss, on_worker_connected) != 0)
             dpp_conn_close(&l->conn, DPP_ECLOSED);

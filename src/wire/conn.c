@@ -33,9 +33,18 @@ typedef struct write_req {
     size_t head_len, payload_len, bytes;
 } write_req_t;
 
+static void sink_drop(dpp_conn_t *c)
+{
+    if (c->sink_buf && c->payload_sink_free)
+        c->payload_sink_free(c, c->sink_buf);
+    c->sink_buf = NULL;
+    c->sink_len = c->sink_have = 0;
+}
+
 static void on_closed(uv_handle_t *h)
 {
     dpp_conn_t *c = dpp_container_of(h, dpp_conn_t, tcp);
+    sink_drop(c);
     free(c->rbuf);
     c->rbuf = NULL;
     c->rlen = c->rcap = 0;
@@ -108,6 +117,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     dpp_conn_t *c = dpp_container_of(h, dpp_conn_t, tcp);
+    if (c->sink_buf) { /* exactly the rest of the payload: the next frame starts in rbuf */
+        buf->base = (char *)c->sink_buf + c->sink_have;
+        buf->len = c->sink_len - c->sink_have;
+        return;
+    }
     if (ensure_space(c, c->rlen + read_chunk(c)) != 0) {
         buf->base = NULL;
         buf->len = 0; /* libuv reports UV_ENOBUFS to on_read */
@@ -115,6 +129,65 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     }
     buf->base = (char *)c->rbuf + c->rlen;
     buf->len = c->rcap - c->rlen;
+}
+
+/* Hands one whole frame to the owner. Returns 0, or -1 when the
+ * connection is closing. */
+static int deliver(dpp_conn_t *c, const dpp_frame_t *f)
+{
+    /* Unpacked here, once for every owner: a message that does not decode
+     * is the peer's error, answered the same way everywhere. */
+    ProtobufCMessage *msg = dpp_frame_unpack(f);
+    if (msg == NULL) {
+        dpp_conn_send_error(c, DPP_EMSG, "%s message does not decode", dpp_msg_name(f->type));
+        dpp_conn_close(c, DPP_EMSG);
+        return -1;
+    }
+    c->on_frame(c, f, msg);
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return c->closing ? -1 : 0;
+}
+
+/* The frame at rbuf[0..rlen) lacks a payload worth receiving in place:
+ * once its header and message are in, asks the owner for the payload's
+ * buffer and moves the payload bytes already read there. Returns 1 when
+ * the rest of the payload will be read there, 0 when the message is not all
+ * in yet, -1 when the owner declined. */
+static int sink_start(dpp_conn_t *c)
+{
+    uint32_t msg_len, payload_len;
+    uint16_t type = (uint16_t)(c->rbuf[4] | c->rbuf[5] << 8);
+    memcpy(&msg_len, c->rbuf + 8, 4);
+    memcpy(&payload_len, c->rbuf + 12, 4);
+    size_t head = DPP_FRAME_HEADER_SIZE + (size_t)msg_len;
+    if (c->rlen < head)
+        return 0;
+    void *buf = c->payload_sink(c, type, payload_len);
+    if (buf == NULL) {
+        c->sink_declined = 1;
+        return -1;
+    }
+    c->sink_buf = buf;
+    c->sink_len = payload_len;
+    c->sink_have = c->rlen - head;
+    memcpy(buf, c->rbuf + head, c->sink_have);
+    c->rlen = head;
+    return 1;
+}
+
+/* The sink's payload is complete: the frame goes to the owner. */
+static void sink_finish(dpp_conn_t *c)
+{
+    dpp_frame_t f;
+    memcpy(&f.msg_len, c->rbuf + 8, 4);
+    f.type = (uint16_t)(c->rbuf[4] | c->rbuf[5] << 8);
+    f.msg = c->rbuf + DPP_FRAME_HEADER_SIZE;
+    f.payload = c->sink_buf;
+    f.payload_len = (uint32_t)c->sink_len;
+    int rc = deliver(c, &f);
+    sink_drop(c); /* unless on_frame took it */
+    if (rc == 0)
+        c->rlen = 0;
 }
 
 /* Hands every whole frame in the buffer to the owner and keeps the rest. */
@@ -135,22 +208,27 @@ static void dispatch(dpp_conn_t *c)
             return;
         }
         if (rc == 1) {
+            if (flen && c->payload_sink && !c->sink_declined &&
+                flen - (c->rlen - off) >= DPP_CONN_SINK_MIN) {
+                /* the frame to the front: its header is where sink_finish reads it */
+                if (off > 0) {
+                    memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+                    c->rlen -= off;
+                    off = 0;
+                }
+                int sunk = sink_start(c);
+                if (sunk >= 0)
+                    return; /* in the sink, or its message still coming (rbuf need not grow) */
+            }
             if (flen && ensure_space(c, flen) != 0) {
                 dpp_conn_close(c, -ENOMEM);
                 return;
             }
             break;
         }
-        /* Unpacked here, once for every owner: a message that does not
-         * decode is the peer's error, answered the same way everywhere. */
-        ProtobufCMessage *msg = dpp_frame_unpack(&f);
-        if (msg == NULL) {
-            dpp_conn_send_error(c, DPP_EMSG, "%s message does not decode", dpp_msg_name(f.type));
-            dpp_conn_close(c, DPP_EMSG);
+        c->sink_declined = 0;
+        if (deliver(c, &f) != 0)
             return;
-        }
-        c->on_frame(c, &f, msg);
-        protobuf_c_message_free_unpacked(msg, NULL);
         off += flen;
     }
     if (c->closing)
@@ -169,7 +247,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         dpp_conn_close(c, nread == UV_EOF ? DPP_ECLOSED : (int)nread);
         return;
     }
-    c->rlen += (size_t)nread;
+    if (c->sink_buf) {
+        c->sink_have += (size_t)nread;
+        if (c->sink_have < c->sink_len)
+            return;
+        sink_finish(c);
+        if (c->closing)
+            return;
+    } else {
+        c->rlen += (size_t)nread;
+    }
     dispatch(c);
 }
 

@@ -15,6 +15,9 @@
 
 typedef struct dpp_conn dpp_conn_t;
 
+/* Payloads smaller than this always go through the connection's buffer. */
+#define DPP_CONN_SINK_MIN (256u * 1024)
+
 /* A whole frame arrived: f points into the connection's buffer and msg is
  * its message, unpacked; both are valid only during the call (a frame whose
  * message does not decode never reaches the owner: the peer is told and the
@@ -56,6 +59,19 @@ struct dpp_conn {
     int error;      /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;
+    /* Optional: a large payload received straight into the owner's memory
+     * instead of through rbuf and a copy. Once a frame's header and message
+     * are in and at least DPP_CONN_SINK_MIN bytes of its payload are not,
+     * payload_sink(c, type, len) may return a buffer of at least len bytes
+     * (NULL: the usual way). The frame then reaches on_frame with
+     * f->payload == c->sink_buf; on_frame takes the buffer by setting
+     * c->sink_buf to NULL, else payload_sink_free gets it after on_frame,
+     * as it does when the connection closes mid-payload. */
+    void *(*payload_sink)(dpp_conn_t *c, uint16_t type, size_t len);
+    void (*payload_sink_free)(dpp_conn_t *c, void *buf);
+    void *sink_buf;
+    size_t sink_len, sink_have;
+    int sink_declined; /* for the frame at the front of rbuf: asked once */
     dpp_conn_frame_cb on_frame;
     dpp_conn_close_cb on_close;
     dpp_conn_connect_cb on_connect;

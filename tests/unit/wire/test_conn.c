@@ -28,6 +28,10 @@
 
 static uint8_t payload[PAYLOAD_LEN];
 
+/* Over DPP_CONN_SINK_MIN, and not a round size. */
+#define BIG_LEN (DPP_CONN_SINK_MIN * 3 + 4093)
+static uint8_t big[BIG_LEN];
+
 /* A sender connected to a receiver accepted from a listening socket. */
 typedef struct pair {
     uv_loop_t loop;
@@ -50,6 +54,12 @@ typedef struct pair {
     int tx_closed, tx_close_error;
     int frees[MAX_FRAMES]; /* free callbacks by frame */
     int frees_total;
+    /* payload sink (test_payload_sink) */
+    int sink;                      /* the receiver gets sink_take / sink_give on accept */
+    int sink_asked, sink_given;    /* calls, buffers handed out */
+    int sink_taken, sink_returned; /* taken by on_frame, given back to sink_free */
+    int sunk_frames;               /* frames whose payload came in a sink buffer */
+    int big_frames;                /* frames with the big payload, checked */
 } pair_t;
 
 static void on_watchdog(uv_timer_t *t)
@@ -77,10 +87,41 @@ static void on_rx_frame(dpp_conn_t *c, const dpp_frame_t *f, const ProtobufCMess
     if (f->type != DPP_MSG_HEARTBEAT)
         return;
     const Dpp__Heartbeat *hb = (const Dpp__Heartbeat *)msg;
-    if (hb->worker_id != p->rx_next_seq || f->payload_len != PAYLOAD_LEN ||
-        memcmp(f->payload, payload, PAYLOAD_LEN) != 0)
+    int is_big = f->payload_len == BIG_LEN;
+    if (hb->worker_id != p->rx_next_seq || (!is_big && f->payload_len != PAYLOAD_LEN) ||
+        memcmp(f->payload, is_big ? big : payload, f->payload_len) != 0)
         p->rx_disorder++;
     p->rx_next_seq = hb->worker_id + 1;
+    p->big_frames += is_big;
+    if (c->sink_buf != NULL && f->payload == c->sink_buf) {
+        p->sunk_frames++;
+        if (hb->worker_id % 4 == 0) { /* taken: freed here; the others go back to sink_free */
+            free(c->sink_buf);
+            c->sink_buf = NULL;
+            p->sink_taken++;
+        }
+    }
+}
+
+/* Every third big payload is declined (read through rbuf instead). */
+static void *sink_give(dpp_conn_t *c, uint16_t type, size_t len)
+{
+    pair_t *p = c->data;
+    assert_int_equal(type, DPP_MSG_HEARTBEAT);
+    assert_true(len >= DPP_CONN_SINK_MIN);
+    if (p->sink_asked++ % 3 == 2)
+        return NULL;
+    p->sink_given++;
+    void *buf = malloc(len);
+    assert_non_null(buf);
+    return buf;
+}
+
+static void sink_free(dpp_conn_t *c, void *buf)
+{
+    pair_t *p = c->data;
+    p->sink_returned++;
+    free(buf);
 }
 
 static void on_rx_close(dpp_conn_t *c)
@@ -124,6 +165,10 @@ static void on_connection(uv_stream_t *server, int status)
     assert_int_equal(dpp_conn_init(&p->loop, &p->rx, on_rx_frame, on_rx_close, p), 0);
     p->rx_inited = 1;
     p->rx.limits = p->rx_limits;
+    if (p->sink) {
+        p->rx.payload_sink = sink_give;
+        p->rx.payload_sink_free = sink_free;
+    }
     assert_int_equal(dpp_conn_accept(server, &p->rx), 0);
     if (p->rx_pause)
         dpp_conn_read_stop(&p->rx);
@@ -136,12 +181,15 @@ static void on_payload_free(void *data, void *arg)
     (*slot)++;
 }
 
-static pair_t *pair_start(int rx_pause, uint32_t max_msg, uint32_t max_payload)
+static pair_t *pair_start_sink(int rx_pause, uint32_t max_msg, uint32_t max_payload, int sink)
 {
     pair_t *p = calloc(1, sizeof *p);
     assert_non_null(p);
+    p->sink = sink;
     for (size_t i = 0; i < PAYLOAD_LEN; i++)
         payload[i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < BIG_LEN; i++)
+        big[i] = (uint8_t)(i * 13 + (i >> 11));
     assert_int_equal(uv_loop_init(&p->loop), 0);
     assert_int_equal(uv_timer_init(&p->loop, &p->watchdog), 0);
     p->watchdog.data = p;
@@ -167,6 +215,11 @@ static pair_t *pair_start(int rx_pause, uint32_t max_msg, uint32_t max_payload)
     assert_int_equal(dpp_conn_connect(&p->tx, (struct sockaddr *)&p->addr, on_tx_connect), 0);
     RUN_UNTIL(p, p->tx_connected && p->rx_inited);
     return p;
+}
+
+static pair_t *pair_start(int rx_pause, uint32_t max_msg, uint32_t max_payload)
+{
+    return pair_start_sink(rx_pause, max_msg, max_payload, 0);
 }
 
 /* Closes every handle; the loop must then have none left. */
@@ -419,6 +472,54 @@ static void test_free_on_peer_reset(void **state)
     pair_finish(p);
 }
 
+/* Frame seq with the big payload. */
+static int send_big(pair_t *p, int seq)
+{
+    Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+    hb.worker_id = (uint64_t)seq;
+    return dpp_conn_send_payload(&p->tx, DPP_MSG_HEARTBEAT, &hb.base, big, BIG_LEN, NULL, NULL);
+}
+
+/* ---- payloads received in place ---- */
+
+/* Big payloads (some received in a sink buffer, some declined) between
+ * small ones: every frame arrives in order with its bytes, and every sink
+ * buffer is either taken by on_frame or given back exactly once. */
+static void test_payload_sink(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start_sink(0, 0, 0, 1);
+    enum { N = 24 };
+    for (int i = 0; i < N; i++)
+        assert_int_equal(i % 3 == 1 ? send_seq(p, i) : send_big(p, i), 0);
+    RUN_UNTIL(p, p->rx_frames == N);
+    assert_int_equal(p->rx_disorder, 0);
+    assert_int_equal(p->big_frames, N - N / 3);
+    assert_int_equal(p->sink_asked, N - N / 3); /* once per big frame, small ones never */
+    assert_int_equal(p->sunk_frames, p->sink_given);
+    assert_true(p->sink_given > 0 && p->sink_given < p->sink_asked);
+    assert_true(p->sink_taken > 0);
+    assert_int_equal(p->sink_taken + p->sink_returned, p->sink_given);
+    assert_null(p->rx.sink_buf);
+    pair_finish(p);
+}
+
+/* The receiver closes while a payload is coming into a sink buffer: the
+ * buffer goes back to sink_free once. */
+static void test_payload_sink_close(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start_sink(0, 0, 0, 1);
+    assert_int_equal(send_big(p, 0), 0);
+    RUN_UNTIL(p, p->rx.sink_buf != NULL && p->rx.sink_have < p->rx.sink_len);
+    dpp_conn_close(&p->rx, 0);
+    RUN_UNTIL(p, p->rx_closed);
+    assert_int_equal(p->sink_given, 1);
+    assert_int_equal(p->sink_returned, 1);
+    assert_int_equal(p->rx_frames, 0);
+    pair_finish(p);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -430,6 +531,8 @@ int main(void)
         cmocka_unit_test(test_free_on_close_before_write),
         cmocka_unit_test(test_free_on_close_while_queued),
         cmocka_unit_test(test_free_on_peer_reset),
+        cmocka_unit_test(test_payload_sink),
+        cmocka_unit_test(test_payload_sink_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
