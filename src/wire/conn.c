@@ -315,6 +315,51 @@ int dpp_conn_connect(dpp_conn_t *c, const struct sockaddr *addr, dpp_conn_connec
     return uv_tcp_connect(&c->connect_req, &c->tcp, addr, on_connected);
 }
 
+/* Microseconds the peer's receive window has limited the sender, or
+ * UINT64_MAX when unknown. */
+static uint64_t rwnd_limited_us(dpp_conn_t *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return UINT64_MAX;
+    return dpp_tcp_rwnd_limited_us(fd);
+}
+
+/* After writes completed: while more stay queued the link was busy all
+ * along, so bytes over time is its rate; once the queue is empty the window
+ * is over (the link kept up) and the next queued write starts another.
+ * The socket's own buffer takes the first few MB of a burst at once, so a
+ * busy period's first window is not counted, nor any shorter than
+ * DPP_CONN_DRAIN_WINDOW_MS. */
+static void measure_drain(dpp_conn_t *c)
+{
+    uint64_t now = dpp_now_ns();
+    if (c->queued == 0) {
+        c->busy_start_ns = 0;
+        return;
+    }
+    uint64_t span = now - c->busy_start_ns;
+    if (c->busy_start_ns == 0 || span < (uint64_t)DPP_CONN_DRAIN_WINDOW_MS * 1000000u)
+        return;
+    /* A peer that reads slowly backs writes up just the same; the kernel
+     * counts the time its receive window held the sender back, and such a
+     * window measures the reader, not the link. */
+    uint64_t rwnd_us = rwnd_limited_us(c);
+    int reader_bound = rwnd_us != UINT64_MAX && c->busy_rwnd_us != UINT64_MAX &&
+                       rwnd_us - c->busy_rwnd_us > span / 2000;
+    c->busy_rwnd_us = rwnd_us;
+    if (c->busy_counts && reader_bound) {
+        c->reader_bound_at_ns = now;
+    } else if (c->busy_counts) {
+        double bps = (double)c->busy_bytes * 1e9 / (double)span;
+        c->drain_bps = c->drain_at_ns ? 0.5 * c->drain_bps + 0.5 * bps : bps;
+        c->drain_at_ns = now;
+    }
+    c->busy_counts = 1;
+    c->busy_start_ns = now;
+    c->busy_bytes = 0;
+}
+
 /* Done with the frames of one write: w and those chained after it (frames
  * released together). */
 static void on_written(uv_write_t *req, int status)
@@ -324,6 +369,7 @@ static void on_written(uv_write_t *req, int status)
     while (w) {
         write_req_t *next = w->next;
         c->queued -= w->bytes;
+        c->busy_bytes += w->bytes;
         if (status < 0)
             c->dropped += w->bytes;
         free(w->head);
@@ -336,6 +382,7 @@ static void on_written(uv_write_t *req, int status)
         dpp_conn_close(c, status);
         return;
     }
+    measure_drain(c);
     if (c->out_paused && !c->closing && c->queued <= c->max_queued / 4) {
         c->out_paused = 0;
         dispatch(c); /* what arrived before the pause */
@@ -417,6 +464,12 @@ int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *
         c->held_tail = w;
     } else if ((rc = write_now(w)) != 0) {
         goto fail;
+    }
+    if (c->queued == 0) { /* a busy window may start (measure_drain) */
+        c->busy_start_ns = dpp_now_ns();
+        c->busy_bytes = 0;
+        c->busy_counts = 0;
+        c->busy_rwnd_us = UINT64_MAX;
     }
     c->queued += w->bytes;
     if (c->max_queued && c->queued > c->max_queued && !c->out_paused) {

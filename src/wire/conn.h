@@ -15,6 +15,8 @@
 
 typedef struct dpp_conn dpp_conn_t;
 
+#define DPP_CONN_DRAIN_WINDOW_MS 100
+
 /* Payloads smaller than this always go through the connection's buffer. */
 #define DPP_CONN_SINK_MIN (256u * 1024)
 
@@ -44,6 +46,18 @@ struct dpp_conn {
                           bounds what it sends, as credits do) */
     int out_paused;    /* reading stopped by max_queued */
     uint64_t dropped;  /* bytes queued and never written (the connection closed first) */
+    /* How fast the link drains what is queued, measured only while writes
+     * stay queued (the sender is ahead of the link): bytes written per
+     * second over windows of at least DPP_CONN_DRAIN_WINDOW_MS, smoothed;
+     * drain_at_ns is when it was last measured, 0 never. A link that keeps
+     * up with what is sent never queues and so is never measured; nor is a
+     * window in which the peer's receive window held writes back (a slow
+     * reader, not a slow link: reader_bound_at_ns). */
+    double drain_bps;
+    uint64_t drain_at_ns;
+    uint64_t busy_start_ns, busy_bytes, busy_rwnd_us;
+    int busy_counts;             /* the busy period's first window is over */
+    uint64_t reader_bound_at_ns; /* last window in which the peer's reading held writes back */
     /* While *hold is non-zero, frames wait in the connection (not written)
      * until dpp_conn_release(): the master holds what it says until the
      * journal records it depends on are durable (group commit), and what is

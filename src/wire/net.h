@@ -68,4 +68,8 @@ int dpp_sync_recv(dpp_sync_conn_t *c, uint16_t *reply_type, ProtobufCMessage **r
 
 void dpp_sync_close(dpp_sync_conn_t *c);
 
+/* Microseconds the peer's TCP receive window has held the sender on socket
+ * fd back (Linux tcp_info, 4.10 and later), UINT64_MAX when unknown. */
+uint64_t dpp_tcp_rwnd_limited_us(int fd);
+
 #endif

@@ -342,6 +342,10 @@ static int cut_block(split_ctx_t *x)
         x->block_times->encode_ns += t1 - t0;
         x->block_times->compress_ns += t2 - t1;
     }
+    if (x->capture == NULL) { /* a capture's blocks are counted when served */
+        x->res->raw_bytes += b->raw_size;
+        x->res->wire_bytes += b->len;
+    }
     return x->emit(x->emit_arg, b);
 }
 
@@ -926,6 +930,8 @@ static int serve_entry(split_ctx_t *x, const dpp_split_entry_t *e, int shuffle, 
             memcpy(copy, e->block[b], e->block_len[b]);
             if (x->compress && x->zctx)
                 compress_block(x, out);
+            x->res->raw_bytes += out->raw_size;
+            x->res->wire_bytes += out->len;
             rc = x->emit(x->emit_arg, out);
         }
         return rc ? rc : finish_blocks(x, res);
@@ -1085,7 +1091,7 @@ static int serve_cached(split_ctx_t *x, const dpp_cache_key_t *key, const dpp_sp
 }
 
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, void *zctx,
-                           dpp_split_scratch_t *scratch, int client_loopback, const dpp_task_t *t,
+                           dpp_split_scratch_t *scratch, int auto_compress, const dpp_task_t *t,
                            dpp_emit_cb emit, void *arg, dpp_split_result_t *res,
                            dpp_stage_times_t *times)
 {
@@ -1114,9 +1120,11 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
                      .emit = emit,
                      .emit_arg = arg,
                      .block_times = times};
-    /* auto: compress unless the client is known to be on loopback */
+    /* auto: as the worker decided for this client from the link and CPU it
+     * measured (worker.c, auto_compress()) */
     x.compress = plan.spec.compression == DPP_COMPRESSION_ZSTD ||
-                 (plan.spec.compression == DPP_COMPRESSION_AUTO && client_loopback != 1);
+                 (plan.spec.compression == DPP_COMPRESSION_AUTO && auto_compress == 1);
+    res->compressed = x.compress;
     int shuffle = plan.spec.shuffle && cfg->stop_after == DPP_STAGE_ALL;
     dpp_reader_stats_t st0, st1;
     dpp_reader_get_stats(reader, &st0);
@@ -1368,17 +1376,24 @@ static int emit_block(void *arg, dpp_out_block_t *b)
     return 0;
 }
 
-/* 1 when the client subscribed to (session, rank) is on loopback, 0 when it
- * is remote, -1 when none has subscribed yet. */
-static int client_loopback(dpp_pipeline_t *p, const dpp_task_t *t)
+static uint64_t thread_cpu_ns(void)
 {
-    int loopback = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Compression "auto"'s decision for the client of (session, rank): 1 or 0
+ * (also when none was made yet). */
+static int client_compress(dpp_pipeline_t *p, const dpp_task_t *t)
+{
+    int compress = 0;
     pthread_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->nlocal; i++)
         if (p->local[i].rank == t->rank && strcmp(p->local[i].session, t->session) == 0)
-            loopback = p->local[i].loopback;
+            compress = p->local[i].compress;
     pthread_mutex_unlock(&p->mu);
-    return loopback;
+    return compress;
 }
 
 /* Runs a batch of index tasks and hands their results to the loop thread
@@ -1449,8 +1464,10 @@ static void *thread_main(void *arg)
             abort();
         }
         dpp_stage_times_t times = {0};
-        dpp_pipeline_run_split(&p->cfg, reader, zctx, &scratch, client_loopback(p, t), t,
+        uint64_t cpu0 = thread_cpu_ns();
+        dpp_pipeline_run_split(&p->cfg, reader, zctx, &scratch, client_compress(p, t), t,
                                emit_block, p, res, &times);
+        res->cpu_ns = thread_cpu_ns() - cpu0;
         res->times = times;              /* the runner resets res first */
         res->generation = t->generation; /* the runners reset res */
         dpp_task_free(t);
@@ -1564,7 +1581,7 @@ size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p, size_t *index_tasks)
     return n;
 }
 
-void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback)
+void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int compress)
 {
     pthread_mutex_lock(&p->mu);
     size_t i = 0;
@@ -1573,7 +1590,7 @@ void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t ra
         i++;
     if (i == p->nlocal) {
         if (p->nlocal == DPP_PIPELINE_MAX_CLIENTS) {
-            /* forget the oldest: at worst its blocks are compressed again */
+            /* forget the oldest: at worst its blocks go uncompressed until decided again */
             memmove(p->local, p->local + 1, (p->nlocal - 1) * sizeof *p->local);
             i = --p->nlocal;
         }
@@ -1581,7 +1598,7 @@ void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t ra
     }
     snprintf(p->local[i].session, sizeof p->local[i].session, "%s", session);
     p->local[i].rank = rank;
-    p->local[i].loopback = loopback;
+    p->local[i].compress = compress;
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -72,6 +72,10 @@ typedef struct dpp_split_result {
     uint64_t rows, filtered, bytes_read;
     dpp_rejects_t rejects;
     dpp_stage_times_t times; /* SPLIT: time per pipeline stage */
+    /* SPLIT: the thread's CPU time on it, and the bytes of its blocks raw
+     * and as sent (compressed or not): what compression "auto" weighs */
+    uint64_t cpu_ns, raw_bytes, wire_bytes;
+    int compressed; /* its blocks went through zstd (kept when smaller) */
     int error;
     char message[1024];
     /* INDEX results */
@@ -118,11 +122,12 @@ typedef struct dpp_pipeline_config {
 
 #define DPP_PIPELINE_MAX_CLIENTS 256
 
-/* A subscribed client's place, for compression "auto". */
+/* Compression "auto" for the client of (session, rank): the loop thread's
+ * decision (worker.c), read when a split starts. */
 typedef struct dpp_client_place {
     char session[24];
     uint32_t rank;
-    int loopback;
+    int compress;
 } dpp_client_place_t;
 
 typedef struct dpp_pipeline {
@@ -176,9 +181,10 @@ size_t dpp_pipeline_revoke(dpp_pipeline_t *p, size_t *index_tasks);
  * the generation. Returns how many (*index_tasks as for revoke). */
 size_t dpp_pipeline_cancel_queued(dpp_pipeline_t *p, size_t *index_tasks);
 
-/* Loop thread: the client of (session, rank) subscribed from loopback (1)
- * or from elsewhere (0); decides compression "auto" for later splits. */
-void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int loopback);
+/* Loop thread: whether splits of (session, rank) started from now on
+ * compress their blocks under compression "auto" (1) or not (0). Until it
+ * is said, they do not. */
+void dpp_pipeline_set_client(dpp_pipeline_t *p, const char *session, uint32_t rank, int compress);
 
 /* Bytes of blocks produced and not yet written to a client, now. */
 size_t dpp_pipeline_buffered(dpp_pipeline_t *p);
@@ -203,13 +209,14 @@ typedef struct dpp_split_scratch {
 void dpp_split_scratch_free(dpp_split_scratch_t *s);
 
 /* Produces every block of one split task with reader (a dpp_reader_t *),
- * zctx (a ZSTD_CCtx *) and scratch (NULL: a temporary one). emit(arg, block) takes each block in
- * order; the last is an empty block marked last. client_loopback: 1, 0 or -1 (unknown), for
- * compression "auto". times, when not NULL, accumulates time per stage. Fills res; returns
+ * zctx (a ZSTD_CCtx *) and scratch (NULL: a temporary one). emit(arg,
+ * block) takes each block in order; the last is an empty block marked last.
+ * auto_compress: whether compression "auto" compresses (1) or not (0).
+ * times, when not NULL, accumulates time per stage. Fills res; returns
  * res->error. Public for the benchmarks and tests. */
 typedef int (*dpp_emit_cb)(void *arg, dpp_out_block_t *b);
 int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader, void *zctx,
-                           dpp_split_scratch_t *scratch, int client_loopback, const dpp_task_t *t,
+                           dpp_split_scratch_t *scratch, int auto_compress, const dpp_task_t *t,
                            dpp_emit_cb emit, void *arg, dpp_split_result_t *res,
                            dpp_stage_times_t *times);
 

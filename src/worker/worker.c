@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ typedef struct client {
     dpp_peer_t peer; /* first: the listener allocates and frees the struct */
     stream_t *stream;
     uint32_t credits;
+    int loopback;            /* the peer is this host */
     struct client *sub_next; /* subscribers of stream */
 } client_t;
 
@@ -53,6 +55,7 @@ typedef struct client {
 struct stream {
     char session[24];
     uint32_t rank;
+    int compress; /* compression "auto"'s decision for its client (auto_compress()); -1 none */
     dpp_out_block_t *head, **tail;
     size_t nblocks;
     client_t *subs;
@@ -114,6 +117,11 @@ struct dpp_worker {
     stream_t *streams;
     int stopping;
     worker_counters_t n;
+    /* What compression "auto" weighs (auto_compress()), smoothed over
+     * splits: CPU per raw byte to make blocks and to compress them, and
+     * raw bytes per byte sent when compressed; 0 until measured. */
+    double make_ns_per_byte, zstd_ns_per_byte, zstd_ratio;
+    uint32_t auto_on;      /* streams compressing now, for /metrics */
     struct dpp_http *http; /* --http, NULL when not serving */
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
 };
@@ -130,6 +138,7 @@ static stream_t *find_stream(dpp_worker_t *w, const char *session, uint32_t rank
     stream_t *s = dpp_xcalloc(1, sizeof *s);
     snprintf(s->session, sizeof s->session, "%s", session);
     s->rank = rank;
+    s->compress = -1; /* not yet said to the pipeline */
     s->tail = &s->head;
     s->next = w->streams;
     w->streams = s;
@@ -254,7 +263,7 @@ static void on_client_closed(dpp_peer_t *p)
 }
 
 /* Whether the peer is this host's loopback (127.0.0.0/8, ::1 or a v4-mapped
- * 127.x): compression "auto" is off for it. */
+ * 127.x): compression "auto" is off for it (auto_compress()). */
 static int is_loopback(dpp_conn_t *c)
 {
     struct sockaddr_storage ss;
@@ -286,10 +295,9 @@ static void on_client_frame(dpp_peer_t *p, const dpp_frame_t *f, const ProtobufC
         c->credits = sub->credits;
         c->sub_next = s->subs;
         s->subs = c;
-        int loopback = is_loopback(&c->peer.conn);
-        dpp_pipeline_set_client(&w->pipe, s->session, s->rank, loopback);
+        c->loopback = is_loopback(&c->peer.conn);
         DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d", conn->peer,
-                  s->session, s->rank, sub->credits, loopback);
+                  s->session, s->rank, sub->credits, c->loopback);
         flush_stream(w, s);
         break;
     }
@@ -637,6 +645,84 @@ static void count_result(worker_counters_t *n, const dpp_split_result_t *r)
     n->times.compress_ns += r->times.compress_ns;
 }
 
+static double smooth(double old, double sample)
+{
+    return old > 0 ? 0.8 * old + 0.2 * sample : sample;
+}
+
+/* A split's costs into what compression "auto" weighs. */
+static void learn_costs(dpp_worker_t *w, const dpp_split_result_t *r)
+{
+    if (r->kind != DPP_TASK_SPLIT || r->error || r->raw_bytes < 65536 || r->cpu_ns == 0)
+        return;
+    uint64_t z = r->times.compress_ns < r->cpu_ns ? r->times.compress_ns : r->cpu_ns;
+    w->make_ns_per_byte =
+        smooth(w->make_ns_per_byte, (double)(r->cpu_ns - z) / (double)r->raw_bytes);
+    if (r->compressed && r->wire_bytes > 0) {
+        w->zstd_ns_per_byte = smooth(w->zstd_ns_per_byte, (double)z / (double)r->raw_bytes);
+        w->zstd_ratio = smooth(w->zstd_ratio, (double)r->raw_bytes / (double)r->wire_bytes);
+    }
+}
+
+/* Compression "auto" for a client on conn: 1 when compressing delivers
+ * more raw bytes per second than sending them as they are.
+ *  - Loopback: never (the link is memory; compression only costs CPU at
+ *    both ends).
+ *  - A link never seen behind (drain_at_ns: writes stayed queued within
+ *    the last LINK_MEMORY_MS) keeps up with what is sent: no.
+ *  - A link that fell behind, with compression never measured: yes, to
+ *    measure it (the splits after show what it does).
+ *  - Else the model: with T threads making raw bytes at m ns/byte and zstd
+ *    costing z ns/byte for a ratio r over a link of L bytes/s, raw delivery
+ *    is min(T/m, L) and compressed min(T/(m+z), r*L); compress when that is
+ *    more by 10% (so a near tie keeps the CPU).
+ * The link is measured in bytes on the wire whichever way blocks go, so a
+ * compressing worker keeps measuring it while it stays behind, and
+ * LINK_MEMORY_MS after it last was, tries raw again. */
+#define LINK_MEMORY_MS 10000
+static int auto_compress(const dpp_worker_t *w, const dpp_conn_t *conn, int loopback)
+{
+    if (loopback || conn->drain_at_ns == 0 || conn->drain_bps <= 0 ||
+        dpp_now_ns() - conn->drain_at_ns > (uint64_t)LINK_MEMORY_MS * 1000000u)
+        return 0;
+    if (w->zstd_ratio <= 0 || w->make_ns_per_byte <= 0)
+        return 1;
+    double threads = w->cfg.threads ? w->cfg.threads : 1;
+    double link = conn->drain_bps;
+    double raw = fmin(threads * 1e9 / w->make_ns_per_byte, link);
+    double zstd =
+        fmin(threads * 1e9 / (w->make_ns_per_byte + w->zstd_ns_per_byte), w->zstd_ratio * link);
+    return zstd > 1.1 * raw;
+}
+
+/* Decides compression "auto" again for every stream with a client. */
+static void decide_compression(dpp_worker_t *w)
+{
+    uint32_t on = 0;
+    for (stream_t *s = w->streams; s; s = s->next) {
+        client_t *c = s->subs;
+        if (c == NULL)
+            continue;
+        dpp_conn_t *conn = &c->peer.conn;
+        int z = auto_compress(w, conn, c->loopback);
+        on += (uint32_t)z;
+        if (z == s->compress)
+            continue;
+        int first = s->compress < 0;
+        s->compress = z;
+        dpp_pipeline_set_client(&w->pipe, s->session, s->rank, z);
+        if (first && !z)
+            continue; /* the default, said to the pipeline: nothing to tell */
+        DPP_INFO("compression_auto session=%s rank=%u peer=%s compress=%s link_mb_s=%.1f "
+                 "make_mb_s=%.1f zstd_mb_s=%.1f zstd_ratio=%.2f",
+                 s->session, s->rank, conn->peer, z ? "zstd" : "off",
+                 conn->drain_at_ns ? conn->drain_bps / 1e6 : 0.0,
+                 w->make_ns_per_byte > 0 ? 1e3 / w->make_ns_per_byte : 0.0,
+                 w->zstd_ns_per_byte > 0 ? 1e3 / w->zstd_ns_per_byte : 0.0, w->zstd_ratio);
+    }
+    w->auto_on = on;
+}
+
 static void on_pipeline_ready(uv_async_t *a)
 {
     dpp_worker_t *w = dpp_container_of(a, dpp_worker_t, async);
@@ -669,6 +755,7 @@ static void on_pipeline_ready(uv_async_t *a)
         if (r->kind == DPP_TASK_INDEX && w->outstanding_index)
             w->outstanding_index--;
         count_result(&w->n, r);
+        learn_costs(w, r);
         if (w->mstate == MLINK_REGISTERED && r->generation == gen)
             report_result(w, r);
         char q[1100];
@@ -714,6 +801,7 @@ static void on_timer(uv_timer_t *t)
     if (w->mstate == MLINK_DOWN && now >= w->next_connect_ms)
         connect_master(w);
     dpp_listener_sweep(&w->lst, now);
+    decide_compression(w);
     if (w->mstate == MLINK_REGISTERED && now >= w->next_heartbeat_ms) {
         Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
         hb.worker_id = w->worker_id;
@@ -746,8 +834,9 @@ static void cache_metrics(dpp_metrics_t *m, dpp_cache_store_t *c)
          offsetof(dpp_cache_tier_stats_t, insertions)},
         {"dpp_cache_entries", "Entries held, by tier.", 0,
          offsetof(dpp_cache_tier_stats_t, entries)},
-        {"dpp_cache_bytes", "Bytes held, by tier (the bound of --cache-ram-mb and "
-                            "--cache-disk-gb).",
+        {"dpp_cache_bytes",
+         "Bytes held, by tier (the bound of --cache-ram-mb and "
+         "--cache-disk-gb).",
          0, offsetof(dpp_cache_tier_stats_t, bytes)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
@@ -781,6 +870,10 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
                       w->mstate == MLINK_REGISTERED);
     dpp_metrics_gauge(m, "dpp_worker_draining", "1 while draining (SIGTERM).", w->draining);
     dpp_metrics_gauge(m, "dpp_worker_threads", "Pipeline threads.", w->cfg.threads);
+    dpp_metrics_gauge(m, "dpp_compression_auto_streams",
+                      "Clients whose blocks compression \"auto\" compresses now (a link that "
+                      "fell behind, measured).",
+                      (double)w->auto_on);
     dpp_metrics_gauge(m, "dpp_splits_running", "Leases given to the pipeline and not finished.",
                       w->outstanding);
     dpp_metrics_counter(m, "dpp_splits_done_total", "Splits produced.", n->splits_done);

@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         .text = 1};
         sink_t sink = {0};
         dpp_split_result_t res;
-        int rc = dpp_pipeline_run_split(&cfg, reader, z, &scratch, 1, &t, emit, &sink, &res, NULL);
+        int rc = dpp_pipeline_run_split(&cfg, reader, z, &scratch, 0, &t, emit, &sink, &res, NULL);
         if (rc != 0) {
             check_error(&res, name);
             continue;

@@ -3,14 +3,17 @@
 # namespace, joined by veth pairs to a bridge in a fifth one (10.77.N.0/24):
 # nothing is on loopback, so the daemons refuse to start without a token
 # (shown), then run with one; the session is read from the trainer's
-# namespace and its sums are checked against dpp-refsum. Needs root (exits
-# 77 when namespaces cannot be made).
+# namespace and its sums are checked against dpp-refsum. Then compression
+# "auto": no worker compresses over the fast bridge; with the trainer's link
+# cut to 40 Mbit/s (tc tbf) the workers measure it and compress, and the
+# sums still match. Needs root (exits 77 when namespaces cannot be made).
 set -euo pipefail
 # shellcheck source=../integration/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 dpp_setup netns "$DPP_REFSUM"
 
 command -v ip >/dev/null || dpp_skip "ip(8) is not installed"
+command -v tc >/dev/null || dpp_skip "tc(8) is not installed"
 ((EUID == 0)) || dpp_skip "network namespaces need root"
 tag=dpp$$
 net=10.77.$(($$ % 200 + 20))
@@ -90,4 +93,21 @@ rc=0
 ip netns exec "${tag}c" timeout 20 "$DPPCTL" --master "$ip_m:7070" list 2>"$DPP_TMP/notoken" || rc=$?
 ((rc == 1)) && grep -q "requires the cluster token" "$DPP_TMP/notoken" ||
     dpp_fail "a trainer without the token was served across hosts"
+# Compression "auto" from the link as measured: the trainer's fast link
+# above kept up (or its reader was the limit), so no worker compressed; the
+# same link cut to 40 Mbit/s by tc falls behind, and the workers measure it
+# and compress. The sums are the same either way.
+dpp_step "compression auto: raw over the bridge, zstd once the trainer's link is cut to 40 Mbit/s"
+if grep -h "compression_auto" "$DPP_TMP"/worker-*.log | grep -q "compress=zstd"; then
+    grep -h "compression_auto" "$DPP_TMP"/worker-*.log >&2
+    dpp_fail "a worker compressed for a link that was not behind"
+fi
+ip netns exec "${tag}s" tc qdisc add dev "v${tag}c" root tbf rate 40mbit burst 64kb latency 100ms ||
+    dpp_fail "tc could not shape the trainer's link (tbf)"
+session=$(ctl submit "$spec" | tail -n 1)
+ctl read "$session" --output json >"$DPP_TMP/read2.jsonl"
+dpp_refsum_check "$spec" "$root/criteo" "$DPP_TMP/read2.jsonl"
+grep -h "compression_auto" "$DPP_TMP"/worker-*.log | grep "compress=zstd" >"$DPP_TMP/auto.txt" ||
+    dpp_fail "no worker compressed for a trainer behind a 40 Mbit/s link: $(grep -h compression_auto "$DPP_TMP"/worker-*.log)"
+dpp_log "compression auto over 40 Mbit/s: $(head -n 1 "$DPP_TMP/auto.txt")"
 dpp_log "PASS: a 2-epoch session over 4 namespaces ($net.0/24) matched dpp-refsum"

@@ -169,7 +169,7 @@ static dpp_split_result_t run(const dpp_pipeline_config_t *cfg, dpp_task_t *t, u
     dpp_split_scratch_t scratch = {0};
     dpp_split_result_t res;
     t->epoch = epoch;
-    assert_int_equal(dpp_pipeline_run_split(cfg, reader, z, &scratch, 1, t, collect, g, &res, NULL),
+    assert_int_equal(dpp_pipeline_run_split(cfg, reader, z, &scratch, 0, t, collect, g, &res, NULL),
                      0);
     dpp_split_scratch_free(&scratch);
     return res;
