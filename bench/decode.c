@@ -140,7 +140,7 @@ static void build_corpus(corpus_t *c, size_t rows)
 
 /* Decodes every record with the hand-written decoder and reads every value;
  * returns a checksum of the values. */
-static uint64_t run_hand(const corpus_t *c, const dpp_projection_t *proj)
+static uint64_t run_hand(const corpus_t *c, dpp_projection_t *proj)
 {
     dpp_feat_ref_t out[NFEAT];
     uint64_t sum = 0;

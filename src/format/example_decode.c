@@ -34,11 +34,24 @@ struct proj_name {
     size_t len;
 };
 
+struct proj_key {
+    uint64_t key; /* name_key() */
+    uint32_t len;
+};
+
 struct dpp_projection {
     size_t n;
     uint32_t mask; /* slots - 1; slots is a power of two at most a quarter full */
     struct proj_slot *slots;
     struct proj_name *names;
+    struct proj_key *keys; /* [n], of names[i] */
+    /* order[j]: the name found at entry j of the last record, SLOT_EMPTY
+     * when none; j < norder. Writers put a file's keys in one order, so
+     * the guess is checked with one compare instead of a hash and a probe
+     * (proj_lookup). By position, not by the name before: a guess that
+     * waits on the previous entry's answer chains every entry's loads. */
+    uint32_t *order;
+    size_t norder;
     char *pool;
 };
 
@@ -84,11 +97,10 @@ static inline uint32_t name_hash(uint64_t key, size_t len)
     return (uint32_t)(h >> 32);
 }
 
-/* Index of the name equal to key[0..len), or -1. */
-static inline __attribute__((always_inline)) long proj_find(const dpp_projection_t *p,
-                                                            const uint8_t *key, size_t len)
+/* Index of the name equal to key[0..len) (its name_key() k), or -1. */
+static inline __attribute__((always_inline)) long
+proj_find_key(const dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len)
 {
-    uint64_t k = name_key(key, len);
     for (uint32_t i = name_hash(k, len) & p->mask;; i = (i + 1) & p->mask) {
         const struct proj_slot *s = &p->slots[i];
         if (s->idx == SLOT_EMPTY)
@@ -97,6 +109,27 @@ static inline __attribute__((always_inline)) long proj_find(const dpp_projection
             (len <= 8 || memcmp(p->names[s->idx].s + 8, key + 8, len - 8) == 0))
             return (long)s->idx;
     }
+}
+
+static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size_t len)
+{
+    return proj_find_key(p, name_key(key, len), key, len);
+}
+
+/* proj_find() for the key of entry j of a record, trying first the name
+ * entry j had last time. */
+static inline __attribute__((always_inline)) long
+proj_lookup(dpp_projection_t *p, const uint8_t *key, size_t len, size_t j)
+{
+    uint64_t k = name_key(key, len);
+    uint32_t g = j < p->norder ? p->order[j] : SLOT_EMPTY;
+    if (g != SLOT_EMPTY && p->keys[g].key == k && p->keys[g].len == len &&
+        (len <= 8 || memcmp(p->names[g].s + 8, key + 8, len - 8) == 0))
+        return g;
+    long idx = proj_find_key(p, k, key, len);
+    if (j < p->norder)
+        p->order[j] = idx < 0 ? SLOT_EMPTY : (uint32_t)idx;
+    return idx;
 }
 
 int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t n)
@@ -124,9 +157,14 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
     p->mask = (uint32_t)(nslots - 1);
     p->slots = malloc(nslots * sizeof(*p->slots));
     p->names = calloc(n ? n : 1, sizeof(*p->names));
+    p->keys = calloc(n ? n : 1, sizeof(*p->keys));
+    p->norder = 2 * n + 8; /* room for keys outside the projection too */
+    p->order = malloc(p->norder * sizeof(*p->order));
     p->pool = malloc(pool_len ? pool_len : 1);
-    if (!p->slots || !p->names || !p->pool)
+    if (!p->slots || !p->names || !p->keys || !p->order || !p->pool)
         goto fail;
+    for (size_t i = 0; i < p->norder; i++)
+        p->order[i] = SLOT_EMPTY;
     for (size_t i = 0; i < nslots; i++)
         p->slots[i].idx = SLOT_EMPTY;
 
@@ -150,6 +188,8 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
         p->slots[j].key = k;
         p->slots[j].len = (uint32_t)len;
         p->slots[j].idx = (uint32_t)i;
+        p->keys[i].key = k;
+        p->keys[i].len = (uint32_t)len;
     }
     *out = p;
     return 0;
@@ -165,6 +205,8 @@ void dpp_projection_free(dpp_projection_t *p)
         return;
     free(p->slots);
     free(p->names);
+    free(p->keys);
+    free(p->order);
     free(p->pool);
     free(p);
 }
@@ -316,8 +358,8 @@ static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *
     return 0;
 }
 
-static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, const uint8_t *end,
-                        dpp_feat_ref_t *out)
+static int decode_entry(dpp_projection_t *proj, const uint8_t *start, const uint8_t *end,
+                        dpp_feat_ref_t *out, size_t j)
 {
     const uint8_t *p = start, *key = NULL, *val = NULL;
     size_t key_len = 0, val_len = 0;
@@ -332,7 +374,7 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
         uint64_t vlen;
         if (*q == TAG(2, WT_LEN) && (q++, read_varint(&q, end, &vlen) == 0) &&
             vlen == (uint64_t)(end - q) && p[1] > 0) {
-            idx = proj_find(proj, p + 2, p[1]);
+            idx = proj_lookup(proj, p + 2, p[1], j);
             if (idx < 0)
                 return 0;
             /* Decoded straight into its slot: a struct built on the stack and
@@ -363,7 +405,7 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
     }
     if (key_len == 0)
         return 0; /* "" is never projected */
-    idx = proj_find(proj, key, key_len);
+    idx = proj_lookup(proj, key, key_len, j);
     if (idx < 0)
         return 0;
 
@@ -393,9 +435,10 @@ static int decode_entry(const dpp_projection_t *proj, const uint8_t *start, cons
     return 0;
 }
 
-static int decode_features(const dpp_projection_t *proj, const uint8_t *p, const uint8_t *end,
+static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8_t *end,
                            dpp_feat_ref_t *out)
 {
+    size_t j = 0; /* the entry's place in the record */
     while (p < end) {
         uint64_t tag;
         const uint8_t *entry;
@@ -405,7 +448,7 @@ static int decode_features(const dpp_projection_t *proj, const uint8_t *p, const
             return DPP_EEXAMPLE;
         if (tag == TAG(1, WT_LEN)) {
             if (read_len(&p, end, &entry, &len) != 0 ||
-                decode_entry(proj, entry, entry + len, out) != 0)
+                decode_entry(proj, entry, entry + len, out, j++) != 0)
                 return DPP_EEXAMPLE;
         } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
             return DPP_EEXAMPLE;
@@ -414,8 +457,7 @@ static int decode_features(const dpp_projection_t *proj, const uint8_t *p, const
     return 0;
 }
 
-int dpp_example_decode(const dpp_projection_t *proj, const uint8_t *rec, size_t len,
-                       dpp_feat_ref_t *out)
+int dpp_example_decode(dpp_projection_t *proj, const uint8_t *rec, size_t len, dpp_feat_ref_t *out)
 {
     const uint8_t *p = rec, *end;
 

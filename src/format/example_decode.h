@@ -31,8 +31,9 @@ typedef struct dpp_feat_ref {
     int native;
 } dpp_feat_ref_t;
 
-/* The feature names a decoder looks for. Built once per split, read-only
- * while decoding (so threads may share one). */
+/* The feature names a decoder looks for, built once per split. Decoding
+ * writes to it (it remembers the order of the last record's keys, to try
+ * first for the next), so one thread decodes with it at a time. */
 typedef struct dpp_projection dpp_projection_t;
 
 /* Builds a projection of n names (copied). Index i of a decode result is
@@ -54,7 +55,7 @@ size_t dpp_projection_size(const dpp_projection_t *p);
  * list field twice (legal protobuf, to be merged by concatenation; no writer
  * emits it) is DPP_EEXAMPLE, since one reference cannot express it. The refs
  * point into rec and are valid as long as rec. */
-int dpp_example_decode(const dpp_projection_t *p, const uint8_t *rec, size_t len,
+int dpp_example_decode(dpp_projection_t *p, const uint8_t *rec, size_t len,
                        dpp_feat_ref_t *out);
 
 /* The feature names of one serialized Example, for messages ("did you

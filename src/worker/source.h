@@ -99,7 +99,7 @@ typedef struct dpp_source_ops {
 
     /* Decodes a row's bytes: refs[i] for feature slot i of proj, pointing
      * into data. Returns 0 or a row error (DPP_EEXAMPLE...). */
-    int (*decode)(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs);
+    int (*decode)(void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs);
 
     void (*close)(dpp_source_t *s);
 

@@ -420,7 +420,7 @@ static size_t pq_names(const dpp_source_t *s, const uint8_t *row, size_t len, ch
     return n;
 }
 
-static int pq_decode(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
+static int pq_decode(void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
     const pq_proj_t *p = proj;
     return dpp_pq_row_decode(data, len, p->n, refs);

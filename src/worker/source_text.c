@@ -360,7 +360,7 @@ static size_t jl_names(const dpp_source_t *s, const uint8_t *row, size_t len, ch
     return k;
 }
 
-static int jl_decode(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
+static int jl_decode(void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
     const jl_proj_t *p = proj;
     uint32_t head[4];

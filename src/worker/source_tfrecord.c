@@ -66,7 +66,7 @@ static int tf_stuck(const dpp_source_t *s)
     return dpp_reader_stuck(s->reader);
 }
 
-static int tf_decode(const void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
+static int tf_decode(void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
     return dpp_example_decode(proj, data, len, refs);
 }

@@ -247,7 +247,7 @@ static int compare_feature(const dpp_feat_ref_t *got, const Tfex__Example *ex, c
 }
 
 /* Decodes from an exact-size heap copy so that ASan sees any over-read. */
-static int decode_exact(const dpp_projection_t *p, const uint8_t *rec, size_t len,
+static int decode_exact(dpp_projection_t *p, const uint8_t *rec, size_t len,
                         dpp_feat_ref_t *out, uint8_t **copy)
 {
     *copy = malloc(len ? len : 1);
@@ -259,7 +259,7 @@ static int decode_exact(const dpp_projection_t *p, const uint8_t *rec, size_t le
 
 /* Decodes wire bytes and checks every projected name against protobuf-c,
  * which must accept them too. */
-static void check_wire_against_ref(const dpp_projection_t *proj, const char *const *names, size_t n,
+static void check_wire_against_ref(dpp_projection_t *proj, const char *const *names, size_t n,
                                    const wire_t *w)
 {
     dpp_feat_ref_t out[64];
@@ -933,7 +933,7 @@ static void test_merged_occurrences(void **state)
     dpp_projection_free(proj);
 }
 
-static void expect_bad_record(const dpp_projection_t *proj, const wire_t *w, const char *what)
+static void expect_bad_record(dpp_projection_t *proj, const wire_t *w, const char *what)
 {
     dpp_feat_ref_t out[NCORNER];
     uint8_t *copy;
@@ -1444,6 +1444,57 @@ static void test_long_names(void **state)
     dpp_projection_free(p);
 }
 
+/* The decoder guesses each entry's name from the record before (the same
+ * place held it there): records whose keys come in changing orders, with
+ * names outside the projection between, decode as if each were the first. */
+static void test_changing_key_order(void **state)
+{
+    const char *names[] = {"a", "bb", "ccc", "dddd", "long_name_one", "long_name_two"};
+    enum { NN = sizeof(names) / sizeof(names[0]) };
+    const char *orders[4][8] = {
+        {"a", "bb", "ccc", "dddd", "long_name_one", "long_name_two", NULL},
+        {"long_name_two", "x", "dddd", "a", "long_name_one", "bb", "ccc", NULL},
+        {"ccc", "bb", "a", NULL},
+        {"zz", "long_name_one", "a", "bb", "long_name_on", "ccc", "dddd", NULL},
+    };
+    dpp_projection_t *p;
+    (void)state;
+    assert_int_equal(dpp_projection_new(&p, names, NN), 0);
+    for (int round = 0; round < 12; round++) {
+        const char *const *keys = orders[(round * 7) % 4];
+        wire_t ex = {0}, fs = {0};
+        wire_t f[8], l[8];
+        memset(f, 0, sizeof f);
+        memset(l, 0, sizeof l);
+        size_t nk = 0;
+        for (; keys[nk]; nk++) {
+            w_str(&l[nk], 1, keys[nk]); /* each value names its key */
+            w_feature(&f[nk], 1, &l[nk]);
+            w_entry(&fs, keys[nk], &f[nk]);
+        }
+        w_example(&ex, &fs);
+        dpp_feat_ref_t out[NN];
+        uint8_t *copy;
+        assert_int_equal(decode_exact(p, ex.b, ex.n, out, &copy), 0);
+        for (size_t i = 0; i < NN; i++) {
+            int present = 0;
+            for (size_t k = 0; k < nk; k++)
+                present |= strcmp(keys[k], names[i]) == 0;
+            if (!present) {
+                assert_int_equal(out[i].kind, DPP_FEAT_ABSENT);
+                continue;
+            }
+            size_t pos = 0, len = 0;
+            const uint8_t *str = NULL;
+            assert_int_equal(dpp_feat_bytes_next(&out[i], &pos, &str, &len), 1);
+            if (len != strlen(names[i]) || memcmp(str, names[i], len) != 0)
+                fail_msg("round %d: %s holds %.*s", round, names[i], (int)len, (const char *)str);
+        }
+        free(copy);
+    }
+    dpp_projection_free(p);
+}
+
 /* Packed int64 runs whose varints have every length (1-10 bytes) at every
  * distance from the run's end, each run alone in a buffer of its exact size
  * (the sanitizer build sees any read past it): the decoder reads varints 8
@@ -1527,6 +1578,7 @@ int main(void)
         cmocka_unit_test(test_native_lists),
         cmocka_unit_test(test_varint_runs),
         cmocka_unit_test(test_long_names),
+        cmocka_unit_test(test_changing_key_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
