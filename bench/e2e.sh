@@ -160,3 +160,19 @@ printf '  rows/s          %s   (median of %d rounds; wall time of dppctl read)\n
     "$(median "$DPP_TMP/rate")" "$rounds"
 printf '  rows per CPU-s  %s   (median; master + workers + dppctl, dppctl via %s)\n' \
     "$(median "$DPP_TMP/per_cpu")" "$( ((use_time)) && echo /usr/bin/time || echo 'bash times')"
+
+# The C++ peer of bench/peers.sh (libprotobuf's generated classes, one
+# thread) over the same table and transforms, when peers.sh has built it:
+# dpp's rows per CPU-second above beside its own, from this run.
+cxx=$DPP_BIN_DIR/bench/peers/cxx_reader
+if [[ -x $cxx ]]; then
+    line=$(taskset -c 0 "$cxx" --table "$root/criteo" | grep 'rows per CPU-s') ||
+        dpp_fail "the C++ reader failed on $root/criteo"
+    [[ $line =~ ([0-9]+)\ rows\ per\ CPU-s ]] || dpp_fail "no figure in the C++ reader's line: $line"
+    cxx_per_cpu=${BASH_REMATCH[1]}
+    printf '  C++ reader      %s   rows per CPU-s (bench/peers.sh'"'"'s, one thread, the same table)\n' "$cxx_per_cpu"
+    printf '  dpp / C++       %sx  per CPU-second, end to end\n' \
+        "$(calc "printf \"%.2f\", $(median "$DPP_TMP/per_cpu") / $cxx_per_cpu")"
+else
+    printf '  (no %s: run bench/peers.sh %s once to set the C++ reader beside these)\n' "$cxx" "$1"
+fi
