@@ -166,15 +166,20 @@ static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_
 /* Finishes the assembled rows as a batch. */
 static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
 {
-    uint8_t *buf;
-    size_t len, rows = c->assembly.rows;
-    int rc = dpp_block_builder_finish(&c->assembly, &buf, &len);
-    if (rc)
-        return rc;
-    dpp_batch_t *batch = new_batch(c, buf, len, len, rows, 0);
+    /* Into a buffer of the pool, which released batches and spent blocks
+     * return to: a fresh malloc of a batch's megabytes is a fresh mapping,
+     * and its first touch a page fault per 4 KiB. */
+    size_t cap, len = dpp_block_builder_size(&c->assembly), rows = c->assembly.rows;
+    pthread_mutex_lock(&c->core->mu);
+    uint8_t *buf = dpp__pool_get(c->core, len, &cap);
+    pthread_mutex_unlock(&c->core->mu);
+    if (buf == NULL)
+        return -ENOMEM;
+    int rc = dpp_block_builder_finish_to(&c->assembly, buf);
+    dpp_batch_t *batch = rc ? NULL : new_batch(c, buf, len, cap, rows, 0);
     if (batch == NULL) {
         free(buf);
-        return -ENOMEM;
+        return rc ? rc : -ENOMEM;
     }
     pthread_mutex_lock(&c->core->mu);
     c->core->refs++;

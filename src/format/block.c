@@ -278,15 +278,26 @@ static uint8_t *put_col(uint8_t *buf, unsigned *col, size_t *off, size_t nbytes)
 
 int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
 {
+    if (builder_nvalues(b) > INT32_MAX) /* KJT offsets are int32 */
+        return DPP_EINVAL;
+    size_t total = dpp_block_builder_size(b);
+    uint8_t *buf = malloc(total);
+    if (buf == NULL)
+        return -ENOMEM;
+    dpp_block_builder_finish_to(b, buf);
+    *out = buf;
+    *len = total;
+    return 0;
+}
+
+int dpp_block_builder_finish_to(dpp_block_builder_t *b, uint8_t *buf)
+{
     size_t nv = builder_nvalues(b);
     if (nv > INT32_MAX) /* KJT offsets are int32 */
         return DPP_EINVAL;
     size_t total = dpp_block_builder_size(b);
     unsigned ncols = builder_ncols(b);
     size_t off = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
-    uint8_t *buf = malloc(total);
-    if (buf == NULL)
-        return -ENOMEM;
     /* Only the header needs zeroing: every column byte and its padding is
      * written below. */
     memset(buf, 0, off);
@@ -338,8 +349,6 @@ int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len)
         at += m;
     }
 done:
-    *out = buf;
-    *len = total;
     b->rows = 0;
     for (unsigned k = 0; k < b->nsparse; k++)
         b->nvalues[k] = 0;

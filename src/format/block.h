@@ -103,6 +103,11 @@ size_t dpp_block_builder_size(const dpp_block_builder_t *b);
  * (*out, *len; caller frees) and empties the builder. Returns 0 or -ENOMEM. */
 int dpp_block_builder_finish(dpp_block_builder_t *b, uint8_t **out, size_t *len);
 
+/* The same into buf, which holds dpp_block_builder_size(b) bytes (measured
+ * before) and is 8-byte aligned: for a caller that recycles its buffers.
+ * Returns 0 or DPP_EINVAL (more than INT32_MAX sparse values). */
+int dpp_block_builder_finish_to(dpp_block_builder_t *b, uint8_t *buf);
+
 /* A zstd-compressed block (codec 1) as it arrived: 0 when its frame
  * declares its content size, equal to raw_size and at most max_raw, else
  * DPP_EBLOCK. Reads only the frame header: call it before allocating. */

@@ -2,6 +2,7 @@
 // dpp-worker: command line around dpp_worker_t.
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,12 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
+    /* Blocks are megabytes each, made and freed many times a second: from
+     * glibc's heap, kept when freed, rather than a fresh mapping each (a
+     * page fault per 4 KiB on first touch, and an munmap after). What the
+     * worker holds is bounded by --max-buffer-mb, so the heap is too. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     worker_main_t wm = {.drain_grace_ms = 30000};
     dpp_worker_config_t cfg = {
