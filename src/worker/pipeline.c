@@ -264,6 +264,8 @@ static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, s
     b->rank_splits = x->task->rank_splits;
     b->index = x->next_index++;
     b->rows = rows;
+    b->auto_compression = x->plan->spec.compression == DPP_COMPRESSION_AUTO;
+    b->zstd_level = x->plan->spec.compression_level;
     b->raw_size = raw_len;
     b->data = raw;
     b->len = raw_len;

@@ -49,7 +49,9 @@ typedef struct dpp_out_block {
     uint32_t seq, rank_splits; /* of its split */
     int last;
     uint32_t rows;
-    uint32_t codec; /* 0 raw, 1 zstd */
+    uint32_t codec;       /* 0 raw, 1 zstd */
+    int auto_compression; /* its session's spec says compression "auto" */
+    int zstd_level;       /* its spec's compression_level */
     uint64_t raw_size;
     uint8_t *data;
     size_t len;

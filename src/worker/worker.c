@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "base/alloc.h"
 #include "wire/handshake.h"
 #include "wire/conn.h"
@@ -55,7 +57,8 @@ typedef struct client {
 struct stream {
     char session[24];
     uint32_t rank;
-    int compress; /* compression "auto"'s decision for its client (auto_compress()); -1 none */
+    int compress;  /* compression "auto"'s decision for its client (auto_compress()); -1 none */
+    int auto_mode; /* its session's spec says "auto" (known from its first block) */
     dpp_out_block_t *head, **tail;
     size_t nblocks;
     client_t *subs;
@@ -122,6 +125,7 @@ struct dpp_worker {
      * raw bytes per byte sent when compressed; 0 until measured. */
     double make_ns_per_byte, zstd_ns_per_byte, zstd_ratio;
     uint32_t auto_on;      /* streams compressing now, for /metrics */
+    ZSTD_CCtx *zctx;       /* late_compress(), made when first needed */
     struct dpp_http *http; /* --http, NULL when not serving */
     dpp_auth_t auth;       /* copied from the config; the token is the caller's */
 };
@@ -198,6 +202,32 @@ static void drop_streams(dpp_worker_t *w)
         DPP_WARN("blocks_dropped count=%zu reason=\"leases revoked\"", n);
 }
 
+/* A raw block of an "auto" stream that now compresses: made before the
+ * worker measured its client's link behind, it is compressed here, on the
+ * loop thread, just before it goes. The pipeline runs far ahead of a slow
+ * link (up to --max-buffer-mb), so without this the blocks made before the
+ * decision would all cross the slow link raw; the cost, a few ms of this
+ * thread per block, is paid only while such a backlog drains. */
+static void late_compress(dpp_worker_t *w, dpp_out_block_t *b)
+{
+    if (w->zctx == NULL && (w->zctx = ZSTD_createCCtx()) == NULL)
+        return; /* sent raw: compression is an optimisation */
+    size_t bound = ZSTD_compressBound(b->len);
+    uint8_t *z = malloc(bound);
+    if (z == NULL)
+        return;
+    size_t zn = ZSTD_compressCCtx(w->zctx, z, bound, b->data, b->len, b->zstd_level);
+    if (ZSTD_isError(zn) || zn >= b->len) {
+        free(z);
+        return;
+    }
+    dpp_pipeline_release(&w->pipe, b->len - zn); /* the pipeline counts what is buffered */
+    free(b->data);
+    b->data = z;
+    b->len = zn;
+    b->codec = 1;
+}
+
 /* Sends queued blocks while a subscriber has credits. */
 static void flush_stream(dpp_worker_t *w, stream_t *s)
 {
@@ -214,6 +244,8 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         if (s->head == NULL)
             s->tail = &s->head;
         s->nblocks--;
+        if (b->codec == 0 && b->auto_compression && s->compress == 1 && b->len >= 65536)
+            late_compress(w, b);
         Dpp__BlockHeader h = DPP__BLOCK_HEADER__INIT;
         h.epoch = b->epoch;
         h.split_id = b->split;
@@ -701,7 +733,7 @@ static void decide_compression(dpp_worker_t *w)
     uint32_t on = 0;
     for (stream_t *s = w->streams; s; s = s->next) {
         client_t *c = s->subs;
-        if (c == NULL)
+        if (c == NULL || !s->auto_mode) /* "off" and "zstd" need no decision */
             continue;
         dpp_conn_t *conn = &c->peer.conn;
         int z = auto_compress(w, conn, c->loopback);
@@ -742,6 +774,7 @@ static void on_pipeline_ready(uv_async_t *a)
             continue;
         }
         stream_t *s = find_stream(w, b->session, b->rank, 1);
+        s->auto_mode = b->auto_compression;
         *s->tail = b;
         s->tail = &b->next;
         s->nblocks++;
@@ -1100,6 +1133,7 @@ void dpp_worker_free(dpp_worker_t *w)
     if (w == NULL)
         return;
     dpp_cache_store_close(w->cache); /* the pipeline threads have stopped */
+    ZSTD_freeCCtx(w->zctx);
     free(w->keys_sent);
     while (w->streams) {
         stream_t *s = w->streams;
