@@ -42,27 +42,13 @@ dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 1 --out "$root/criteo" >
 tok=$DPP_TMP/token
 head -c 32 /dev/urandom | base64 >"$tok"
 chmod 600 "$tok"
-start() { # NAME BIN ARGS...: a daemon in the worker's namespace
-    local name=$1
-    shift
-    ip netns exec "${tag}w" "$@" >>"$DPP_TMP/$name.log" 2>&1 </dev/null &
-    DPP_DAEMON_NAMES+=("$name")
-    DPP_DAEMON_PIDS+=("$!")
-}
-wait_log() { # NAME PATTERN
-    for _ in $(seq 1 100); do
-        grep -q "$2" "$DPP_TMP/$1.log" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    dpp_fail "$1 never logged $2: $(tail -n 5 "$DPP_TMP/$1.log")"
-}
 mkdir -p "$DPP_TMP/state"
-start master "$DPP_MASTER_BIN" --listen 10.78.0.1:7070 --data-root "$root" \
+dpp_start_in_netns master "${tag}w" "$DPP_MASTER_BIN" --listen 10.78.0.1:7070 --data-root "$root" \
     --state-dir "$DPP_TMP/state" --token-file "$tok"
-wait_log master master_listening
-start worker "$DPP_WORKER_BIN" --master 10.78.0.1:7070 --listen 10.78.0.1:0 --threads 1 \
+dpp_wait_log master master_listening
+dpp_start_in_netns worker "${tag}w" "$DPP_WORKER_BIN" --master 10.78.0.1:7070 --listen 10.78.0.1:0 --threads 1 \
     --token-file "$tok" --data-root "$root"
-wait_log worker worker_registered
+dpp_wait_log worker worker_registered
 ctl() { ip netns exec "${tag}c" "$DPPCTL" --master 10.78.0.1:7070 --token-file "$tok" "$@"; }
 
 printf '%-8s %-6s %10s %8s  %s\n' rate mode rows/s seconds "auto's decisions (worker log)" >"$DPP_TMP/table"

@@ -20,6 +20,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:?usage: bench/peers.sh BUILD_DIR [ROWS] [ROUNDS]}
+[ -d "$build" ] || {
+    echo "peers.sh: no build directory $build (build first: make build)" >&2
+    exit 2
+}
 build=$(cd "$build" && pwd)
 rows=${2:-1000000}
 rounds=${3:-3}

@@ -12,6 +12,10 @@ if (($# < 1)) || [[ $1 == -h || $1 == --help ]]; then
     echo "usage: $0 BUILD_DIR [ROWS [ROUNDS]]" >&2
     exit 2
 fi
+[[ -d $1 ]] || {
+    echo "scaling.sh: no build directory $1 (build first: make build)" >&2
+    exit 2
+}
 build=$(cd "$1" && pwd)
 rows=${2:-1000000}
 rounds=${3:-3}

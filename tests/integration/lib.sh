@@ -297,6 +297,25 @@ dpp_timeout() {
     return "$rc"
 }
 
+# dpp_start_in_netns NAME NS BIN ARGS...: a daemon in network namespace NS
+# (log $DPP_TMP/NAME.log), stopped by the cleanup like the others.
+dpp_start_in_netns() {
+    local name=$1 ns=$2
+    shift 2
+    ip netns exec "$ns" "$@" >>"$DPP_TMP/$name.log" 2>&1 </dev/null &
+    DPP_DAEMON_NAMES+=("$name")
+    DPP_DAEMON_PIDS+=("$!")
+}
+
+# dpp_wait_log NAME PATTERN: waits up to 10 s for PATTERN in NAME's log.
+dpp_wait_log() {
+    for _ in $(seq 1 100); do
+        grep -q "$2" "$DPP_TMP/$1.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    dpp_fail "$1 never logged $2: $(tail -n 20 "$DPP_TMP/$1.log" 2>/dev/null)"
+}
+
 # dpp_track PID: the cleanup also stops PID, a background timeout(1) job.
 dpp_track() { DPP_CHILD_PIDS+=("$1"); }
 

@@ -53,34 +53,17 @@ ip netns exec "${tag}m" "$DPP_MASTER_BIN" --listen "$ip_m:7070" --data-root "$ro
 ((rc == 2)) && grep -q "not a loopback address" "$DPP_TMP/refused" ||
     dpp_fail "the master listened on $ip_m without a token (exit $rc)"
 
-# start NAME NS BIN ARGS...: a daemon in namespace NS, tracked by lib.sh
-start() {
-    local name=$1 ns=$2
-    shift 2
-    ip netns exec "$ns" "$@" >>"$DPP_TMP/$name.log" 2>&1 </dev/null &
-    DPP_DAEMON_NAMES+=("$name")
-    DPP_DAEMON_PIDS+=("$!")
-}
-wait_log() { # NAME PATTERN
-    for _ in $(seq 1 100); do
-        grep -q "$2" "$DPP_TMP/$1.log" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    cat "$DPP_TMP/$1.log" >&2
-    dpp_fail "$1 never logged $2"
-}
-
 dpp_step "master, two workers and a trainer in four namespaces, with a token"
 mkdir -p "$DPP_TMP/state"
-start master "${tag}m" "$DPP_MASTER_BIN" --listen "$ip_m:7070" --data-root "$root" \
+dpp_start_in_netns master "${tag}m" "$DPP_MASTER_BIN" --listen "$ip_m:7070" --data-root "$root" \
     --state-dir "$DPP_TMP/state" --token-file "$tok"
-wait_log master master_listening
-start worker-0 "${tag}w0" "$DPP_WORKER_BIN" --master "$ip_m:7070" --listen "$ip_w0:0" \
+dpp_wait_log master master_listening
+dpp_start_in_netns worker-0 "${tag}w0" "$DPP_WORKER_BIN" --master "$ip_m:7070" --listen "$ip_w0:0" \
     --threads 1 --token-file "$tok" --data-root "$root"
-start worker-1 "${tag}w1" "$DPP_WORKER_BIN" --master "$ip_m:7070" --listen "$ip_w1:0" \
+dpp_start_in_netns worker-1 "${tag}w1" "$DPP_WORKER_BIN" --master "$ip_m:7070" --listen "$ip_w1:0" \
     --threads 1 --token-file "$tok" --data-root "$root"
-wait_log worker-0 worker_registered
-wait_log worker-1 worker_registered
+dpp_wait_log worker-0 worker_registered
+dpp_wait_log worker-1 worker_registered
 ctl() { ip netns exec "${tag}c" timeout -k 5 120 "$DPPCTL" --master "$ip_m:7070" --token-file "$tok" "$@"; }
 ctl workers | tee "$DPP_TMP/workers"
 grep -q "$ip_w0:" "$DPP_TMP/workers" && grep -q "$ip_w1:" "$DPP_TMP/workers" ||
