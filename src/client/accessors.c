@@ -225,8 +225,8 @@ void dpp_batch_release(dpp_batch_t *b)
     /* A lost credit only slows that worker link; it reconnects fresh. */
     if (b->link_id)
         dpp__core_credit(core, b->link_id);
-    core->trainer_bytes -= b->bytes;
-    dpp__core_unhold(core, b->bytes);
+    core->trainer_bytes -= b->cap;
+    dpp__core_unhold(core, b->cap);
     /* after the client closed, nobody would take it from the pool */
     if (core->closed)
         free(b->buf);

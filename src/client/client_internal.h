@@ -48,8 +48,7 @@ struct dpp_client {
 struct dpp_batch {
     dpp_core_t *core;
     uint8_t *buf; /* a block, 8-byte aligned */
-    size_t bytes; /* counted in held_bytes until released */
-    size_t cap;   /* allocated, for the pool */
+    size_t cap;   /* allocated; counted in held_bytes until released, then pooled */
     size_t rows;
     size_t valid_rows;   /* rows before the padding (remainder "pad") */
     const uint8_t *mask; /* [rows]: 1 real row, 0 padding; core->ones or owned */

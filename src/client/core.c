@@ -102,9 +102,13 @@ int64_t dpp__epoch_splits(const dpp_core_t *core, const epoch_track_t *t)
 
 unsigned dpp__core_window(const dpp_core_t *core)
 {
+    /* What the trainer holds is spent budget: a trainer hoarding batches
+     * must not also have a full budget of splits leased ahead, or the
+     * client would reach twice its budget. */
+    size_t room = core->budget > core->trainer_bytes ? core->budget - core->trainer_bytes : 0;
     unsigned w = core->prefetch_splits;
-    if (core->max_split_bytes > 0 && core->budget / core->max_split_bytes < w)
-        w = (unsigned)(core->budget / core->max_split_bytes);
+    if (core->max_split_bytes > 0 && room / core->max_split_bytes < w)
+        w = (unsigned)(room / core->max_split_bytes);
     return w ? w : 1;
 }
 

@@ -47,7 +47,7 @@ typedef struct split_track {
     int64_t last_index; /* -1 until the last block arrived */
     uint32_t received;  /* distinct blocks arrived */
     uint64_t rows;      /* rows in them */
-    uint64_t bytes;     /* their bytes on the wire */
+    uint64_t bytes;     /* their bytes, decompressed */
     uint32_t delivered; /* blocks taken by the consumer */
     int done;           /* every block taken */
 } split_track_t;
@@ -87,15 +87,16 @@ typedef struct dpp_core {
     unsigned prefetch_splits; /* order deterministic: most splits in flight ahead */
     size_t max_raw;           /* largest block accepted, decompressed (a bomb is refused) */
     size_t
-        max_split_bytes; /* largest split seen on the wire, to fit prefetch_splits in the budget */
+        max_split_bytes; /* largest split seen, decompressed, to fit prefetch_splits in the budget */
     size_t budget;
     int64_t rank_splits;  /* per epoch; -1 until the master has planned */
     int64_t rank_records; /* per epoch when rank_records_exact; -1 unknown */
     /* memory: bytes of received blocks, blocks being consumed, the batch
-     * being assembled and batches the trainer holds */
+     * being assembled and batches the trainer holds; a buffer counts with
+     * its capacity (a pooled one may be up to twice what it holds) */
     size_t held_bytes;
     size_t trainer_bytes; /* of those, in batches the trainer holds */
-    size_t max_block;     /* largest block seen on the wire, for credit decisions */
+    size_t max_block;     /* largest block seen, decompressed, for credit decisions */
     /* released buffers kept for reuse; their bytes count against the budget */
     pool_buf_t pool[DPP_CLIENT_POOL_SLOTS];
     size_t npool, pool_bytes;

@@ -67,6 +67,7 @@ struct dpp_client_io {
     int64_t next_connect_ms, next_attach_ms, next_keepalive_ms;
     unsigned backoff_ms;
     int attach_inflight;
+    unsigned window_sent; /* the prefetch_splits the master was last told */
     int verdict_attach; /* the attach in flight answers core->verdict */
     wlink_t *links;
     uint64_t next_link_id;
@@ -188,8 +189,9 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         data = dpp__pool_get(core, f->payload_len, &cap);
     core->blocks++;
     core->bytes_wire += f->payload_len;
-    if (f->payload_len > core->max_block)
-        core->max_block = f->payload_len;
+    /* sizes decompressed: a block is held decompressed once it is read */
+    if (h->raw_size > core->max_block)
+        core->max_block = (size_t)h->raw_size;
     int keep = 0;
     /* An epoch this client has finished: every split of it was done here,
      * so a block of it is a re-lease after a lost acknowledgement. */
@@ -220,7 +222,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
                 st->last_index = h->block_index;
             st->received++;
             st->rows += h->rows;
-            st->bytes += f->payload_len;
+            st->bytes += h->raw_size;
             if (st->last_index >= 0 && st->received == (uint64_t)st->last_index + 1) {
                 t->complete_splits++;
                 t->rows_arrived += st->rows;
@@ -256,7 +258,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         *core->ready_tail = b;
         core->ready_tail = &b->next;
         core->nready++;
-        core->held_bytes += f->payload_len;
+        core->held_bytes += cap; /* the buffer's memory, not just the payload */
         pthread_cond_broadcast(&core->cv);
         if (!core->order_fastest) {
             /* In plan order a block may wait for blocks of earlier splits
@@ -440,7 +442,7 @@ static void send_attach_req(dpp_client_io_t *io, int detach)
     req.rank = io->rank;
     uint64_t hist[16];
     pthread_mutex_lock(&io->core->mu);
-    req.prefetch_splits = dpp__core_window(io->core);
+    req.prefetch_splits = io->window_sent = dpp__core_window(io->core);
     req.batches = io->core->rep_batches;
     req.wait_ns = io->core->rep_wait_ns;
     memcpy(hist, io->core->rep_hist, sizeof hist);
@@ -689,6 +691,14 @@ static void on_wake(uv_async_t *a)
     drain_queues(io);
 }
 
+static int window_changed(dpp_client_io_t *io)
+{
+    pthread_mutex_lock(&io->core->mu);
+    int changed = dpp__core_window(io->core) != io->window_sent;
+    pthread_mutex_unlock(&io->core->mu);
+    return changed;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     dpp_client_io_t *io = dpp_container_of(t, dpp_client_io_t, timer);
@@ -712,6 +722,8 @@ static void on_timer(uv_timer_t *t)
         connect_master(io);
     else if (io->ml && io->ml->ready && !io->attach_inflight && now >= io->next_attach_ms)
         send_attach(io);
+    else if (io->ml && io->ml->ready && !io->attach_inflight && window_changed(io))
+        send_attach(io); /* a trainer hoarding batches shrinks what is leased ahead now */
 }
 
 static void io_main(void *arg)

@@ -49,7 +49,7 @@ static int account_taken(dpp_core_t *core, epoch_track_t *t, const rblock_t *b)
 static void discard(dpp_core_t *core, rblock_t *b)
 {
     dpp__core_credit(core, b->link_id);
-    dpp__core_unhold(core, b->len);
+    dpp__core_unhold(core, b->cap);
     dpp__pool_put(core, b->data, b->cap);
     free(b);
 }
@@ -115,14 +115,14 @@ static int load_block(dpp_client_t *c, rblock_t *b)
         rc = dpp_block_parse(raw, raw_len, &core->shape, &info);
     pthread_mutex_lock(&core->mu);
     core->bytes_raw += raw_len;
-    dpp__core_unhold(core, b->len);
+    dpp__core_unhold(core, b->cap);
     if (raw != b->data) /* the compressed copy goes back, the raw one is held */
         dpp__pool_put(core, b->data, b->cap);
     if (rc) {
         dpp__core_credit(core, b->link_id);
         dpp__pool_put(core, raw, raw_cap);
     } else {
-        core->held_bytes += raw_len;
+        core->held_bytes += raw_cap;
     }
     pthread_mutex_unlock(&core->mu);
     if (rc) {
@@ -146,7 +146,7 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     return 0;
 }
 
-static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_t cap, size_t rows,
+static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t cap, size_t rows,
                               uint64_t link_id)
 {
     dpp_batch_t *batch = calloc(1, sizeof *batch);
@@ -154,7 +154,6 @@ static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t bytes, size_
         return NULL;
     batch->core = c->core;
     batch->buf = buf;
-    batch->bytes = bytes;
     batch->cap = cap;
     batch->rows = batch->valid_rows = rows;
     batch->mask = c->core->ones;
@@ -176,15 +175,15 @@ static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
     if (buf == NULL)
         return -ENOMEM;
     int rc = dpp_block_builder_finish_to(&c->assembly, buf);
-    dpp_batch_t *batch = rc ? NULL : new_batch(c, buf, len, cap, rows, 0);
+    dpp_batch_t *batch = rc ? NULL : new_batch(c, buf, cap, rows, 0);
     if (batch == NULL) {
         free(buf);
         return rc ? rc : -ENOMEM;
     }
     pthread_mutex_lock(&c->core->mu);
     c->core->refs++;
-    c->core->held_bytes += len;
-    c->core->trainer_bytes += len;
+    c->core->held_bytes += cap;
+    c->core->trainer_bytes += cap;
     dpp__core_unhold(c->core, c->assembly_bytes);
     pthread_mutex_unlock(&c->core->mu);
     c->assembly_bytes = 0;
@@ -202,12 +201,12 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     cur_block_t *cur = &c->cur;
     if (c->assembly.rows == 0 && cur->row_off == 0 && cur->rows == c->batch_size) {
         dpp_batch_t *batch =
-            new_batch(c, cur->raw, cur->raw_len, cur->raw_cap, cur->rows, cur->link_id);
+            new_batch(c, cur->raw, cur->raw_cap, cur->rows, cur->link_id);
         if (batch == NULL)
             return -ENOMEM;
         pthread_mutex_lock(&core->mu);
         core->refs++;
-        core->trainer_bytes += batch->bytes;
+        core->trainer_bytes += batch->cap;
         pthread_mutex_unlock(&core->mu);
         memset(cur, 0, sizeof *cur);
         c->stats.batches_zero_copy++;
@@ -228,7 +227,7 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     c->assembly_bytes += grown;
     if (cur->row_off == cur->rows) { /* the block is spent: its worker may send another */
         dpp__core_credit(core, cur->link_id);
-        dpp__core_unhold(core, cur->raw_len);
+        dpp__core_unhold(core, cur->raw_cap);
         dpp__pool_put(core, cur->raw, cur->raw_cap);
         memset(cur, 0, sizeof *cur);
     }

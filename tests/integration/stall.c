@@ -86,8 +86,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "stall: next: %d %s\n", rc, dpp_strerror(rc));
         return 1;
     }
-    printf("stall: held_rows=%zu batches=%zu rss_growth_kb=%ld stopped_by=%s\n", rows, n,
-           rss_kb() - base, dpp_strerror(rc));
+    dpp_client_stats_t st;
+    dpp_client_get_stats(c, &st);
+    printf("stall: held_rows=%zu batches=%zu rss_growth_kb=%ld received_kb=%llu stopped_by=%s\n",
+           rows, n, rss_kb() - base, (unsigned long long)(st.bytes_raw >> 10), dpp_strerror(rc));
     for (size_t j = 0; j < n; j++)
         dpp_batch_release(held[j]);
     free(held);
