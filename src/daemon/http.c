@@ -606,7 +606,7 @@ int dpp_http_start(dpp_http_t **out, uv_loop_t *loop, const char *host_port,
     h->nhandles = 1;
     rc = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&h->listener, 128, on_connection);
+        rc = uv_listen((uv_stream_t *)&h->listener, DPP_LISTEN_BACKLOG, on_connection);
     int len = sizeof ss;
     if (rc == 0)
         rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &len);

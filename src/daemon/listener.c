@@ -93,7 +93,7 @@ int dpp_listener_start(uv_loop_t *loop, dpp_listener_t *l, const dpp_listener_co
     }
     rc = uv_tcp_bind(&l->tcp, (struct sockaddr *)&ss, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&l->tcp, 128, on_connection);
+        rc = uv_listen((uv_stream_t *)&l->tcp, DPP_LISTEN_BACKLOG, on_connection);
     if (rc) {
         DPP_ERROR("listen_failed addr=%s error=\"%s\"", addr, uv_strerror(rc));
         return rc;

@@ -12,6 +12,13 @@
 
 #include "wire/frame.h"
 
+/* The listen backlog of every daemon socket (the kernel caps it at
+ * net.core.somaxconn). A full backlog drops a SYN, and the client's retry
+ * comes a whole second later: 128 was reached by 1,000 workers starting at
+ * once and by a slowloris reconnecting on the HTTP port, each time costing a
+ * health probe or a worker a second. */
+#define DPP_LISTEN_BACKLOG 4096
+
 /* Parses "HOST:PORT" or "[V6]:PORT"; HOST may be a name (resolved with
  * getaddrinfo, first result). Returns 0, DPP_EINVAL for a malformed address,
  * or DPP_ERESOLVE when the name does not resolve. */
