@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #define RECORD_BYTES 100 /* the files are never read: only their sizes count */
 #define MAX_WORKERS 4000
 #define MAX_RANKS 256
+#define LEASE_BUCKETS 13 /* MasterStatus.lease_buckets */
 
 typedef struct bench bench_t;
 
@@ -54,6 +56,7 @@ typedef struct sim {
     int ready;          /* handshake done (worker: and registered) */
     uint64_t worker_id; /* worker */
     uint64_t asked_ns;  /* worker: when its lease request went out */
+    int asking;         /* worker: a lease request waits to be written */
     uint64_t client_id; /* rank */
     uv_timer_t work;    /* worker: its splits' work time */
     held_t *held;       /* worker: the splits leased to it, [threads] */
@@ -74,6 +77,11 @@ struct bench {
     uint64_t total, done, indexed, attaches;
     uint64_t *lat; /* lease latencies of split leases, ns */
     size_t nlat, lat_cap;
+    /* the master's lease histogram when 10% and 90% of the splits were
+     * done: its own view of the steady state */
+    dpp_sync_conn_t ctl;
+    uint64_t hist[2][LEASE_BUCKETS];
+    int nhist, no_hist;
     uint64_t first_split_ns, last_ns;
     double cpu_first_split;
     size_t rss_first_split;
@@ -113,6 +121,15 @@ static double cpu_seconds(pid_t pid)
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* user + system CPU time of this process, seconds. */
+static double self_cpu_seconds(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /* VmRSS of pid, bytes. */
 static size_t rss_bytes(pid_t pid)
 {
@@ -150,7 +167,7 @@ static void ask_lease(sim_t *w)
     Dpp__LeaseRequest lr = DPP__LEASE_REQUEST__INIT;
     lr.max_leases = w->b->threads; /* one split per pipeline thread, as dpp-worker asks */
     lr.max_index_tasks = 16 * w->b->threads;
-    w->asked_ns = dpp_now_ns();
+    w->asking = 1; /* timed from its write (on_flush) */
     send_or_die(&w->conn, DPP_MSG_LEASE, &lr.base);
 }
 
@@ -174,6 +191,42 @@ static void finish(bench_t *b)
     b->hold = 0;
     dpp_conn_release_list(&b->held, 1);
     uv_close((uv_handle_t *)&b->flush, NULL);
+}
+
+static ProtobufCMessage *call(dpp_sync_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+                              uint16_t want);
+
+/* Keeps the master's lease histogram now (a status call: blocks the
+ * loop for a moment, twice a run). */
+static void snap_master(bench_t *b)
+{
+    Dpp__StatusRequest q = DPP__STATUS_REQUEST__INIT;
+    q.session_id = b->session;
+    Dpp__StatusReply *r =
+        (Dpp__StatusReply *)call(&b->ctl, DPP_MSG_STATUS, &q.base, DPP_MSG_STATUS_REPLY);
+    if (r->master && r->master->n_lease_buckets == LEASE_BUCKETS)
+        memcpy(b->hist[b->nhist], r->master->lease_buckets, sizeof b->hist[0]);
+    else
+        b->no_hist = 1; /* a master from before MasterStatus */
+    b->nhist++;
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+/* Quantile q of the master's lease waits between the two snapshots: the
+ * upper bound of the bucket holding it, ms (-1: past the last bound). */
+static double master_quantile_ms(const bench_t *b, double q)
+{
+    static const double bounds_ms[LEASE_BUCKETS - 1] = {1,   2.5, 5,   10,   25,   50,
+                                                        100, 250, 500, 1000, 2500, 10000};
+    uint64_t total = 0, cum = 0;
+    for (int k = 0; k < LEASE_BUCKETS; k++)
+        total += b->hist[1][k] - b->hist[0][k];
+    for (int k = 0; k < LEASE_BUCKETS - 1; k++) {
+        cum += b->hist[1][k] - b->hist[0][k];
+        if ((double)cum >= q * (double)total)
+            return bounds_ms[k];
+    }
+    return -1;
 }
 
 /* The worker's splits are made: it reports each, the split's rank
@@ -200,6 +253,8 @@ static void on_work_done(uv_timer_t *t)
         b->done++;
     }
     w->nheld = 0;
+    if (b->nhist < 2 && b->done >= b->total * (b->nhist ? 9 : 1) / 10)
+        snap_master(b);
     if (b->done < b->total)
         ask_lease(w);
     else
@@ -343,10 +398,25 @@ static void connect_sim(bench_t *b, sim_t *s)
     s->conn.held_list = &b->held;
 }
 
+/* Writes what the turn held, one connection after the other; a lease
+ * request's wait starts at its own write. A turn that ran a thousand
+ * workers' timers writes for milliseconds: timed from ask_lease(), the
+ * last ones would count the bench's writes of all the others, a cost a
+ * real worker, alone on its host, does not pay. */
 static void on_flush(uv_prepare_t *h)
 {
     bench_t *b = dpp_container_of(h, bench_t, flush);
-    dpp_conn_release_list(&b->held, 1);
+    while (b->held) {
+        dpp_conn_t *c = b->held;
+        sim_t *s = dpp_container_of(c, sim_t, conn);
+        b->held = c->held_next;
+        c->held_next = NULL;
+        if (s->asking) {
+            s->asked_ns = dpp_now_ns();
+            s->asking = 0;
+        }
+        dpp_conn_release(c, 1);
+    }
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -381,8 +451,8 @@ static ProtobufCMessage *call(dpp_sync_conn_t *c, uint16_t type, const ProtobufC
 }
 
 /* Waits until the master says the session is done (it has taken every
- * acknowledgement the bench sent). */
-static void wait_done(const char *addr, const char *session)
+ * acknowledgement the bench sent); *ms: the master's own figures then. */
+static void wait_done(const char *addr, const char *session, Dpp__MasterStatus *ms)
 {
     dpp_sync_conn_t ctl;
     int rc = dpp_sync_connect(&ctl, addr, "ctl", 10000, NULL);
@@ -394,6 +464,8 @@ static void wait_done(const char *addr, const char *session)
         Dpp__StatusReply *r =
             (Dpp__StatusReply *)call(&ctl, DPP_MSG_STATUS, &q.base, DPP_MSG_STATUS_REPLY);
         int done = r->n_sessions == 1 && strcmp(r->sessions[0]->state, "done") == 0;
+        if (r->master)
+            *ms = *r->master;
         protobuf_c_message_free_unpacked(&r->base, NULL);
         if (done)
             break;
@@ -712,10 +784,15 @@ int main(int argc, char **argv)
     b.hold = 1;
     uv_prepare_init(b.loop, &b.flush);
     uv_prepare_start(&b.flush, on_flush);
-    double cpu0 = cpu_seconds(pid);
+    if ((rc = dpp_sync_connect(&b.ctl, addr, "ctl", 10000, NULL)) != 0)
+        die("connect", rc);
+    double cpu0 = cpu_seconds(pid), self0 = self_cpu_seconds();
     uint64_t t0 = dpp_now_ns();
     uv_run(b.loop, UV_RUN_DEFAULT);
-    wait_done(addr, b.session);
+    dpp_sync_close(&b.ctl);
+    double self_cpu = self_cpu_seconds() - self0;
+    Dpp__MasterStatus ms = DPP__MASTER_STATUS__INIT;
+    wait_done(addr, b.session, &ms);
     uint64_t t_done = dpp_now_ns();
     double cpu_end = cpu_seconds(pid);
     size_t rss_end = rss_bytes(pid);
@@ -755,6 +832,23 @@ int main(int argc, char **argv)
            pct_ms(b.lat, b.nlat, 0.5), pct_ms(b.lat, b.nlat, 0.99), pct_ms(b.lat, b.nlat, 1.0),
            b.nlat, pct_ms(steady, nsteady, 0.5), pct_ms(steady, nsteady, 0.99),
            pct_ms(steady, nsteady, 1.0));
+    /* what the master saw: from a request parsed to its grant, without the
+     * kernel's queues, the reply's fdatasync and the bench's own loop */
+    if (b.nhist == 2 && !b.no_hist)
+        printf("the master's view (dppctl status; bounds of its histogram buckets): lease wait p50 "
+               "<= %.1f ms, p99 <= %.1f ms over %" PRIu64 " replies (start included); the middle "
+               "80%%: p50 <= %.1f ms, p99 <= %.1f ms; journal fdatasync p50 <= %.1f ms, p99 <= "
+               "%.1f ms over %" PRIu64 " group commits\n",
+               ms.lease_p50_us / 1e3, ms.lease_p99_us / 1e3, ms.lease_replies,
+               master_quantile_ms(&b, 0.5), master_quantile_ms(&b, 0.99), ms.commit_p50_us / 1e3,
+               ms.commit_p99_us / 1e3, ms.commits);
+    else
+        printf("the master's view: not reported (a master from before dppctl status showed it)\n");
+    /* on a small machine the simulated workers compete with the master for
+     * the cores: their waits include their own loop's queueing */
+    printf("CPU while splits moved: master %.2f s, this bench (the simulated workers and ranks, "
+           "loopback TCP included) %.2f s, over %.2f s\n",
+           cpu_end - cpu0, self_cpu, (double)(t_done - t0) / 1e9);
     free(steady);
     uv_loop_close(b.loop);
     kill(pid, SIGINT);

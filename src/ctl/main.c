@@ -111,7 +111,10 @@ static const command_help_t commands[] = {
              "\n"
              "One line per session, newest first: state, epoch, splits done, rows, workers,\n"
              "rejected records, errors, and when the session expires (finished) or is\n"
-             "abandoned (no client attached).\n"},
+             "abandoned (no client attached). Text output ends with the master's own line:\n"
+             "splits/s, and over its last minute the lease replies and their wait (p50,\n"
+             "p99: a request's wait for work; under load, how fast the master answers) and\n"
+             "the journal's group commits and their fdatasync (p50, p99).\n"},
     {"workers", "usage: dppctl workers [-o text|json]\n"
                 "\n"
                 "The registered workers: address, threads, splits leased, time since heard.\n"},

@@ -172,6 +172,31 @@ static void epoch_text(const Dpp__SessionStatus *s, char *buf, size_t len)
         snprintf(buf, len, "%u/%u", done ? s->epochs : s->current_epoch, s->epochs);
 }
 
+/* A quantile the master read off a histogram: the bucket's upper bound. */
+static void bound_text(uint32_t us, char *out, size_t len)
+{
+    if (us == UINT32_MAX)
+        snprintf(out, len, "> 10 s");
+    else if (us >= 1000000)
+        snprintf(out, len, "<= %g s", us / 1e6);
+    else
+        snprintf(out, len, "<= %g ms", us / 1e3);
+}
+
+/* The control plane under the listing: what an operator watches when a
+ * master serves many workers (docs/operations.md). */
+static void master_line(const Dpp__MasterStatus *ms)
+{
+    char l50[32], l99[32], c50[32], c99[32];
+    bound_text(ms->lease_p50_us, l50, sizeof l50);
+    bound_text(ms->lease_p99_us, l99, sizeof l99);
+    bound_text(ms->commit_p50_us, c50, sizeof c50);
+    bound_text(ms->commit_p99_us, c99, sizeof c99);
+    printf("master: %.0f splits/s; last %u s: %" PRIu64 " lease replies, wait p50 %s, p99 %s; "
+           "%" PRIu64 " journal commits, fdatasync p50 %s, p99 %s\n",
+           ms->splits_per_second, ms->window_s, ms->lease_replies, l50, l99, ms->commits, c50, c99);
+}
+
 int ctl_list(const ctl_t *ctl)
 {
     Dpp__StatusReply *r;
@@ -208,6 +233,8 @@ int ctl_list(const ctl_t *ctl)
         print_json(arr);
     else if (r->sessions_omitted)
         printf("(%u older sessions not listed)\n", r->sessions_omitted);
+    if (!ctl->json && r->master)
+        master_line(r->master);
     json_decref(arr);
     protobuf_c_message_free_unpacked(&r->base, NULL);
     return CTL_OK;

@@ -64,6 +64,7 @@ typedef struct dpp_journal_stats {
     uint64_t snapshot_bytes;   /* file bytes of that snapshot, markers included */
     uint64_t appends;          /* records appended since open */
     uint64_t syncs;            /* fsync/fdatasync calls since open */
+    uint64_t writes;           /* writes of buffered records to the file since open */
     uint64_t compactions;      /* since open */
 } dpp_journal_stats_t;
 
@@ -101,12 +102,16 @@ int dpp_journal_append(dpp_journal_t *j, uint8_t type, const void *payload, size
  * the call may keep a prefix of the records (replay cuts a torn one off). */
 int dpp_journal_append_many(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
 
-/* Group commit: dpp_journal_write() appends n records without syncing
- * (what it returns as for dpp_journal_append_many(), fsync aside);
- * dpp_journal_sync() makes every record written so far durable with one
- * fdatasync (nothing to do: returns 0 at once). A record is durable only
- * after the sync returns 0; whoever acts on it waits for that. */
+/* Group commit: dpp_journal_write() appends n records to the journal's
+ * buffer (checked as for dpp_journal_append_many(); written out at once when
+ * the buffer passes 1 MiB); dpp_journal_flush() writes the buffer to the
+ * file with one write, unsynced; dpp_journal_sync() flushes and makes every
+ * record so far durable with one fdatasync (nothing to do: returns 0 at
+ * once). A record is durable only after the sync returns 0; whoever acts on
+ * it waits for that. A write that fails drops every buffered record (cut
+ * back off the file) and returns -errno, as dpp_journal_append() does. */
 int dpp_journal_write(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
+int dpp_journal_flush(dpp_journal_t *j);
 int dpp_journal_sync(dpp_journal_t *j);
 
 /* Replaces the journal by a snapshot of the caller's state: writes
@@ -115,7 +120,8 @@ int dpp_journal_sync(dpp_journal_t *j);
  * file from then on. A crash at any point leaves the old or the new journal,
  * both complete. Before the rename, an error deletes journal.tmp and keeps
  * the old journal in use; an error after it (the directory fsync) fails the
- * journal as in dpp_journal_append(). */
+ * journal as in dpp_journal_append(). On success, records written and not
+ * yet flushed are dropped: the snapshot, the caller's state, holds them. */
 int dpp_journal_compact(dpp_journal_t *j, const dpp_journal_rec_t *recs, size_t n);
 
 /* Whether dir/journal is still the file being appended to: 0, -ENOENT when
@@ -130,8 +136,9 @@ int dpp_journal_check_path(const dpp_journal_t *j);
 void dpp_journal_get_stats(const dpp_journal_t *j, dpp_journal_stats_t *out);
 
 /* Closes the file and frees j. Accepts NULL. Everything appended is already
- * durable; close syncs nothing. (Named open/close rather than new/free: it
- * pairs like a file, and dpp_journal_open does I/O a _new would not.) */
+ * durable; records only written are flushed into the file, unsynced. (Named
+ * open/close rather than new/free: it pairs like a file, and
+ * dpp_journal_open does I/O a _new would not.) */
 void dpp_journal_close(dpp_journal_t *j);
 
 #endif

@@ -189,6 +189,7 @@ static void on_timer(uv_timer_t *t)
             s->rate_tokens = s->text_tokens;
         }
     }
+    dpp_master_snap_histograms(m, now);
 }
 
 static void count_commit(dpp_master_t *m, double secs)
@@ -204,19 +205,22 @@ static void count_commit(dpp_master_t *m, double secs)
 
 void dpp_master_commit(dpp_master_t *m)
 {
-    int rc = 0;
-    if (m->commit_pending) {
+    /* without a sync: the turn's lazy records reach the file (a crash of
+     * the process alone keeps them) */
+    int rc = dpp_journal_flush(m->journal), synced = 0;
+    if (rc == 0 && m->commit_pending) {
         uint64_t t0 = dpp_now_ns();
         rc = dpp_journal_sync(m->journal);
         count_commit(m, (double)(dpp_now_ns() - t0) / 1e9);
         m->commit_pending = 0;
         m->commit_records = 0;
-        if (rc) {
-            DPP_ERROR("journal_sync_failed dir=%s error=\"%s\" action=stopping effect=\"answers "
-                      "that depend on it are dropped\"",
-                      m->state_dir, dpp_strerror(rc));
-            dpp_master_fail_stop(m);
-        }
+        synced = 1;
+    }
+    if (rc) {
+        DPP_ERROR("journal_%s_failed dir=%s error=\"%s\" action=stopping effect=\"answers "
+                  "that depend on it are dropped\"",
+                  synced ? "sync" : "write", m->state_dir, dpp_strerror(rc));
+        dpp_master_fail_stop(m);
     }
     dpp_conn_release_list(&m->held_conns, rc == 0);
 }
@@ -305,6 +309,7 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
             m->sessions[i]->state == SESSION_RUNNING || m->sessions[i]->state == SESSION_INDEXING;
     DPP_INFO("journal_replayed dir=%s records=%" PRIu64 " sessions=%zu unfinished=%zu",
              m->state_dir, report.records, m->nsessions, running);
+    m->n.started_ms = dpp_now_ms();
     uv_timer_init(loop, &m->timer);
     uv_timer_init(loop, &m->cache_timer);
     m->hold_frames = 1;

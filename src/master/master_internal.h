@@ -94,6 +94,9 @@ typedef struct dpp_index_cache {
  * LeaseRequest waited for work. */
 #define DPP_LEASE_BUCKETS 12
 
+#define DPP_MASTER_SNAPS 6
+#define DPP_MASTER_SNAP_MS 10000
+
 /* Counters since the master started, for /metrics. */
 typedef struct dpp_master_counters {
     uint64_t sessions_submitted, splits_leased, splits_consumed, splits_released;
@@ -123,6 +126,14 @@ typedef struct dpp_master_counters {
     uint64_t commit_hist[DPP_LEASE_BUCKETS + 1];
     double commit_sum;
     uint64_t commit_count, commit_records;
+    /* the two histograms every DPP_MASTER_SNAP_MS, the last DPP_MASTER_SNAPS
+     * times: dppctl status shows their quantiles over the last minute */
+    struct dpp_master_snap {
+        int64_t ms;
+        uint64_t lease[DPP_LEASE_BUCKETS + 1], commit[DPP_LEASE_BUCKETS + 1];
+    } snaps[DPP_MASTER_SNAPS];
+    unsigned snap_next, nsnaps;
+    int64_t started_ms;
 } dpp_master_counters_t;
 
 /* Upper bounds of the lease latency buckets, seconds. */
@@ -158,15 +169,16 @@ struct dpp_master {
      * some worker holds are left to it by a busy worker (lease.c) */
     dpp_u64set_t cache_holders;
     dpp_journal_t *journal;
-    /* Group commit: handlers write journal records without syncing and set
-     * commit_pending; every frame the master sends is held in its
-     * connection (conn.hold, hold_frames: 1 until the stop), and the
-     * connections holding some are on held_conns. Before the loop waits for
-     * I/O again (prepare) and after each round of I/O callbacks (check),
-     * dpp_master_commit() syncs once if a record asks for it and releases
-     * what was held, one write per connection: nothing the master says
-     * depends on a record that is not durable, one fdatasync covers every
-     * change of a loop turn, and a turn's answers to a peer share a write. */
+    /* Group commit: handlers add journal records to the journal's buffer
+     * (no syscall) and set commit_pending; every frame the master sends is
+     * held in its connection (conn.hold, hold_frames: 1 until the stop),
+     * and the connections holding some are on held_conns. Before the loop
+     * waits for I/O again (prepare) and after each round of I/O callbacks
+     * (check), dpp_master_commit() writes the buffer, syncs once if a record
+     * asks for it and releases what was held, one write per connection:
+     * nothing the master says depends on a record that is not durable, one
+     * write and one fdatasync cover every change of a loop turn, and a
+     * turn's answers to a peer share a write. */
     int commit_pending;
     int hold_frames;
     /* Workers whose LeaseRequest waits, oldest first (grants go in request

@@ -476,3 +476,59 @@ void dpp_master_http_stop(dpp_master_t *ms)
     dpp_http_stop(ms->http);
     ms->http = NULL;
 }
+
+void dpp_master_snap_histograms(dpp_master_t *ms, int64_t now_ms)
+{
+    dpp_master_counters_t *n = &ms->n;
+    unsigned last = (n->snap_next + DPP_MASTER_SNAPS - 1) % DPP_MASTER_SNAPS;
+    int64_t since = n->nsnaps ? n->snaps[last].ms : n->started_ms;
+    if (now_ms - since < DPP_MASTER_SNAP_MS)
+        return;
+    struct dpp_master_snap *sn = &n->snaps[n->snap_next];
+    sn->ms = now_ms;
+    memcpy(sn->lease, n->lease_hist, sizeof sn->lease);
+    memcpy(sn->commit, n->commit_hist, sizeof sn->commit);
+    n->snap_next = (n->snap_next + 1) % DPP_MASTER_SNAPS;
+    if (n->nsnaps < DPP_MASTER_SNAPS)
+        n->nsnaps++;
+}
+
+/* The upper bound, in microseconds, of the bucket holding quantile q of
+ * the histogram now - then (UINT32_MAX: the +Inf bucket); 0 when empty. */
+static uint32_t quantile_us(const uint64_t *now, const uint64_t *then, uint64_t *count, double q)
+{
+    uint64_t total = 0, cum = 0;
+    for (int b = 0; b <= DPP_LEASE_BUCKETS; b++)
+        total += now[b] - (then ? then[b] : 0);
+    *count = total;
+    if (total == 0)
+        return 0;
+    for (int b = 0; b < DPP_LEASE_BUCKETS; b++) {
+        cum += now[b] - (then ? then[b] : 0);
+        if ((double)cum >= q * (double)total)
+            return (uint32_t)(dpp_lease_bounds[b] * 1e6 + 0.5);
+    }
+    return UINT32_MAX;
+}
+
+void dpp_master_status_fill(dpp_master_t *ms, Dpp__MasterStatus *out)
+{
+    const dpp_master_counters_t *n = &ms->n;
+    /* the oldest snapshot kept: a minute back once the master is that old */
+    const struct dpp_master_snap *old =
+        n->nsnaps == 0
+            ? NULL
+            : &n->snaps[(n->snap_next + DPP_MASTER_SNAPS - n->nsnaps) % DPP_MASTER_SNAPS];
+    dpp__master_status__init(out);
+    out->splits_per_second = n->splits_rate;
+    out->window_s = (uint32_t)((dpp_now_ms() - (old ? old->ms : n->started_ms)) / 1000);
+    out->lease_p50_us =
+        quantile_us(n->lease_hist, old ? old->lease : NULL, &out->lease_replies, 0.5);
+    out->lease_p99_us =
+        quantile_us(n->lease_hist, old ? old->lease : NULL, &out->lease_replies, 0.99);
+    out->commit_p50_us = quantile_us(n->commit_hist, old ? old->commit : NULL, &out->commits, 0.5);
+    out->commit_p99_us = quantile_us(n->commit_hist, old ? old->commit : NULL, &out->commits, 0.99);
+    out->n_lease_buckets = out->n_commit_buckets = DPP_LEASE_BUCKETS + 1;
+    out->lease_buckets = (uint64_t *)n->lease_hist;
+    out->commit_buckets = (uint64_t *)n->commit_hist;
+}

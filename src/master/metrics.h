@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "daemon/metrics.h"
+#include "dpp.pb-c.h"
 #include "master.h"
 #include "session.h"
 
@@ -35,5 +36,13 @@ void dpp_master_http_stop(dpp_master_t *m);
  * or out of memory). */
 int dpp_master_metrics_sessions(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n,
                                 size_t rank_series);
+
+/* Every DPP_MASTER_SNAP_MS (called from the master's timer): keeps the
+ * lease and commit histograms as they are now, the last DPP_MASTER_SNAPS. */
+void dpp_master_snap_histograms(dpp_master_t *m, int64_t now_ms);
+
+/* Fills out, for dppctl status: splits/s, and the lease and commit
+ * quantiles since the oldest snapshot kept (or since the master started). */
+void dpp_master_status_fill(dpp_master_t *m, Dpp__MasterStatus *out);
 
 #endif

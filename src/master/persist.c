@@ -22,9 +22,11 @@ dpp_journal_rec_t dpp_master_pack_rec(uint8_t type, const ProtobufCMessage *msg)
     return (dpp_journal_rec_t){.type = type, .payload = buf, .len = len};
 }
 
-static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n, int commit)
+static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n, int commit, int now)
 {
     int rc = dpp_journal_write(m->journal, recs, n);
+    if (rc == 0 && now)
+        rc = dpp_journal_flush(m->journal);
     m->commit_records += rc == 0 ? n : 0;
     if (rc == 0 && n > 0 && commit) {
         m->commit_pending = 1; /* from now on what the master says waits for the sync */
@@ -46,12 +48,17 @@ static int journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n, int c
 
 int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
 {
-    return journal_put(m, recs, n, 1);
+    return journal_put(m, recs, n, 1, 0);
+}
+
+int dpp_master_journal_put_now(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
+{
+    return journal_put(m, recs, n, 1, 1);
 }
 
 int dpp_master_journal_put_lazy(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n)
 {
-    return journal_put(m, recs, n, 0);
+    return journal_put(m, recs, n, 0, 0);
 }
 
 dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)

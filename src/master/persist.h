@@ -43,6 +43,11 @@ dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i);
  * error is returned. */
 int dpp_master_journal_put(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
 
+/* Like dpp_master_journal_put(), but written to the file before it returns
+ * (the journal buffers a turn's records otherwise): for a caller that tells
+ * its requester why the write failed (disk full at a submit). */
+int dpp_master_journal_put_now(dpp_master_t *m, dpp_journal_rec_t *recs, size_t n);
+
 /* Like dpp_master_journal_put(), for records whose loss a restart repairs by
  * itself (a file's index: the replayed session indexes the file again and,
  * a plan being a function of the files, plans the same splits). They ask

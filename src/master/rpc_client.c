@@ -156,7 +156,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
         /* replayed from a journal without a key: the one made at this start
          * is journaled before any client signs a token with it */
         dpp_journal_rec_t rec = dpp_master_session_rec(s);
-        if (dpp_master_journal_put(m, &rec, 1) != 0) {
+        if (dpp_master_journal_put_now(m, &rec, 1) != 0) {
             dpp_conn_send_error(&p->base.conn, DPP_EFAILED, "session %s: journal write failed",
                                 s->id);
             return;

@@ -14,6 +14,7 @@
 #include "dpp/error.h"
 #include "index_cache.h"
 #include "lease.h"
+#include "metrics.h"
 #include "persist.h"
 #include "rpc_ctl.h"
 #include "spec/table.h"
@@ -81,7 +82,7 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].indexed)
             recs[nrecs++] = dpp_master_indexed_rec(s, i);
-    rc = dpp_master_journal_put(m, recs, nrecs);
+    rc = dpp_master_journal_put_now(m, recs, nrecs);
     free(recs);
     if (rc) {
         snprintf(err, sizeof err, "state dir %s: journal: %s", m->state_dir, dpp_strerror(rc));
@@ -275,6 +276,9 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
         reply.n_workers = k;
         reply.workers = wptrs;
         reply.sessions_omitted = (uint32_t)omitted;
+        Dpp__MasterStatus ms;
+        dpp_master_status_fill(p->m, &ms);
+        reply.master = &ms;
         dpp_conn_send(&p->base.conn, DPP_MSG_STATUS_REPLY, &reply.base);
     }
     for (size_t i = 0; i < n; i++) {

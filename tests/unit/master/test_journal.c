@@ -326,6 +326,57 @@ static void test_append_many(void **state)
     remove_dir(&t);
 }
 
+/* Group commit: records written one call at a time stay in the journal's
+ * buffer (the file does not grow) until the flush, which writes them all
+ * with one write; the sync after it has nothing left to write. A second
+ * round is buffered anew, and replay finds every record in order. */
+static void test_write_buffers(void **state)
+{
+    (void)state;
+    enum { N = 500 };
+    tmpdir_t t;
+    make_dir(&t);
+    test_rec_t *recs = gen_records(3, N, 200);
+    dpp_journal_rec_t *jr = as_journal_recs(recs, N);
+    dpp_journal_t *j;
+    assert_int_equal(dpp_journal_open(&j, t.dir, NULL, NULL, NULL), 0);
+    dpp_journal_stats_t st, st0;
+    dpp_journal_get_stats(j, &st0);
+    for (size_t i = 0; i < N / 2; i++)
+        assert_int_equal(dpp_journal_write(j, &jr[i], 1), 0);
+    assert_int_equal(file_size(t.journal), 0);
+    dpp_journal_get_stats(j, &st);
+    assert_int_equal(st.writes, 0);
+    assert_int_equal(st.records, 0);
+    assert_int_equal(dpp_journal_flush(j), 0);
+    dpp_journal_get_stats(j, &st);
+    assert_int_equal(st.writes, 1);
+    assert_int_equal(st.records, N / 2);
+    assert_int_equal(st.file_size, file_size(t.journal));
+    assert_int_equal(dpp_journal_sync(j), 0);
+    dpp_journal_get_stats(j, &st);
+    assert_int_equal(st.writes, 1);
+    assert_int_equal(st.syncs, st0.syncs + 1);
+    for (size_t i = N / 2; i < N; i++)
+        assert_int_equal(dpp_journal_write(j, &jr[i], 1), 0);
+    assert_int_equal(file_size(t.journal), st.file_size);
+    assert_int_equal(dpp_journal_sync(j), 0);
+    dpp_journal_get_stats(j, &st);
+    assert_int_equal(st.writes, 2);
+    assert_int_equal(st.syncs, st0.syncs + 2);
+    assert_int_equal(st.file_size, file_size(t.journal));
+    dpp_journal_close(j);
+
+    collector_t c = collector(recs, N);
+    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, NULL), 0);
+    assert_int_equal(c.got, N);
+    assert_false(c.mismatch);
+    dpp_journal_close(j);
+    free(jr);
+    free_records(recs, N);
+    remove_dir(&t);
+}
+
 /* Cut the file at every byte offset inside its last 3 records: replay gives
  * the records wholly before the cut, the rest is cut off, and the journal
  * appends after it as if nothing happened. */
@@ -849,9 +900,17 @@ static void test_write_failure(void **state)
     lim.rlim_cur = before + 1000;
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
     int rc = dpp_journal_append(j, recs[1].type, recs[1].data, recs[1].len);
+    /* buffered, then flushed: the failed write drops every buffered record */
+    dpp_journal_rec_t both[2] = {{recs[2].type, recs[2].data, recs[2].len},
+                                 {recs[1].type, recs[1].data, recs[1].len}};
+    assert_int_equal(dpp_journal_write(j, both, 2), 0);
+    int rc_flush = dpp_journal_flush(j);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, prev);
     assert_int_equal(rc, -EFBIG);
+    assert_int_equal(rc_flush, -EFBIG);
+    assert_int_equal(file_size(t.journal), before);
+    assert_int_equal(dpp_journal_sync(j), 0); /* nothing left to write */
     assert_int_equal(file_size(t.journal), before);
     dpp_journal_stats_t st;
     dpp_journal_get_stats(j, &st);
@@ -958,12 +1017,19 @@ static void test_path_gone(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),         cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_append_many),   cmocka_unit_test(test_torn_every_offset),
-        cmocka_unit_test(test_zero_tail),     cmocka_unit_test(test_bit_flips),
-        cmocka_unit_test(test_huge_length),   cmocka_unit_test(test_length_over_limit),
-        cmocka_unit_test(test_false_magic),   cmocka_unit_test(test_compaction),
-        cmocka_unit_test(test_write_failure), cmocka_unit_test(test_callback_error),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_append_many),
+        cmocka_unit_test(test_write_buffers),
+        cmocka_unit_test(test_torn_every_offset),
+        cmocka_unit_test(test_zero_tail),
+        cmocka_unit_test(test_bit_flips),
+        cmocka_unit_test(test_huge_length),
+        cmocka_unit_test(test_length_over_limit),
+        cmocka_unit_test(test_false_magic),
+        cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_write_failure),
+        cmocka_unit_test(test_callback_error),
         cmocka_unit_test(test_path_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
