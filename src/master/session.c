@@ -47,6 +47,8 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     s->rank_prefetch = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_prefetch);
     s->rank_cursor = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_cursor);
     s->rank_pending = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_pending);
+    s->rank_leased_end = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_leased_end);
+    s->rank_report_lo = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_report_lo);
     s->reports = dpp_xcalloc(s->spec.consumers, sizeof *s->reports);
     dpp_spec_name_t *names = dpp_xcalloc(dpp_spec_names_max(&s->spec), sizeof *names);
     s->nfchecks = dpp_spec_names(&s->spec, names);
@@ -87,6 +89,8 @@ void dpp_session_free(dpp_session_t *s)
     free(s->rank_count);
     free(s->rank_prefetch);
     free(s->rank_cursor);
+    free(s->rank_leased_end);
+    free(s->rank_report_lo);
     free(s->rank_pending);
     free(s->prev_leases);
     free(s->reports);
@@ -230,6 +234,9 @@ static void plan_splits(dpp_session_t *s)
     s->splits = plan_epoch(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
     memset(s->rank_cursor, 0, s->spec.consumers * sizeof *s->rank_cursor);
     memset(s->rank_pending, 0, s->spec.consumers * sizeof *s->rank_pending);
+    memset(s->rank_leased_end, 0, s->spec.consumers * sizeof *s->rank_leased_end);
+    for (unsigned r = 0; r < s->spec.consumers; r++)
+        s->rank_report_lo[r] = SIZE_MAX;
     memset(s->counts, 0, sizeof s->counts);
     s->counts[SPLIT_PENDING] = s->nsplits;
     s->reports_due = 0;
@@ -267,6 +274,8 @@ void dpp_session_set(dpp_session_t *s, size_t i, split_state_t st)
     s->counts[s->splits[i].state]--;
     s->counts[st]++;
     s->splits[i].state = st;
+    if (st == SPLIT_LEASED && s->rank_leased_end[s->splits[i].rank] <= s->splits[i].seq)
+        s->rank_leased_end[s->splits[i].rank] = s->splits[i].seq + 1;
     if (st == SPLIT_PENDING) {
         dpp_split_t *sp = &s->splits[i];
         sp->lease.lease_id = sp->lease.worker_id = 0;
@@ -338,6 +347,8 @@ int dpp_session_consumed(dpp_session_t *s, size_t i, int live)
     if (live && sp->state == SPLIT_LEASED) {
         sp->report_due = 1;
         s->reports_due++;
+        if (s->rank_report_lo[sp->rank] > sp->seq)
+            s->rank_report_lo[sp->rank] = sp->seq;
     }
     dpp_session_set(s, i, SPLIT_CONSUMED);
     s->consumed_total++;
@@ -382,7 +393,7 @@ int dpp_session_unhold(dpp_session_t *s, int force)
 size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
 {
     size_t n = 0;
-    for (size_t i = 0; i < s->nfiles; i++) {
+    for (size_t i = 0; s->state == SESSION_INDEXING && i < s->nfiles; i++) {
         dpp_lease_ref_t *l = &s->files[i].index_lease;
         if (!s->files[i].indexed && l->lease_id && l->worker_id == worker_id) {
             l->lease_id = l->worker_id = 0;
@@ -391,17 +402,30 @@ size_t dpp_session_release_worker(dpp_session_t *s, uint64_t worker_id)
             n++;
         }
     }
-    for (size_t i = 0; i < s->nsplits; i++) {
-        dpp_split_t *sp = &s->splits[i];
-        if (sp->lease.worker_id == worker_id && sp->report_due)
-            dpp_session_reported(s, i); /* its report is not coming */
-        if (sp->lease.worker_id == worker_id &&
-            (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
-            if (sp->state == SPLIT_PRODUCED)
-                s->rows_produced -= sp->rows; /* counted again when re-produced */
-            dpp_session_set(s, i, SPLIT_PENDING);
-            n++;
+    /* What the worker held lies in each rank's stretch from its first
+     * unconsumed or report_due split to the last one leased: a loss costs
+     * the splits in flight, not the plan (1,000 workers gone at once used
+     * to look at every split of every session 1,000 times). */
+    for (unsigned r = 0; s->rank_count && r < s->spec.consumers; r++) {
+        size_t first = s->rank_first[r], cur = dpp_session_rank_cursor(s, r);
+        size_t from = s->rank_report_lo[r] < cur ? s->rank_report_lo[r] : cur;
+        size_t report_lo = SIZE_MAX;
+        for (size_t j = from; j < s->rank_leased_end[r]; j++) {
+            dpp_split_t *sp = &s->splits[first + j];
+            s->release_scanned++;
+            if (sp->lease.worker_id == worker_id && sp->report_due)
+                dpp_session_reported(s, first + j); /* its report is not coming */
+            if (sp->lease.worker_id == worker_id &&
+                (sp->state == SPLIT_LEASED || sp->state == SPLIT_PRODUCED)) {
+                if (sp->state == SPLIT_PRODUCED)
+                    s->rows_produced -= sp->rows; /* counted again when re-produced */
+                dpp_session_set(s, first + j, SPLIT_PENDING);
+                n++;
+            }
+            if (sp->report_due && report_lo == SIZE_MAX)
+                report_lo = j;
         }
+        s->rank_report_lo[r] = report_lo;
     }
     return n;
 }

@@ -124,6 +124,11 @@ typedef struct dpp_session {
     unsigned *rank_prefetch;    /* [consumers]: order deterministic: splits leased ahead */
     size_t *rank_cursor;        /* [consumers]: no split before this position is unconsumed */
     size_t *rank_pending;       /* [consumers]: no split before this position is pending */
+    /* [consumers]: no split from this position on was leased this epoch,
+     * and no split before this one is report_due (SIZE_MAX: none is): what
+     * a worker's loss looks at lies between the two and the cursor */
+    size_t *rank_leased_end, *rank_report_lo;
+    uint64_t release_scanned;   /* splits worker losses looked at, for tests */
     unsigned grant_rank;        /* the rank the next grant starts with (they take turns) */
     uint64_t cursor_steps;      /* the two cursors' moves, for tests: amortised O(1) a split */
     uint64_t *prev_leases;      /* last epoch's lease ids: their SPLIT_DONE may come late */

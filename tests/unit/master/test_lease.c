@@ -215,6 +215,68 @@ static void test_scale(void **state)
     fixture_close(&fx);
 }
 
+/* 100,000 splits, 8 ranks, 16 workers holding 64 splits each (some
+ * leased, some produced, some acknowledged by their clients before their
+ * workers reported them), with most of the epoch consumed before: losing
+ * every worker puts back exactly the leased and produced splits of each,
+ * forgets its missing reports, and looks at the splits in flight, not at
+ * the plan (it used to look at all 100,000 splits for every worker). */
+static void test_release_cost(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fixture_init(&fx);
+    dpp_session_t *s = fixture_session("s1", 2000, 1, 8, 10, "keep", "");
+    fixture_add(&fx, s);
+    index_uniform(s, 500); /* 50 splits a file: within index_files' bounds */
+    assert_int_equal(s->nsplits, 100000);
+    attach_all(s);
+    for (unsigned r = 0; r < 8; r++)
+        s->rank_prefetch[r] = 100000;
+    enum { WORKERS = 16, TASKS = 64 };
+    dpp_lease_pick_t picks[TASKS];
+    /* most of the epoch goes through first */
+    size_t consumed = 0;
+    while (consumed < 90000) {
+        size_t n = grant(&fx, 100, TASKS, picks);
+        assert_int_equal(n, TASKS);
+        for (size_t k = 0; k < n; k++) {
+            produce(&fx, s, picks[k].i);
+            consumed += consume(&fx, s, picks[k].i);
+        }
+    }
+    size_t held[WORKERS + 2] = {0}, reports = 0;
+    for (uint64_t w = 2; w < 2 + WORKERS; w++) {
+        assert_int_equal(grant(&fx, w, TASKS, picks), TASKS);
+        for (size_t k = 0; k < TASKS; k++) {
+            size_t i = picks[k].i;
+            if (k % 3 == 1) {
+                produce(&fx, s, i);
+            } else if (k % 3 == 2) { /* the client was faster than the worker's report */
+                dpp_session_consumed(s, i, 1);
+                reports++;
+                continue;
+            }
+            held[w]++;
+        }
+    }
+    assert_int_equal(s->reports_due, reports);
+    uint64_t scanned0 = s->release_scanned;
+    for (uint64_t w = 2; w < 2 + WORKERS; w++) {
+        size_t pending = s->counts[SPLIT_PENDING];
+        assert_int_equal(dpp_session_release_worker(s, w), held[w]);
+        assert_int_equal(s->counts[SPLIT_PENDING], pending + held[w]);
+    }
+    assert_int_equal(s->counts[SPLIT_LEASED] + s->counts[SPLIT_PRODUCED], 0);
+    assert_int_equal(s->reports_due, 0);
+    for (size_t i = 0; i < s->nsplits; i++)
+        assert_false(s->splits[i].report_due);
+    uint64_t looked = s->release_scanned - scanned0;
+    print_message("16 workers lost: %llu split positions looked at\n", (unsigned long long)looked);
+    assert_true(looked <= (uint64_t)WORKERS * 2 * WORKERS * TASKS);
+    fixture_close(&fx);
+}
+
 /* Grants share the ranks out: with 8 ranks attached and wide windows, a
  * grant of 8 splits gives every rank one, grants of 4 take turns (every
  * rank served once in two grants), and a rank with nothing left gives its
@@ -897,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_scale),
         cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_release_and_relet),
+        cmocka_unit_test(test_release_cost),
         cmocka_unit_test(test_fencing),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_equal_batches),
