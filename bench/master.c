@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,15 +118,6 @@ static double cpu_seconds(pid_t pid)
     /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
     sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* user + system CPU time of this process, seconds. */
-static double self_cpu_seconds(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 /* VmRSS of pid, bytes. */
@@ -786,11 +776,11 @@ int main(int argc, char **argv)
     uv_prepare_start(&b.flush, on_flush);
     if ((rc = dpp_sync_connect(&b.ctl, addr, "ctl", 10000, NULL)) != 0)
         die("connect", rc);
-    double cpu0 = cpu_seconds(pid), self0 = self_cpu_seconds();
+    double cpu0 = cpu_seconds(pid), self0 = cpu_seconds(getpid());
     uint64_t t0 = dpp_now_ns();
     uv_run(b.loop, UV_RUN_DEFAULT);
     dpp_sync_close(&b.ctl);
-    double self_cpu = self_cpu_seconds() - self0;
+    double self_cpu = cpu_seconds(getpid()) - self0;
     Dpp__MasterStatus ms = DPP__MASTER_STATUS__INIT;
     wait_done(addr, b.session, &ms);
     uint64_t t_done = dpp_now_ns();

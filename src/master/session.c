@@ -366,7 +366,8 @@ int dpp_session_rank_reports_due(const dpp_session_t *s, unsigned r)
 {
     if (s->reports_due == 0 || s->rank_first == NULL || r >= s->spec.consumers)
         return 0;
-    for (size_t j = 0; j < s->rank_count[r]; j++)
+    /* a report_due split was leased: none lies outside these bounds */
+    for (size_t j = s->rank_report_lo[r]; j < s->rank_leased_end[r]; j++)
         if (s->splits[s->rank_first[r] + j].report_due)
             return 1;
     return 0;

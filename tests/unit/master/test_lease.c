@@ -261,6 +261,13 @@ static void test_release_cost(void **state)
         }
     }
     assert_int_equal(s->reports_due, reports);
+    /* what an attach tells each rank's client, against a plain scan */
+    for (unsigned r = 0; r < 8; r++) {
+        int due = 0;
+        for (size_t j = 0; j < s->rank_count[r]; j++)
+            due |= s->splits[s->rank_first[r] + j].report_due;
+        assert_int_equal(dpp_session_rank_reports_due(s, r), due);
+    }
     uint64_t scanned0 = s->release_scanned;
     for (uint64_t w = 2; w < 2 + WORKERS; w++) {
         size_t pending = s->counts[SPLIT_PENDING];
@@ -271,6 +278,8 @@ static void test_release_cost(void **state)
     assert_int_equal(s->reports_due, 0);
     for (size_t i = 0; i < s->nsplits; i++)
         assert_false(s->splits[i].report_due);
+    for (unsigned r = 0; r < 8; r++)
+        assert_int_equal(dpp_session_rank_reports_due(s, r), 0);
     uint64_t looked = s->release_scanned - scanned0;
     print_message("16 workers lost: %llu split positions looked at\n", (unsigned long long)looked);
     assert_true(looked <= (uint64_t)WORKERS * 2 * WORKERS * TASKS);
