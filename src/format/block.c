@@ -426,6 +426,39 @@ static const void *col_data(const uint8_t *buf, unsigned col)
     return buf + get_u64(col_entry(buf, col));
 }
 
+/* Eight uint32 lanes: GCC and clang's vector extension, two SSE2
+ * registers on a baseline x86-64, whatever the target has elsewhere. */
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+
+/* Whether offsets[0..cells] are exactly the prefix sums of
+ * lengths[0..cells) (offsets[0] checked by the caller), every length and
+ * offset in [0, 2^31): then offset + length cannot wrap 32 bits, so the sum
+ * in uint32 is exact. The client checks every block it gets (TorchRec
+ * trusts offsets), 26 x 4096 cells a Criteo block: eight cells a step with
+ * no exit per cell, the violations OR-ed together. The build's -O2 does
+ * not vectorise the plain loop, which was a quarter of the client's CPU in
+ * bench_client. */
+static int prefix_sums_ok(const int32_t *lengths, const int32_t *offsets, uint64_t cells)
+{
+    u32x8 acc = {0};
+    uint64_t c = 0;
+    for (; c + 8 <= cells; c += 8) {
+        u32x8 l, o0, o1;
+        memcpy(&l, lengths + c, sizeof l);
+        memcpy(&o0, offsets + c, sizeof o0);
+        memcpy(&o1, offsets + c + 1, sizeof o1);
+        /* a sign bit of a length or offset, or any bit of a difference */
+        acc |= ((l | o1) & 0x80000000u) | ((o0 + l) ^ o1);
+    }
+    uint32_t bad = 0;
+    for (unsigned i = 0; i < 8; i++)
+        bad |= acc[i];
+    for (; c < cells; c++)
+        bad |= (((uint32_t)lengths[c] | (uint32_t)offsets[c + 1]) & 0x80000000u) |
+               (((uint32_t)offsets[c] + (uint32_t)lengths[c]) ^ (uint32_t)offsets[c + 1]);
+    return bad == 0;
+}
+
 int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *shape,
                     dpp_block_info_t *info)
 {
@@ -459,16 +492,7 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
          * TorchRec, which trusts them. */
         if (offsets[0] != 0)
             return DPP_EBLOCK;
-        /* One pass without an exit per cell, so that it vectorises (the
-         * client checks every block it gets). With every length and offset
-         * in [0, 2^31), offset + length cannot wrap 32 bits, so the sum in
-         * uint32 is exact. */
-        uint32_t bad = 0;
-        for (uint64_t c = 0; c < cells; c++)
-            bad |=
-                (uint32_t)(lengths[c] < 0) | (uint32_t)(offsets[c + 1] < 0) |
-                (uint32_t)((uint32_t)offsets[c] + (uint32_t)lengths[c] != (uint32_t)offsets[c + 1]);
-        if (bad)
+        if (!prefix_sums_ok(lengths, offsets, cells))
             return DPP_EBLOCK;
         uint64_t nv = (uint64_t)offsets[cells];
         if (check_col(buf, len, data_start, COL_VALUES(nd), nv * sizeof(int64_t)))

@@ -385,6 +385,45 @@ static void test_corruptions(void **state)
     free(good);
 }
 
+/* Every cell of the lengths and offsets, one at a time: a length made
+ * negative, an offset off by one, an offset's sign bit set, a length and
+ * the next offset grown together past it (the sums still right from there
+ * but not after). 37 rows x 2 keys = 74 cells: every lane of the checker's
+ * eight-cell steps and its scalar tail. The block stays intact apart from
+ * the one change, and is accepted again once it is undone. */
+static void test_each_cell_checked(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    const size_t nrows = 37, cells = 2 * nrows;
+    size_t len;
+    uint8_t *buf = build(&in, nrows, &len);
+    dpp_block_info_t info;
+    dpp_block_kjt_t kj;
+    dpp_block_kjt(buf, &shape, &kj);
+    int32_t *lengths = (int32_t *)kj.lengths, *offs = (int32_t *)kj.offsets;
+    for (size_t c = 0; c < cells; c++) {
+        int32_t l = lengths[c], o = offs[c + 1];
+        lengths[c] = -1;
+        assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+        lengths[c] = l;
+        offs[c + 1] = o + 1;
+        assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+        offs[c + 1] = (int32_t)((uint32_t)o | 0x80000000u);
+        assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+        if (c + 1 < cells) { /* the next cell's sum is then one off */
+            lengths[c] = l + 1;
+            offs[c + 1] = o + 1;
+            assert_int_equal(dpp_block_parse(buf, len, &shape, &info), DPP_EBLOCK);
+        }
+        lengths[c] = l;
+        offs[c + 1] = o;
+        assert_int_equal(dpp_block_parse(buf, len, &shape, &info), 0);
+    }
+    free(buf);
+}
+
 static void test_builder_rejects_zero_dim(void **state)
 {
     (void)state;
@@ -438,10 +477,15 @@ static void test_decompress(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),           cmocka_unit_test(test_kjt_layout),
-        cmocka_unit_test(test_append_block_ranges), cmocka_unit_test(test_gather),
-        cmocka_unit_test(test_empty_block),         cmocka_unit_test(test_shape_mismatch),
-        cmocka_unit_test(test_corruptions),         cmocka_unit_test(test_builder_rejects_zero_dim),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_kjt_layout),
+        cmocka_unit_test(test_append_block_ranges),
+        cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_empty_block),
+        cmocka_unit_test(test_shape_mismatch),
+        cmocka_unit_test(test_corruptions),
+        cmocka_unit_test(test_each_cell_checked),
+        cmocka_unit_test(test_builder_rejects_zero_dim),
         cmocka_unit_test(test_decompress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
