@@ -380,6 +380,16 @@ static int decode_entry(dpp_projection_t *proj, const uint8_t *start, const uint
             /* Decoded straight into its slot: a struct built on the stack and
              * copied here cost a store-forwarding stall per feature. */
             dpp_feat_ref_t *ref = &out[idx];
+            /* and the Feature one list of under 128 bytes (a Criteo row's
+             * every feature): its kind and bytes without a call */
+            if (vlen >= 2 &&
+                (q[0] == TAG(1, WT_LEN) || q[0] == TAG(2, WT_LEN) || q[0] == TAG(3, WT_LEN)) &&
+                q[1] < 0x80 && q[1] == vlen - 2) {
+                ref->kind = (dpp_feat_kind_t)(q[0] >> 3);
+                ref->list = q + 2;
+                ref->list_len = q[1];
+                return 0;
+            }
             ref->kind = DPP_FEAT_BYTES;
             ref->list = start;
             ref->list_len = 0;
@@ -444,15 +454,25 @@ static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8
         const uint8_t *entry;
         size_t len;
 
-        if (read_tag(&p, end, &tag) != 0)
-            return DPP_EEXAMPLE;
-        if (tag == TAG(1, WT_LEN)) {
-            if (read_len(&p, end, &entry, &len) != 0 ||
-                decode_entry(proj, entry, entry + len, out, j++) != 0)
+        /* an entry under 128 bytes, as nearly all are: two byte compares */
+        if (p[0] == TAG(1, WT_LEN) && end - p >= 2 && p[1] < 0x80 && p[1] <= end - p - 2) {
+            entry = p + 2;
+            len = p[1];
+            p = entry + len;
+        } else {
+            if (read_tag(&p, end, &tag) != 0)
                 return DPP_EEXAMPLE;
-        } else if (skip_field(&p, end, (unsigned)(tag & 7)) != 0) {
-            return DPP_EEXAMPLE;
+            if (tag != TAG(1, WT_LEN)) {
+                if (skip_field(&p, end, (unsigned)(tag & 7)) != 0)
+                    return DPP_EEXAMPLE;
+                continue;
+            }
+            if (read_len(&p, end, &entry, &len) != 0)
+                return DPP_EEXAMPLE;
         }
+        /* one call site, so that it is inlined */
+        if (decode_entry(proj, entry, entry + len, out, j++) != 0)
+            return DPP_EEXAMPLE;
     }
     return 0;
 }
@@ -748,9 +768,12 @@ static inline uint64_t varint8(uint64_t x, unsigned *nbytes)
 }
 
 /* Decodes a packed varint run into out (at most cap - *w more values) and
- * counts every value into *total. */
-static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t *out, size_t cap,
-                                 size_t *w, size_t *total)
+ * counts every value into *total. Inlined into its callers: a run holds
+ * about three ids, and a call's entry and exit cost as much as one. */
+static inline __attribute__((always_inline)) int unpack_varints(const uint8_t *q,
+                                                                const uint8_t *qend, int64_t *out,
+                                                                size_t cap, size_t *w,
+                                                                size_t *total)
 {
     const uint8_t *q0 = q;
     uint64_t v;
@@ -791,6 +814,14 @@ static inline int unpack_varints(const uint8_t *q, const uint8_t *qend, int64_t 
     *w = i;
     *total = t;
     return 0;
+}
+
+int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap, size_t *n)
+{
+    size_t w = 0, total = 0;
+    int rc = unpack_varints(run, run + len, out, cap, &w, &total);
+    *n = rc ? 0 : total;
+    return rc;
 }
 
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n)

@@ -79,6 +79,11 @@ int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n);
 int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n);
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n);
 
+/* dpp_feat_int64s() of an Int64List that is one packed run (field 1,
+ * length under 128, filling the list: what writers emit): run and len are
+ * the run's bytes, list + 2 and list_len - 2. For a caller that checked
+ * that form itself, to skip the checks that find it. */
+int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap, size_t *n);
 /* Walks the byte strings of a DPP_FEAT_BYTES feature: *pos starts at 0; each
  * call returns 1 with the next string in *s, *len (pointing into the list),
  * 0 after the last, DPP_EEXAMPLE for malformed list bytes, DPP_ETYPE for

@@ -361,6 +361,23 @@ static void drop_rows(split_ctx_t *x)
         x->builder.nvalues[k] = 0;
 }
 
+/* Whether a feature's list of `kind` is the one packed run that writers
+ * emit: field 1 (tag 0x0a), a length under 128 that fills the list, the
+ * values from r->list + 2 on. Every feature of every row asks, so the
+ * common form is read here without the accessors' checks and calls. */
+static inline int packed_run(const dpp_feat_ref_t *r, dpp_feat_kind_t kind)
+{
+    return r->kind == kind && !r->native && r->list_len >= 2 && r->list[0] == 0x0a &&
+           r->list[1] < 0x80 && r->list[1] == r->list_len - 2;
+}
+
+/* Whether a feature is a FloatList of exactly want values in that form
+ * (host order is little-endian: blocks need it). */
+static inline int packed_floats(const dpp_feat_ref_t *r, unsigned want)
+{
+    return packed_run(r, DPP_FEAT_FLOAT) && r->list_len == 2 + 4 * (size_t)want;
+}
+
 /* Copies a feature's values into dst[0..want) as floats (float lists, or
  * int64 lists converted through scratch, which holds want values). Returns
  * 0, DPP_ETYPE (another kind or length) or DPP_EEXAMPLE. */
@@ -493,7 +510,12 @@ static int sparse_column(split_ctx_t *x, unsigned k, const dpp_feat_ref_t *r, si
         return rc;
     size_t room = b->cap_values[k] - b->nvalues[k];
     size_t cap = p->prefix_only[k] && p->keep[k] < room ? p->keep[k] : room;
-    if ((rc = dpp_feat_int64s(r, b->values[k] + b->nvalues[k], cap, &n)) != 0)
+    if (packed_run(r, DPP_FEAT_INT64))
+        rc = dpp_feat_unpack_int64s(r->list + 2, r->list_len - 2, b->values[k] + b->nvalues[k], cap,
+                                    &n);
+    else
+        rc = dpp_feat_int64s(r, b->values[k] + b->nvalues[k], cap, &n);
+    if (rc != 0)
         return rc;
     size_t store = p->prefix_only[k] && p->keep[k] < n ? p->keep[k] : n;
     if (store > cap) { /* longer than the room: grow, read again */
@@ -552,7 +574,9 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
         x->missing = spec->label;
         return DPP_EMISSING;
     }
-    if ((rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
+    if (packed_floats(lr, 1))
+        memcpy(&label, lr->list + 2, sizeof label);
+    else if ((rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
         return rc;
     uint64_t t1 = x->times ? dpp_now_ns() : 0;
     for (unsigned f = 0; f < spec->nfilters; f++) {
@@ -570,7 +594,12 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
         const dpp_feature_spec_t *f = &spec->dense[i];
         const dpp_feat_ref_t *r = &refs[p->dense_slot[i]];
         float *out = dpp_block_builder_dense_row(b, i, b->rows);
-        if (r->kind != DPP_FEAT_ABSENT) {
+        if (packed_floats(r, f->dim)) {
+            if (f->dim == 1) /* a copy of known size, without a call */
+                memcpy(out, r->list + 2, sizeof(float));
+            else
+                memcpy(out, r->list + 2, (size_t)f->dim * sizeof(float));
+        } else if (r->kind != DPP_FEAT_ABSENT) {
             if ((rc = read_floats(r, out, f->dim, x->iscratch)) != 0)
                 return rc;
         } else if (f->nops > 0 && f->ops[0].op == DPP_OP_FILL_MISSING) {
