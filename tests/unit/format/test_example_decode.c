@@ -1537,6 +1537,14 @@ static void test_varint_runs(void **state)
             while (whole < m && ends[whole] <= cut)
                 whole++;
             int rc = dpp_feat_int64s(&f, got, 12, &n);
+            /* the run alone (the pipeline's call for this form) the same */
+            int64_t run_got[12];
+            size_t run_n = 99;
+            int run_rc = dpp_feat_unpack_int64s(list + 2, cut, run_got, 12, &run_n);
+            assert_int_equal(run_rc, rc);
+            assert_int_equal(run_n, n);
+            if (rc == 0)
+                assert_memory_equal(run_got, got, n * sizeof *got);
             if (whole == 0 || ends[whole - 1] != cut) {
                 if (rc != DPP_EEXAMPLE)
                     fail_msg("iteration %d: run cut at %zu of %zu inside a varint gave %d", iter,
@@ -1553,6 +1561,9 @@ static void test_varint_runs(void **state)
                 rc = dpp_feat_int64s(&f, got, whole / 2, &n);
                 assert_int_equal(rc, 0);
                 assert_int_equal(n, whole);
+                rc = dpp_feat_unpack_int64s(list + 2, cut, run_got, whole / 2, &run_n);
+                assert_int_equal(rc, 0);
+                assert_int_equal(run_n, whole);
             }
             free(list);
         }
