@@ -8,6 +8,7 @@
 
 #include "dpp/error.h"
 #include "format/example_decode.h"
+#include "format/varint.h"
 
 enum wire_type {
     WT_VARINT = 0,
@@ -55,25 +56,6 @@ struct dpp_projection {
     char *pool;
 };
 
-static inline uint32_t load16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-
-static inline uint32_t load32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline uint64_t load64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 /* Names are a few bytes long ("i1", "c26"). Up to 8 bytes a name is read as
  * two overlapping loads that cover every byte, which with its length says
  * exactly which name it is; neither the key nor the comparison loops per
@@ -83,11 +65,11 @@ static inline uint64_t load64(const uint8_t *p)
 static inline uint64_t name_key(const uint8_t *s, size_t len)
 {
     if (len >= 8)
-        return load64(s);
+        return dpp_pb_load64(s);
     if (len >= 4)
-        return load32(s) | (uint64_t)load32(s + len - 4) << 32;
+        return dpp_pb_load32(s) | (uint64_t)dpp_pb_load32(s + len - 4) << 32;
     if (len >= 2)
-        return load16(s) | (uint64_t)load16(s + len - 2) << 16;
+        return dpp_pb_load16(s) | (uint64_t)dpp_pb_load16(s + len - 2) << 16;
     return len ? s[0] : 0;
 }
 
@@ -216,63 +198,10 @@ size_t dpp_projection_size(const dpp_projection_t *p)
     return p->n;
 }
 
-/* The wire readers below advance *pp and return 0, or DPP_EEXAMPLE. */
-static int varint_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t v = 0;
-
-    /* At most 10 bytes; bits past 64 in the 10th byte are dropped, as every
-     * protobuf parser does. */
-    for (unsigned shift = 0; shift <= 63; shift += 7) {
-        if (p == end)
-            return DPP_EEXAMPLE;
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (b < 0x80) {
-            *out = v;
-            *pp = p;
-            return 0;
-        }
-    }
-    return DPP_EEXAMPLE;
-}
-
-/* With 10 bytes in reach no byte needs its own bounds check. */
-static inline int varint_unchecked(const uint8_t **pp, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t v = *p++ & 0x7f;
-
-    for (unsigned shift = 7; shift <= 63; shift += 7) {
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (b < 0x80) {
-            *out = v;
-            *pp = p;
-            return 0;
-        }
-    }
-    return DPP_EEXAMPLE;
-}
-
-static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    if (p < end && *p < 0x80) {
-        *out = *p;
-        *pp = p + 1;
-        return 0;
-    }
-    if (end - p >= 10)
-        return varint_unchecked(pp, out);
-    return varint_slow(pp, end, out);
-}
-
 /* A tag: field numbers are 1..2^29-1, so the varint must fit 32 bits. */
 static inline int read_tag(const uint8_t **pp, const uint8_t *end, uint64_t *tag)
 {
-    if (read_varint(pp, end, tag) != 0 || *tag > UINT32_MAX || (*tag >> 3) == 0)
+    if (dpp_pb_read_varint(pp, end, tag) != 0 || *tag > UINT32_MAX || (*tag >> 3) == 0)
         return DPP_EEXAMPLE;
     return 0;
 }
@@ -281,7 +210,7 @@ static inline int read_len(const uint8_t **pp, const uint8_t *end, const uint8_t
                            size_t *len)
 {
     uint64_t v;
-    if (read_varint(pp, end, &v) != 0 || v > (uint64_t)(end - *pp))
+    if (dpp_pb_read_varint(pp, end, &v) != 0 || v > (uint64_t)(end - *pp))
         return DPP_EEXAMPLE;
     *data = *pp;
     *len = (size_t)v;
@@ -297,7 +226,7 @@ static int skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
 
     switch (wt) {
     case WT_VARINT:
-        return read_varint(pp, end, &v);
+        return dpp_pb_read_varint(pp, end, &v);
     case WT_I64:
         if (end - *pp < 8)
             return DPP_EEXAMPLE;
@@ -325,7 +254,7 @@ static int decode_feature(const uint8_t *p, const uint8_t *end, dpp_feat_ref_t *
         (p[0] == TAG(1, WT_LEN) || p[0] == TAG(2, WT_LEN) || p[0] == TAG(3, WT_LEN))) {
         const uint8_t *q = p + 1;
         uint64_t len;
-        if (read_varint(&q, end, &len) == 0 && len == (uint64_t)(end - q)) {
+        if (dpp_pb_read_varint(&q, end, &len) == 0 && len == (uint64_t)(end - q)) {
             ref->kind = (dpp_feat_kind_t)(p[0] >> 3);
             ref->list = q;
             ref->list_len = (size_t)len;
@@ -372,7 +301,7 @@ static int decode_entry(dpp_projection_t *proj, const uint8_t *start, const uint
     if (end - p >= 4 && p[0] == TAG(1, WT_LEN) && p[1] < 0x80 && end - p - 2 > p[1]) {
         const uint8_t *q = p + 2 + p[1];
         uint64_t vlen;
-        if (*q == TAG(2, WT_LEN) && (q++, read_varint(&q, end, &vlen) == 0) &&
+        if (*q == TAG(2, WT_LEN) && (q++, dpp_pb_read_varint(&q, end, &vlen) == 0) &&
             vlen == (uint64_t)(end - q) && p[1] > 0) {
             idx = proj_lookup(proj, p + 2, p[1], j);
             if (idx < 0)
@@ -663,7 +592,7 @@ int dpp_feat_count(const dpp_feat_ref_t *f, dpp_feat_kind_t kind, size_t *n)
                 return DPP_EEXAMPLE;
             count += k;
         } else if (kind == DPP_FEAT_INT64 && tag == TAG(1, WT_VARINT)) {
-            if (read_varint(&p, end, &v) != 0)
+            if (dpp_pb_read_varint(&p, end, &v) != 0)
                 return DPP_EEXAMPLE;
             count++;
         } else if (kind == DPP_FEAT_BYTES && tag == TAG(1, WT_LEN)) {
@@ -745,85 +674,6 @@ int dpp_feat_floats(const dpp_feat_ref_t *f, float *out, size_t cap, size_t *n)
     return 0;
 }
 
-/* One varint of at most 8 bytes from the 8 bytes x (little-endian, read
- * from the varint's first byte): its value, and its length in *nbytes, or 0
- * when none of the 8 bytes ends it. No loop over bytes: ids are 5-7 byte
- * varints of varying length, and a byte loop's exit was mispredicted about
- * once per id. */
-static inline uint64_t varint8(uint64_t x, unsigned *nbytes)
-{
-    uint64_t stop = ~x & 0x8080808080808080u; /* bytes without the continuation bit */
-    if (stop == 0) {
-        *nbytes = 0;
-        return 0;
-    }
-    *nbytes = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
-    /* the bytes up to the first stop, 7 payload bits each, then packed:
-     * 7-bit groups pairwise into 14 bits, those into 28, those into 56 */
-    uint64_t v = x & (stop ^ (stop - 1)) & 0x7f7f7f7f7f7f7f7fu;
-    v = (v & 0x007f007f007f007fu) | (v & 0x7f007f007f007f00u) >> 1;
-    v = (v & 0x00003fff00003fffu) | (v & 0x3fff00003fff0000u) >> 2;
-    v = (v & 0x000000000fffffffu) | (v & 0x0fffffff00000000u) >> 4;
-    return v;
-}
-
-/* Decodes a packed varint run into out (at most cap - *w more values) and
- * counts every value into *total. Inlined into its callers: a run holds
- * about three ids, and a call's entry and exit cost as much as one. */
-static inline __attribute__((always_inline)) int unpack_varints(const uint8_t *q,
-                                                                const uint8_t *qend, int64_t *out,
-                                                                size_t cap, size_t *w,
-                                                                size_t *total)
-{
-    const uint8_t *q0 = q;
-    uint64_t v;
-    size_t i = *w, t = *total;
-    while (q < qend) {
-        size_t avail = (size_t)(qend - q);
-        unsigned nb = 0;
-        uint64_t x = 0;
-        if (*q < 0x80) { /* ids below 128 and small counts: one byte */
-            v = *q++;
-            goto got;
-        }
-        /* The 8 bytes from q, the run's end not crossed: the run's last 8
-         * shifted down, or for a run under 8 bytes two overlapping loads
-         * (a memcpy to the stack cost a failed store forwarding per id).
-         * Zero bytes above the end end any varint, so one cut short reads as
-         * longer than what is left. */
-        if (avail >= 8)
-            x = load64(q);
-        else if (qend - q0 >= 8)
-            x = load64(qend - 8) >> (8 * (8 - avail));
-        else if (avail >= 4)
-            x = load32(q) | (uint64_t)load32(qend - 4) << (8 * (avail - 4));
-        else if (avail >= 2)
-            x = load16(q) | (uint64_t)load16(qend - 2) << (8 * (avail - 2));
-        else
-            x = *q;
-        v = varint8(x, &nb);
-        if (nb != 0 && nb <= avail)
-            q += nb;
-        else if (read_varint(&q, qend, &v) != 0) /* 9 or 10 bytes, or cut short */
-            return DPP_EEXAMPLE;
-    got:
-        if (i < cap)
-            out[i++] = (int64_t)v;
-        t++;
-    }
-    *w = i;
-    *total = t;
-    return 0;
-}
-
-int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap, size_t *n)
-{
-    size_t w = 0, total = 0;
-    int rc = unpack_varints(run, run + len, out, cap, &w, &total);
-    *n = rc ? 0 : total;
-    return rc;
-}
-
 int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n)
 {
     const uint8_t *p, *end;
@@ -847,7 +697,7 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
     /* Fast path: one packed run filling the list, as writers emit it. */
     if (p[0] == TAG(1, WT_LEN) && f->list_len >= 2 && p[1] < 0x80 &&
         (size_t)p[1] == f->list_len - 2) {
-        if (unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
+        if (dpp_pb_unpack_varints(p + 2, end, out, cap, &w, &total) != 0)
             return DPP_EEXAMPLE;
         *n = total;
         return 0;
@@ -861,10 +711,10 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
             return DPP_EEXAMPLE;
         if (tag == TAG(1, WT_LEN)) {
             if (read_len(&p, end, &data, &len) != 0 ||
-                unpack_varints(data, data + len, out, cap, &w, &total) != 0)
+                dpp_pb_unpack_varints(data, data + len, out, cap, &w, &total) != 0)
                 return DPP_EEXAMPLE;
         } else if (tag == TAG(1, WT_VARINT)) {
-            if (read_varint(&p, end, &v) != 0)
+            if (dpp_pb_read_varint(&p, end, &v) != 0)
                 return DPP_EEXAMPLE;
             if (w < cap)
                 out[w++] = (int64_t)v;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/varint.h"
+
 typedef enum dpp_feat_kind {
     DPP_FEAT_ABSENT = 0,
     DPP_FEAT_BYTES = 1, /* BytesList (Feature field 1) */
@@ -83,7 +85,14 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
  * length under 128, filling the list: what writers emit): run and len are
  * the run's bytes, list + 2 and list_len - 2. For a caller that checked
  * that form itself, to skip the checks that find it. */
-int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap, size_t *n);
+static inline int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap,
+                                         size_t *n)
+{
+    size_t w = 0, total = 0;
+    int rc = dpp_pb_unpack_varints(run, run + len, out, cap, &w, &total);
+    *n = rc ? 0 : total;
+    return rc;
+}
 /* Walks the byte strings of a DPP_FEAT_BYTES feature: *pos starts at 0; each
  * call returns 1 with the next string in *s, *len (pointing into the list),
  * 0 after the last, DPP_EEXAMPLE for malformed list bytes, DPP_ETYPE for
