@@ -388,6 +388,26 @@ static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8
             entry = p + 2;
             len = p[1];
             p = entry + len;
+            /* What writers emit, every length one byte: key (field 1, kl
+             * bytes), then the value (field 2, vl bytes) ending the entry,
+             * a Feature of one list (field 1, 2 or 3) ending the value. The
+             * lengths must add up exactly, which also bounds them under 128
+             * (one byte each) and keeps every read inside the entry. */
+            size_t kl = len >= 6 ? entry[1] : len, vl = len - kl - 4;
+            if (kl + 6 <= len && entry[0] == TAG(1, WT_LEN) && entry[2 + kl] == TAG(2, WT_LEN) &&
+                entry[3 + kl] == vl) {
+                const uint8_t *f = entry + 4 + kl;
+                if (f[1] == vl - 2 &&
+                    (f[0] == TAG(1, WT_LEN) || f[0] == TAG(2, WT_LEN) || f[0] == TAG(3, WT_LEN))) {
+                    long idx = proj_lookup(proj, entry + 2, kl, j++);
+                    if (idx >= 0) {
+                        out[idx].kind = (dpp_feat_kind_t)(f[0] >> 3);
+                        out[idx].list = f + 2;
+                        out[idx].list_len = vl - 2;
+                    }
+                    continue;
+                }
+            }
         } else {
             if (read_tag(&p, end, &tag) != 0)
                 return DPP_EEXAMPLE;

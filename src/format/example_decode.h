@@ -85,8 +85,8 @@ int dpp_feat_int64s(const dpp_feat_ref_t *f, int64_t *out, size_t cap, size_t *n
  * length under 128, filling the list: what writers emit): run and len are
  * the run's bytes, list + 2 and list_len - 2. For a caller that checked
  * that form itself, to skip the checks that find it. */
-static inline int dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap,
-                                         size_t *n)
+static inline __attribute__((always_inline)) int
+dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap, size_t *n)
 {
     size_t w = 0, total = 0;
     int rc = dpp_pb_unpack_varints(run, run + len, out, cap, &w, &total);

@@ -68,6 +68,9 @@ typedef struct plan {
      * every truncate keeps the first ids). */
     uint8_t *row_chain, *prefix_only;
     size_t *keep;
+    /* short_prefix: read straight into the column, at most keep ids (a
+     * column chain of truncates that keep at most 64, no weights) */
+    uint8_t *short_prefix;
     const char **slot_names; /* the feature of each slot (pointing into spec) */
     uint8_t *slot_optional;  /* a feature the spec lets be absent everywhere */
     dpp_block_shape_t shape;
@@ -88,6 +91,7 @@ static void plan_close(plan_t *p)
     free(p->weighted);
     free(p->row_chain);
     free(p->prefix_only);
+    free(p->short_prefix);
     free(p->keep);
     free(p->slot_names);
     free(p->slot_optional);
@@ -159,9 +163,11 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     p->row_chain = calloc(s->nsparse + 1, 1);
     p->prefix_only = calloc(s->nsparse + 1, 1);
     p->keep = calloc(s->nsparse + 1, sizeof *p->keep);
+    p->short_prefix = calloc(s->nsparse + 1, 1);
     rc = -ENOMEM;
     if (!names || !p->dense_slot || !p->sparse_slot || !p->weights_slot || !p->filter_slot ||
-        !p->dims || !p->weighted || !p->row_chain || !p->prefix_only || !p->keep)
+        !p->dims || !p->weighted || !p->row_chain || !p->prefix_only || !p->keep ||
+        !p->short_prefix)
         goto out;
     size_t n = 0;
     p->label_slot = slot_of(names, &n, s->label);
@@ -176,6 +182,8 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
         p->row_chain[k] = (uint8_t)dpp_transform_takes_strings(s->sparse[k].ops, s->sparse[k].nops);
         p->prefix_only[k] =
             (uint8_t)dpp_transform_sparse_prefix(s->sparse[k].ops, s->sparse[k].nops, &p->keep[k]);
+        p->short_prefix[k] =
+            !p->row_chain[k] && !p->weighted[k] && p->prefix_only[k] && p->keep[k] <= 64;
     }
     for (unsigned f = 0; f < s->nfilters; f++)
         p->filter_slot[f] = s->filters[f].kind == DPP_FILTER_REQUIRE
@@ -612,6 +620,17 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
     }
     for (unsigned k = 0; k < spec->nsparse; k++) {
         const dpp_feat_ref_t *r = &refs[p->sparse_slot[k]];
+        if (p->short_prefix[k] && packed_run(r, DPP_FEAT_INT64) &&
+            b->cap_values[k] - b->nvalues[k] >= p->keep[k]) {
+            /* sparse_column() of the common case: a packed run, the room
+             * there, only a prefix kept */
+            size_t n, keep = p->keep[k];
+            if ((rc = dpp_feat_unpack_int64s(r->list + 2, r->list_len - 2,
+                                             b->values[k] + b->nvalues[k], keep, &n)) != 0)
+                return rc;
+            x->lens[k] = n < keep ? n : keep;
+            continue;
+        }
         if (r->kind == DPP_FEAT_BYTES && !p->row_chain[k])
             return DPP_ETYPE; /* strings need a chain that starts with hash or vocab */
         rc = p->row_chain[k] ? sparse_row_chain(x, k, r, &x->lens[k])
