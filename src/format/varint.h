@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Readers of protobuf varints for the tf.Example decoder, in a header so
  * that the worker's hot loop inlines the packed-run decoder too
- * (dpp_feat_unpack_int64s). Each reader advances *pp and returns 0, or
- * DPP_EEXAMPLE; none reads outside [*pp, end). */
+ * (dpp_feat_unpack_int64s). dpp_pb_read_varint() and its two halves
+ * advance *pp and return 0, or DPP_EEXAMPLE, reading nothing outside
+ * [*pp, end); dpp_pb_unpack_varints() reads nothing outside [q, qend). */
 #ifndef DPP_FORMAT_VARINT_H
 #define DPP_FORMAT_VARINT_H
 #include <stddef.h>
@@ -105,8 +106,9 @@ static inline uint64_t dpp_pb_varint8(uint64_t x, unsigned *nbytes)
 }
 
 /* Decodes a packed varint run into out (at most cap - *w more values) and
- * counts every value into *total. Inlined into its callers: a run holds
- * about three ids, and a call's entry and exit cost as much as one. */
+ * counts every value into *total. Inlined into its callers: a Criteo row's
+ * run holds one or two ids, and a call's entry and exit cost about as much
+ * as decoding one. */
 static inline __attribute__((always_inline)) int dpp_pb_unpack_varints(const uint8_t *q,
                                                                        const uint8_t *qend,
                                                                        int64_t *out, size_t cap,
