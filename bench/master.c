@@ -60,6 +60,7 @@ typedef struct sim {
     uv_timer_t work;    /* worker: its splits' work time */
     held_t *held;       /* worker: the splits leased to it, [threads] */
     size_t nheld;
+    int worked; /* worker: had splits before */
 } sim_t;
 
 struct bench {
@@ -68,6 +69,7 @@ struct bench {
     dpp_auth_t auth;
     sim_t *workers, *ranks;
     unsigned nworkers, nranks, prefetch, threads, work_ms;
+    int together; /* --start together: no worker's first splits are shortened */
     unsigned ready_ranks, ready_workers;
     char session[32];
     uint64_t records, split_rows;
@@ -284,9 +286,18 @@ static void on_lease_reply(sim_t *w, const Dpp__LeaseReply *rep)
         w->held[w->nheld++] =
             (held_t){l->lease_id, l->split_id, l->rank, l->epoch, (uint32_t)l->record_take};
     }
-    if (w->nheld > 0)
-        uv_timer_start(&w->work, on_work_done, b->work_ms, 0);
-    else if (b->done < b->total)
+    if (w->nheld > 0) {
+        /* Worker i's first splits take i/W of the work time, so that the
+         * workers' cycles are spread over it as in a cluster that has been
+         * running for a while; with the same work time for every split,
+         * workers that all start at once would otherwise stay in step for
+         * many cycles, each cycle's requests reaching the master together. */
+        uint64_t ms = b->work_ms;
+        if (!w->worked && !b->together)
+            ms = (uint64_t)(w - b->workers) * b->work_ms / b->nworkers;
+        w->worked = 1;
+        uv_timer_start(&w->work, on_work_done, ms, 0);
+    } else if (b->done < b->total)
         ask_lease(w); /* index tasks only: answered already */
 }
 
@@ -586,7 +597,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_master [--master-bin PATH] [--files F] [--split-rows S] [--epochs E]\n"
             "                    [--workers W] [--threads T] [--work-ms D] [--ranks R]\n"
-            "                    [--prefetch P] | --sessions N\n"
+            "                    [--prefetch P] [--start staggered|together] | --sessions N\n"
             "F files (default 200) of 1000 records cut into splits of S records\n"
             "(default 10: 20,000 splits per epoch), E epochs (default 2), W simulated\n"
             "workers (default 1000) of T pipeline threads (default 4) keeping one lease\n"
@@ -594,6 +605,11 @@ static void usage(void)
             "D ms of work (default 60: at most W x T / D splits/s are offered), R trainer\n"
             "ranks (default 8), each attached with prefetch_splits P (default 2048, so\n"
             "that the ranks' windows do not bound the rate).\n"
+            "--start staggered (default): worker i's first splits take i/W of D, so that\n"
+            "the workers' cycles are spread as in a cluster that has been running;\n"
+            "--start together: every worker starts its first splits at once and works\n"
+            "the full D on them, as at a job's start (the workers then stay in step for\n"
+            "many cycles).\n"
             "--sessions N instead runs N one-split sessions one after the other against a\n"
             "master that forgets them a second after they end, and prints the journal's\n"
             "size and the master's RSS as they go.\n");
@@ -606,10 +622,16 @@ int main(int argc, char **argv)
              threads = 4, work_ms = 60;
     const uint64_t records = 1000;
     unsigned sessions = 0;
+    int together = 0;
     for (int i = 1; i < argc; i++) {
         unsigned *opt = NULL;
         if (strcmp(argv[i], "--master-bin") == 0 && i + 1 < argc) {
             master_bin = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--start") == 0 && i + 1 < argc &&
+            (strcmp(argv[i + 1], "staggered") == 0 || strcmp(argv[i + 1], "together") == 0)) {
+            together = strcmp(argv[++i], "together") == 0;
             continue;
         }
         if (strcmp(argv[i], "--files") == 0)
@@ -735,6 +757,7 @@ int main(int argc, char **argv)
                  .prefetch = prefetch,
                  .threads = threads,
                  .work_ms = work_ms,
+                 .together = together,
                  .master = pid};
     snprintf(b.session, sizeof b.session, "%s", sr->session_id);
     protobuf_c_message_free_unpacked(&sr->base, NULL);
@@ -801,9 +824,11 @@ int main(int argc, char **argv)
     qsort(b.lat, b.nlat, sizeof *b.lat, cmp_u64);
     size_t grown = b.rss_first_split > rss0 ? b.rss_first_split - rss0 : 0;
     printf("bench_master: %u files, %" PRIu64 " splits per epoch x %u epochs, %u workers of %u "
-           "threads, %u ms a split (at most %.0f splits/s offered), %u ranks (prefetch %u)\n",
+           "threads, %u ms a split (at most %.0f splits/s offered), %u ranks (prefetch %u), "
+           "workers started %s\n",
            files, splits_per_epoch, epochs, nworkers, threads, work_ms,
-           work_ms ? (double)nworkers * threads * 1000 / work_ms : 0.0, nranks, prefetch);
+           work_ms ? (double)nworkers * threads * 1000 / work_ms : 0.0, nranks, prefetch,
+           together ? "together" : "staggered");
     printf("planning: submit %.1f ms, %" PRIu64 " index tasks, first split leased %.3f s after "
            "the workers connected (master CPU %.3f s)\n",
            submit_ms, b.indexed, plan_s, b.cpu_first_split - cpu0);
