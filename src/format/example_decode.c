@@ -35,42 +35,46 @@ struct proj_name {
     size_t len;
 };
 
-struct proj_key {
-    uint64_t key; /* name_key() */
-    uint32_t len;
-};
-
 struct dpp_projection {
     size_t n;
     uint32_t mask; /* slots - 1; slots is a power of two at most a quarter full */
     struct proj_slot *slots;
     struct proj_name *names;
-    struct proj_key *keys; /* [n], of names[i] */
-    /* order[j]: the name found at entry j of the last record, SLOT_EMPTY
-     * when none; j < norder. Writers put a file's keys in one order, so
-     * the guess is checked with one compare instead of a hash and a probe
-     * (proj_lookup). By position, not by the name before: a guess that
-     * waits on the previous entry's answer chains every entry's loads. */
-    uint32_t *order;
+    /* guess[j]: the key entry j of the last record had and its answer
+     * (idx SLOT_EMPTY: a name outside the projection; len UINT32_MAX: no
+     * key yet); j < norder. Writers put a file's keys in one order, so the
+     * guess is checked with one compare instead of a hash and a probe
+     * (proj_lookup), also for the names the projection skips. By position,
+     * not by the name before: a guess that waits on the previous entry's
+     * answer chains every entry's loads. */
+    struct proj_slot *guess;
     size_t norder;
     char *pool;
 };
 
-/* Names are a few bytes long ("i1", "c26"). Up to 8 bytes a name is read as
- * two overlapping loads that cover every byte, which with its length says
- * exactly which name it is; neither the key nor the comparison loops per
- * byte (those loops' exits, at lengths that vary from entry to entry, were
- * the decoder's most mispredicted branches). A longer name's key is its
- * first 8 bytes, and the rest is compared in full. */
+/* Names are a few bytes long ("i1", "c26"). A name's key is its first 8
+ * bytes as a little-endian number, zero above a shorter name's end: with
+ * its length it says exactly which name of up to 8 bytes it is, and neither
+ * the key nor the comparison loops per byte (those loops' exits, at lengths
+ * that vary from entry to entry, were the decoder's most mispredicted
+ * branches). A longer name's rest is compared in full. Read without a byte
+ * past the name: two overlapping loads, whose common bytes are the same. */
 static inline uint64_t name_key(const uint8_t *s, size_t len)
 {
     if (len >= 8)
         return dpp_pb_load64(s);
     if (len >= 4)
-        return dpp_pb_load32(s) | (uint64_t)dpp_pb_load32(s + len - 4) << 32;
+        return dpp_pb_load32(s) | (uint64_t)dpp_pb_load32(s + len - 4) << (8 * (len - 4));
     if (len >= 2)
-        return dpp_pb_load16(s) | (uint64_t)dpp_pb_load16(s + len - 2) << 16;
+        return dpp_pb_load16(s) | (uint64_t)dpp_pb_load16(s + len - 2) << (8 * (len - 2));
     return len ? s[0] : 0;
+}
+
+/* name_key() when 8 bytes are readable from s: one load and a mask. */
+static inline uint64_t name_key8(const uint8_t *s, size_t len)
+{
+    uint64_t x = dpp_pb_load64(s);
+    return len >= 8 ? x : x & (((uint64_t)1 << (8 * len)) - 1);
 }
 
 static inline uint32_t name_hash(uint64_t key, size_t len)
@@ -98,20 +102,39 @@ static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size
     return proj_find_key(p, name_key(key, len), key, len);
 }
 
-/* proj_find() for the key of entry j of a record, trying first the name
- * entry j had last time. */
+/* The guess for entry j was not its key: the hash table's answer,
+ * remembered for the next record. */
+static long proj_miss(dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len, size_t j)
+{
+    long idx = proj_find_key(p, k, key, len);
+    if (j < p->norder && len < UINT32_MAX) {
+        p->guess[j].key = k;
+        p->guess[j].len = (uint32_t)len;
+        p->guess[j].idx = idx < 0 ? SLOT_EMPTY : (uint32_t)idx;
+    }
+    return idx;
+}
+
+/* proj_find() for the key of entry j of a record (its name_key() k),
+ * trying first the key entry j had last time. A skipped name over 8 bytes
+ * cannot be told from another with its first 8 and is looked up again. */
+static inline __attribute__((always_inline)) long
+proj_lookup_key(dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len, size_t j)
+{
+    if (j < p->norder) {
+        const struct proj_slot *g = &p->guess[j];
+        if (g->key == k && g->len == len &&
+            (len <= 8 ||
+             (g->idx != SLOT_EMPTY && memcmp(p->names[g->idx].s + 8, key + 8, len - 8) == 0)))
+            return g->idx == SLOT_EMPTY ? -1 : (long)g->idx;
+    }
+    return proj_miss(p, k, key, len, j);
+}
+
 static inline __attribute__((always_inline)) long
 proj_lookup(dpp_projection_t *p, const uint8_t *key, size_t len, size_t j)
 {
-    uint64_t k = name_key(key, len);
-    uint32_t g = j < p->norder ? p->order[j] : SLOT_EMPTY;
-    if (g != SLOT_EMPTY && p->keys[g].key == k && p->keys[g].len == len &&
-        (len <= 8 || memcmp(p->names[g].s + 8, key + 8, len - 8) == 0))
-        return g;
-    long idx = proj_find_key(p, k, key, len);
-    if (j < p->norder)
-        p->order[j] = idx < 0 ? SLOT_EMPTY : (uint32_t)idx;
-    return idx;
+    return proj_lookup_key(p, name_key(key, len), key, len, j);
 }
 
 int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t n)
@@ -139,14 +162,13 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
     p->mask = (uint32_t)(nslots - 1);
     p->slots = malloc(nslots * sizeof(*p->slots));
     p->names = calloc(n ? n : 1, sizeof(*p->names));
-    p->keys = calloc(n ? n : 1, sizeof(*p->keys));
     p->norder = 2 * n + 8; /* room for keys outside the projection too */
-    p->order = malloc(p->norder * sizeof(*p->order));
+    p->guess = malloc(p->norder * sizeof(*p->guess));
     p->pool = malloc(pool_len ? pool_len : 1);
-    if (!p->slots || !p->names || !p->keys || !p->order || !p->pool)
+    if (!p->slots || !p->names || !p->guess || !p->pool)
         goto fail;
     for (size_t i = 0; i < p->norder; i++)
-        p->order[i] = SLOT_EMPTY;
+        p->guess[i] = (struct proj_slot){0, UINT32_MAX, SLOT_EMPTY};
     for (size_t i = 0; i < nslots; i++)
         p->slots[i].idx = SLOT_EMPTY;
 
@@ -170,8 +192,6 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
         p->slots[j].key = k;
         p->slots[j].len = (uint32_t)len;
         p->slots[j].idx = (uint32_t)i;
-        p->keys[i].key = k;
-        p->keys[i].len = (uint32_t)len;
     }
     *out = p;
     return 0;
@@ -187,8 +207,7 @@ void dpp_projection_free(dpp_projection_t *p)
         return;
     free(p->slots);
     free(p->names);
-    free(p->keys);
-    free(p->order);
+    free(p->guess);
     free(p->pool);
     free(p);
 }
@@ -399,7 +418,9 @@ static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8
                 const uint8_t *f = entry + 4 + kl;
                 if (f[1] == vl - 2 &&
                     (f[0] == TAG(1, WT_LEN) || f[0] == TAG(2, WT_LEN) || f[0] == TAG(3, WT_LEN))) {
-                    long idx = proj_lookup(proj, entry + 2, kl, j++);
+                    const uint8_t *key = entry + 2;
+                    uint64_t k = end - key >= 8 ? name_key8(key, kl) : name_key(key, kl);
+                    long idx = proj_lookup_key(proj, k, key, kl, j++);
                     if (idx >= 0) {
                         out[idx].kind = (dpp_feat_kind_t)(f[0] >> 3);
                         out[idx].list = f + 2;
