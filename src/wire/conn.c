@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "base/util.h"
 #include "wire/conn.h"
@@ -175,6 +176,20 @@ static int sink_start(dpp_conn_t *c)
     return 1;
 }
 
+/* How many bytes the kernel should hold before it wakes the reader: while
+ * a payload streams into a sink, up to RCVLOWAT_MAX of what is left of it
+ * (fewer wake-ups, longer reads), else 1. Only a hint: TCP still wakes the
+ * reader when its buffer or window runs short. */
+#define RCVLOWAT_MAX (1u << 20)
+static void set_rcvlowat(dpp_conn_t *c, size_t want)
+{
+    uv_os_fd_t fd;
+    int v = (int)(want < RCVLOWAT_MAX ? (want ? want : 1) : RCVLOWAT_MAX);
+    if (v != c->rcvlowat && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+        c->rcvlowat = v;
+}
+
 /* The sink's payload is complete: the frame goes to the owner. */
 static void sink_finish(dpp_conn_t *c)
 {
@@ -249,8 +264,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->sink_buf) {
         c->sink_have += (size_t)nread;
-        if (c->sink_have < c->sink_len)
+        if (c->sink_have < c->sink_len) {
+            set_rcvlowat(c, c->sink_len - c->sink_have);
             return;
+        }
+        set_rcvlowat(c, 1);
         sink_finish(c);
         if (c->closing)
             return;

@@ -86,6 +86,7 @@ struct dpp_conn {
     void *sink_buf;
     size_t sink_len, sink_have;
     int sink_declined; /* for the frame at the front of rbuf: asked once */
+    int rcvlowat;      /* the socket's SO_RCVLOWAT as last set, 0: the default (1) */
     dpp_conn_frame_cb on_frame;
     dpp_conn_close_cb on_close;
     dpp_conn_connect_cb on_connect;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 #include <uv.h>
@@ -520,6 +521,70 @@ static void test_payload_sink_close(void **state)
     pair_finish(p);
 }
 
+static int rcvlowat(dpp_conn_t *c)
+{
+    uv_os_fd_t fd;
+    int v = -1;
+    socklen_t len = sizeof v;
+    assert_int_equal(uv_fileno((uv_handle_t *)&c->tcp, &fd), 0);
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &len), 0);
+    return v;
+}
+
+/* A big payload that trickles in, in pieces with pauses between them, each
+ * smaller than what the receiver asks the kernel to gather before waking it
+ * (SO_RCVLOWAT while a payload streams into a sink): the frame still
+ * arrives whole, the low-water mark is above 1 while the payload comes and
+ * back at 1 once it is in, so that a small frame after it wakes the reader. */
+static void test_payload_sink_trickle(void **state)
+{
+    (void)state;
+    pair_t *p = pair_start_sink(0, 0, 0, 1);
+    Dpp__Heartbeat hb = DPP__HEARTBEAT__INIT;
+    size_t head;
+    uint8_t *h = dpp_frame_pack(DPP_MSG_HEARTBEAT, &hb.base, BIG_LEN, &head);
+    assert_non_null(h);
+    size_t total = head + BIG_LEN, sent = 0;
+    uint8_t *all = malloc(total);
+    assert_non_null(all);
+    memcpy(all, h, head);
+    memcpy(all + head, big, BIG_LEN);
+    free(h);
+    int streaming_lowat = 0;
+    while (sent < total) {
+        /* the header and 20 KiB first, then 24 KiB at a time */
+        size_t piece = sent == 0 ? head + 20 * 1024 : 24 * 1024;
+        if (piece > total - sent)
+            piece = total - sent;
+        uv_buf_t b = uv_buf_init((char *)all + sent, (unsigned)piece);
+        int n = uv_try_write((uv_stream_t *)&p->tx.tcp, &b, 1);
+        assert_true(n > 0 || n == UV_EAGAIN);
+        if (n > 0)
+            sent += (size_t)n;
+        for (int i = 0; i < 5; i++) { /* a pause: the receiver's loop turns */
+            uv_run(&p->loop, UV_RUN_NOWAIT);
+            uv_sleep(1);
+        }
+        if (p->rx.sink_buf != NULL && p->rx.sink_have < p->rx.sink_len && p->rx.sink_have > 0) {
+            int v = rcvlowat(&p->rx);
+            if (v > streaming_lowat)
+                streaming_lowat = v;
+        }
+    }
+    RUN_UNTIL(p, p->rx_frames == 1);
+    assert_int_equal(p->rx_disorder, 0);
+    assert_int_equal(p->big_frames, 1);
+    assert_int_equal(p->sunk_frames, 1);
+    assert_true(streaming_lowat > 1);
+    assert_int_equal(rcvlowat(&p->rx), 1);
+    /* and a small frame right after is read at once */
+    assert_int_equal(send_seq(p, 1), 0);
+    RUN_UNTIL(p, p->rx_frames == 2);
+    assert_int_equal(p->rx_disorder, 0);
+    free(all);
+    pair_finish(p);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -533,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_free_on_peer_reset),
         cmocka_unit_test(test_payload_sink),
         cmocka_unit_test(test_payload_sink_close),
+        cmocka_unit_test(test_payload_sink_trickle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
