@@ -93,6 +93,7 @@ dpp_feat_unpack_int64s(const uint8_t *run, size_t len, int64_t *out, size_t cap,
     *n = rc ? 0 : total;
     return rc;
 }
+
 /* Walks the byte strings of a DPP_FEAT_BYTES feature: *pos starts at 0; each
  * call returns 1 with the next string in *s, *len (pointing into the list),
  * 0 after the last, DPP_EEXAMPLE for malformed list bytes, DPP_ETYPE for
