@@ -99,6 +99,20 @@ static collector_t collector(const test_rec_t *exp, size_t nexp)
     return (collector_t){.exp = exp, .nexp = nexp};
 }
 
+/* Opens the journal in dir, which must replay exactly recs[0..n) in order,
+ * closes it and returns the replay's report. */
+static dpp_journal_report_t replay_all(const char *dir, const test_rec_t *recs, size_t n)
+{
+    dpp_journal_t *j;
+    dpp_journal_report_t rep;
+    collector_t c = collector(recs, n);
+    assert_int_equal(dpp_journal_open(&j, dir, collect, &c, &rep), 0);
+    assert_int_equal(c.got, n);
+    assert_false(c.mismatch);
+    dpp_journal_close(j);
+    return rep;
+}
+
 typedef struct tmpdir {
     char dir[256];
     char journal[300];
@@ -316,11 +330,7 @@ static void test_append_many(void **state)
     assert_int_equal(after.file_size, file_size(t.journal));
     dpp_journal_close(j);
 
-    collector_t c = collector(recs, N);
-    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, NULL), 0);
-    assert_int_equal(c.got, N);
-    assert_false(c.mismatch);
-    dpp_journal_close(j);
+    replay_all(t.dir, recs, N);
     free(jr);
     free_records(recs, N);
     remove_dir(&t);
@@ -367,11 +377,7 @@ static void test_write_buffers(void **state)
     assert_int_equal(st.file_size, file_size(t.journal));
     dpp_journal_close(j);
 
-    collector_t c = collector(recs, N);
-    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, NULL), 0);
-    assert_int_equal(c.got, N);
-    assert_false(c.mismatch);
-    dpp_journal_close(j);
+    replay_all(t.dir, recs, N);
     free(jr);
     free_records(recs, N);
     remove_dir(&t);
@@ -920,13 +926,7 @@ static void test_write_failure(void **state)
     assert_int_equal(dpp_journal_append(j, recs[1].type, recs[1].data, recs[1].len), 0);
     assert_int_equal(dpp_journal_append(j, recs[2].type, recs[2].data, recs[2].len), 0);
     dpp_journal_close(j);
-    dpp_journal_report_t rep;
-    collector_t c = collector(recs, N);
-    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, &rep), 0);
-    assert_int_equal(c.got, N);
-    assert_false(c.mismatch);
-    assert_int_equal(rep.torn_bytes, 0);
-    dpp_journal_close(j);
+    assert_int_equal(replay_all(t.dir, recs, N).torn_bytes, 0);
     free_records(recs, N);
     remove_dir(&t);
 }
@@ -1004,11 +1004,7 @@ static void test_path_gone(void **state)
     dpp_journal_close(j);
     assert_int_equal(unlink(moved), 0);
 
-    collector_t c = collector(recs, N);
-    assert_int_equal(dpp_journal_open(&j, t.dir, collect, &c, NULL), 0);
-    assert_int_equal(c.got, N);
-    assert_false(c.mismatch);
-    dpp_journal_close(j);
+    replay_all(t.dir, recs, N);
     free(jr);
     free_records(recs, N);
     remove_dir(&t);
