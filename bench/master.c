@@ -629,9 +629,16 @@ int main(int argc, char **argv)
             master_bin = argv[++i];
             continue;
         }
-        if (strcmp(argv[i], "--start") == 0 && i + 1 < argc &&
-            (strcmp(argv[i + 1], "staggered") == 0 || strcmp(argv[i + 1], "together") == 0)) {
-            together = strcmp(argv[++i], "together") == 0;
+        if (strcmp(argv[i], "--start") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "staggered") != 0 && strcmp(v, "together") != 0) {
+                fprintf(stderr,
+                        "bench_master: --start is staggered or together, not \"%s\" "
+                        "(staggered spreads the workers' first cycles)\n",
+                        v);
+                return 2;
+            }
+            together = strcmp(v, "together") == 0;
             continue;
         }
         if (strcmp(argv[i], "--files") == 0)
