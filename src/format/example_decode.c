@@ -328,16 +328,6 @@ static int decode_entry(dpp_projection_t *proj, const uint8_t *start, const uint
             /* Decoded straight into its slot: a struct built on the stack and
              * copied here cost a store-forwarding stall per feature. */
             dpp_feat_ref_t *ref = &out[idx];
-            /* and the Feature one list of under 128 bytes (a Criteo row's
-             * every feature): its kind and bytes without a call */
-            if (vlen >= 2 &&
-                (q[0] == TAG(1, WT_LEN) || q[0] == TAG(2, WT_LEN) || q[0] == TAG(3, WT_LEN)) &&
-                q[1] < 0x80 && q[1] == vlen - 2) {
-                ref->kind = (dpp_feat_kind_t)(q[0] >> 3);
-                ref->list = q + 2;
-                ref->list_len = q[1];
-                return 0;
-            }
             ref->kind = DPP_FEAT_BYTES;
             ref->list = start;
             ref->list_len = 0;
