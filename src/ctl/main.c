@@ -112,9 +112,10 @@ static const command_help_t commands[] = {
              "One line per session, newest first: state, epoch, splits done, rows, workers,\n"
              "rejected records, errors, and when the session expires (finished) or is\n"
              "abandoned (no client attached). Text output ends with the master's own line:\n"
-             "splits/s, and over its last minute the lease replies and their wait (p50,\n"
-             "p99: a request's wait for work; under load, how fast the master answers) and\n"
-             "the journal's group commits and their fdatasync (p50, p99).\n"},
+             "splits/s; lease replies and journal commits since it started; and over its\n"
+             "last minute the lease replies and their wait (p50, p99: a request's wait for\n"
+             "work; under load, how fast the master answers) and the journal's group\n"
+             "commits and their fdatasync (p50, p99), or \"idle\" when no session runs.\n"},
     {"workers", "usage: dppctl workers [-o text|json]\n"
                 "\n"
                 "The registered workers: address, threads, splits leased, time since heard.\n"},

@@ -183,18 +183,44 @@ static void bound_text(uint32_t us, char *out, size_t len)
         snprintf(out, len, "<= %g ms", us / 1e3);
 }
 
+static uint64_t bucket_sum(const uint64_t *b, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += b[i];
+    return sum;
+}
+
 /* The control plane under the listing: what an operator watches when a
- * master serves many workers (docs/operations.md). */
-static void master_line(const Dpp__MasterStatus *ms)
+ * master serves many workers (docs/operations.md). The counts since start
+ * come first: a short minute (a fast job, a slow machine) can hold none of
+ * the replies that came. A lease request waits at the master while there
+ * is nothing to lease, so with no session running the waits say nothing of
+ * the master and are left out. */
+static void master_line(const Dpp__MasterStatus *ms, int running)
 {
     char l50[32], l99[32], c50[32], c99[32];
     bound_text(ms->lease_p50_us, l50, sizeof l50);
     bound_text(ms->lease_p99_us, l99, sizeof l99);
     bound_text(ms->commit_p50_us, c50, sizeof c50);
     bound_text(ms->commit_p99_us, c99, sizeof c99);
-    printf("master: %.0f splits/s; last %u s: %" PRIu64 " lease replies, wait p50 %s, p99 %s; "
-           "%" PRIu64 " journal commits, fdatasync p50 %s, p99 %s\n",
-           ms->splits_per_second, ms->window_s, ms->lease_replies, l50, l99, ms->commits, c50, c99);
+    printf("master: %.0f splits/s; since start: %" PRIu64 " lease replies, %" PRIu64
+           " journal commits; ",
+           ms->splits_per_second, bucket_sum(ms->lease_buckets, ms->n_lease_buckets),
+           bucket_sum(ms->commit_buckets, ms->n_commit_buckets));
+    if (!running && ms->splits_per_second == 0) {
+        printf("idle (no session running)\n");
+        return;
+    }
+    printf("last %u s: ", ms->window_s);
+    if (ms->lease_replies)
+        printf("%" PRIu64 " lease replies, wait p50 %s, p99 %s; ", ms->lease_replies, l50, l99);
+    else
+        printf("no lease replies; ");
+    if (ms->commits)
+        printf("%" PRIu64 " journal commits, fdatasync p50 %s, p99 %s\n", ms->commits, c50, c99);
+    else
+        printf("no journal commits\n");
 }
 
 int ctl_list(const ctl_t *ctl)
@@ -233,8 +259,13 @@ int ctl_list(const ctl_t *ctl)
         print_json(arr);
     else if (r->sessions_omitted)
         printf("(%u older sessions not listed)\n", r->sessions_omitted);
-    if (!ctl->json && r->master)
-        master_line(r->master);
+    if (!ctl->json && r->master) {
+        int running = 0;
+        for (size_t i = 0; i < r->n_sessions; i++)
+            running |= strcmp(r->sessions[i]->state, "running") == 0 ||
+                       strcmp(r->sessions[i]->state, "indexing") == 0;
+        master_line(r->master, running);
+    }
     json_decref(arr);
     protobuf_c_message_free_unpacked(&r->base, NULL);
     return CTL_OK;

@@ -131,9 +131,12 @@ cat "$DPP_TMP/read3.out"
 dpp_ctl list | tee "$DPP_TMP/list.out"
 grep -Eq "^$session3[[:space:]]+cancelled" "$DPP_TMP/list.out" || dpp_fail "dppctl list lacks $session3"
 # the control plane's line: the splits read above were leased and their
-# acknowledgements committed, so both counts are positive
-grep -Eq '^master: [0-9]+ splits/s; last [0-9]+ s: [1-9][0-9]* lease replies, wait p50 <= [0-9.]+ m?s, p99 <= [0-9.]+ m?s; [1-9][0-9]* journal commits, fdatasync p50 <= [0-9.]+ m?s, p99 <= [0-9.]+ m?s$' "$DPP_TMP/list.out" ||
-    dpp_fail "dppctl list has no master line with lease replies and journal commits"
+# acknowledgements committed, so both counts since start are positive. The
+# last-minute figures are not asserted on: a slow machine (an ASan build)
+# can take longer than that minute from case 1 to here. Session 3 is
+# cancelled and the others done, so the master says it is idle.
+grep -Eq '^master: [0-9]+ splits/s; since start: [1-9][0-9]* lease replies, [1-9][0-9]* journal commits; (idle \(no session running\)|last [0-9]+ s: .*)$' "$DPP_TMP/list.out" ||
+    dpp_fail "dppctl list has no master line with lease replies and journal commits since start"
 dpp_ctl workers | tee "$DPP_TMP/workers.out"
 (($(grep -c '^[0-9]' "$DPP_TMP/workers.out") == 2)) || dpp_fail "dppctl workers should list 2 workers"
 dpp_ctl status "$session1" --watch --interval-s 0.1 | tee "$DPP_TMP/watch.out"
