@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "format/example_decode.h"
+#include "spec/transform.h"
 #include "example.pb-c.h"
 
 #define NDENSE 13
@@ -27,20 +29,6 @@ typedef struct corpus {
 
 static char feat_name[NFEAT][8];
 static const char *feat_names[NFEAT];
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -95,11 +83,11 @@ static void build_corpus(corpus_t *c, size_t rows)
     c->off = xmalloc((rows + 1) * sizeof(size_t));
     c->n = rows;
     for (size_t r = 0; r < rows; r++) {
-        uint64_t key = mix64(r + 0x1234567);
+        uint64_t key = dpp_mix64(r + 0x1234567);
         ids[0][0] = (int64_t)r;
-        ids[1][0] = (mix64(key + 1) & 3) == 0;
+        ids[1][0] = (dpp_mix64(key + 1) & 3) == 0;
         for (unsigned j = 0; j < NDENSE; j++) {
-            uint64_t u = mix64(key + 100 + j);
+            uint64_t u = dpp_mix64(key + 100 + j);
             unsigned m = (unsigned)__builtin_clzll(u | 1) * (2 + j % 5) / 4;
             if (m > 20)
                 m = 20;
@@ -111,15 +99,15 @@ static void build_corpus(corpus_t *c, size_t rows)
                 dense[j] = (float)(((1ull << m) - 1) + ((u >> 8) & ((1ull << m) - 1)));
         }
         for (unsigned j = 0; j < NSPARSE; j++) {
-            uint64_t u = mix64(key + 200 + j);
+            uint64_t u = dpp_mix64(key + 200 + j);
             size_t len = 1 + (size_t)__builtin_clzll(u | 1) * (j % 4) / 2;
             if (len > MAX_IDS)
                 len = MAX_IDS;
             for (size_t k = 0; k < len; k++) {
-                uint64_t v = mix64(u + k);
+                uint64_t v = dpp_mix64(u + k);
                 unsigned e = (unsigned)(v % (4 + j));
                 uint64_t rank = ((1ull << e) - 1) + ((v >> 32) & ((1ull << e) - 1));
-                ids[2 + j][k] = (int64_t)(mix64(rank * 31 + j) >> 24);
+                ids[2 + j][k] = (int64_t)(dpp_mix64(rank * 31 + j) >> 24);
             }
             il[2 + j].n_value = len;
         }
@@ -248,11 +236,11 @@ int main(int argc, char **argv)
 
     uint64_t want = run_protobuf_c(&c); /* warm-up, and the reference checksum */
     for (size_t k = 0; k < rounds; k++) {
-        double t0 = now_sec();
+        double t0 = bench_now();
         uint64_t s1 = run_hand(&c, proj);
-        double t1 = now_sec();
+        double t1 = bench_now();
         uint64_t s2 = run_protobuf_c(&c);
-        double t2 = now_sec();
+        double t2 = bench_now();
         if (s1 != want || s2 != want) {
             fprintf(stderr,
                     "bench_decode: checksums differ (%" PRIx64 " %" PRIx64 " %" PRIx64 ")\n", s1,

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "format/format.h"
 #include "worker/pipeline.h"
 #include "worker/reader.h"
@@ -23,13 +24,6 @@ typedef struct table {
     char **paths;
     size_t n, cap;
 } table_t;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int ends_with(const char *s, const char *ext)
 {
@@ -73,7 +67,7 @@ static double run_index(const table_t *t, dpp_format_t format, unsigned split_ro
     const dpp_task_t *tp[DPP_PIPELINE_INDEX_BATCH];
     dpp_split_result_t *rp[DPP_PIPELINE_INDEX_BATCH];
     *records = 0;
-    double t0 = now_s();
+    double t0 = bench_now();
     for (size_t i = 0; i < t->n; i += DPP_PIPELINE_INDEX_BATCH) {
         size_t nb = t->n - i < DPP_PIPELINE_INDEX_BATCH ? t->n - i : DPP_PIPELINE_INDEX_BATCH;
         for (size_t k = 0; k < nb; k++) {
@@ -96,14 +90,14 @@ static double run_index(const table_t *t, dpp_format_t format, unsigned split_ro
             free(res[k].bounds);
         }
     }
-    return now_s() - t0;
+    return bench_now() - t0;
 }
 
 /* open, fstat, pread of the last 16 KiB, close: the floor of any footer read. */
 static double run_floor(const table_t *t)
 {
     static char buf[16 << 10];
-    double t0 = now_s();
+    double t0 = bench_now();
     for (size_t i = 0; i < t->n; i++) {
         int fd = open(t->paths[i], O_RDONLY | O_CLOEXEC);
         struct stat st;
@@ -118,7 +112,7 @@ static double run_floor(const table_t *t)
         }
         close(fd);
     }
-    return now_s() - t0;
+    return bench_now() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)

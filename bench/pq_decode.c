@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "parquet/encoding.h"
 
 #define DEFAULT_VALUES (1u << 20)
@@ -20,13 +21,6 @@ static uint64_t rng_next(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void *xcalloc(size_t n)
@@ -110,14 +104,14 @@ static void run(const char *name, decode_fn fn, const uint8_t *buf, size_t len, 
     double rate[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         size_t reps = 0;
-        double t0 = now_sec(), t;
+        double t0 = bench_now(), t;
         do {
             if (fn(buf, len, out, n) != 0) {
                 fprintf(stderr, "bench_pq_decode: %s does not decode\n", name);
                 exit(1);
             }
             reps++;
-        } while ((t = now_sec() - t0) < 0.2);
+        } while ((t = bench_now() - t0) < 0.2);
         rate[r] = (double)(reps * n) / t;
     }
     double m = median(rate);

@@ -11,14 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "text/bpe.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -57,9 +51,9 @@ int main(int argc, char **argv)
     size_t n = 0, cap = 0, bytes = 0, docs = 0, tokens = 0;
     double times[1000];
     size_t rounds = 0;
-    double t_end = now() + seconds;
-    while (rounds < 1000 && (rounds < 3 || now() < t_end)) {
-        double t0 = now();
+    double t_end = bench_now() + seconds;
+    while (rounds < 1000 && (rounds < 3 || bench_now() < t_end)) {
+        double t0 = bench_now();
         bytes = docs = tokens = 0;
         for (size_t at = 0; at + 4 <= len;) {
             uint32_t dl;
@@ -73,7 +67,7 @@ int main(int argc, char **argv)
             docs++;
             at += dl;
         }
-        times[rounds++] = now() - t0;
+        times[rounds++] = bench_now() - t0;
     }
     qsort(times, rounds, sizeof times[0], cmp);
     double med = times[rounds / 2];
