@@ -25,15 +25,19 @@
 #define F_S1 NFEAT                   /* feature index of s1, after c26 */
 #define MAX_IDS DPP_GEN_MAX_IDS
 #define S1_VOCAB 1000
-#define NULL_ONE_IN 32                /* --nulls: P(an i-value is null) = 1/32 */
+#define MISSING_ONE_IN 128            /* default: P(a feature is absent) = 1/128 */
+#define NULL_ONE_IN 32                /* --nulls: P(a feature is null) = 1/32 */
 #define MAX_ROW_GROUP_ROWS (1u << 22) /* bounds a chunk's dictionary to 256 MiB */
 #define MAX_SHARDS 100000             /* part-NNNNN */
 #define MAX_PARTITIONS 100000
 #define WRITE_BUF (1u << 20)
 
-/* Per dense feature: how far its counts spread (4 = the plain 1/x^2 tail;
- * larger is wider). Criteo's I-columns range from near-binary to wide. */
+/* Per dense feature: the standard deviation of log2|x| in half binades
+ * (2: values mostly within a factor of 2 of the median; 8: within 2^4), and
+ * whether it holds integer counts (as Criteo's I-columns) or reals (as
+ * normalised or averaged features do). */
 static const unsigned dense_spread[NDENSE] = {2, 6, 3, 4, 8, 5, 2, 3, 7, 2, 4, 3, 5};
+static const unsigned char dense_count[NDENSE] = {1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1};
 
 /* Per sparse feature: log2 of its vocabulary (roughly Criteo's C-column
  * cardinalities) and how long its lists run (0: always one id). */
@@ -56,7 +60,8 @@ typedef struct gen_args {
     dpp_gen_codec_t codec;   /* Parquet only */
     int page_version;        /* Parquet only: 1 or 2 */
     uint64_t row_group_rows; /* Parquet only */
-    int nulls;               /* null about 1 in NULL_ONE_IN i-values */
+    unsigned missing_one_in; /* a feature is absent 1 in this many (0: never) */
+    int nulls;               /* --nulls: also empty lists, and s1 nulls */
     int strings;             /* TFRecord: also write s1 (Parquet always has it) */
 } gen_args_t;
 
@@ -80,7 +85,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: dpp-gen --rows N --shards S --partitions P --seed X --out DIR\n"
                "               [--start-date YYYY-MM-DD] [--format tfrecord|parquet|jsonl]\n"
-               "               [--index] [--nulls] [--strings]\n"
+               "               [--index] [--nulls | --complete] [--strings]\n"
                "               [--compression zstd|snappy|none] [--row-group-rows N]\n"
                "               [--page-version 1|2] [--version] [--help]\n"
                "\n"
@@ -90,6 +95,13 @@ static void usage(FILE *f)
                "order. A row has row_id (int64), label (int64 0/1), i1..i13 (one float each),\n"
                "c1..c26 (1-8 int64 ids each) and s1 (\"v\" and the decimal of a uniform\n"
                "draw in 0..999).\n"
+               "The values look like real click logs, not like a generator's: i-values\n"
+               "spread over many orders of magnitude (log2|x| about normal, a wider spread\n"
+               "per feature), 2%% negative, 0.3%% 2^10..2^23 times larger; i1, i2, i4, i6,\n"
+               "i7, i9, i11 and i13 are integer counts (many zeros), the others reals with\n"
+               "full mantissas. Ids are Zipf-distributed over each feature's vocabulary\n"
+               "(2^2..2^24 ids), hashed into 0..2^40, lists of varying length. Each i-value,\n"
+               "list and s1 is absent with probability 1/128 (specs need fill_missing).\n"
                "Every value is a function of (seed, row_id, feature) alone, so the same\n"
                "arguments always give byte-identical files, and the two formats hold the\n"
                "same values row for row.\n"
@@ -121,12 +133,11 @@ static void usage(FILE *f)
                "file's footer and offset index are its index. --strings changes nothing\n"
                "(s1 is always written).\n"
                "\n"
-               "--nulls (both formats): each of i1..i13 and s1 is null with probability\n"
-               "1/32, and each list c1..c26 null with probability 1/32 and empty with\n"
-               "probability 1/32, by a draw of its own per (seed, row_id, feature), so the\n"
-               "values that stay are those written without --nulls; a null is an absent\n"
-               "feature in TFRecord and a null in Parquet. Without --nulls every value is\n"
-               "present and every list holds 1-8 ids.\n"
+               "Absent values (both formats): a null is an absent feature in TFRecord and a\n"
+               "null in Parquet, by a draw of its own per (seed, row_id, feature), so the\n"
+               "values that stay are the same whatever the rate. --nulls raises the rate\n"
+               "to 1/32 and also makes lists empty (present, no ids) with probability\n"
+               "1/32. --complete writes every value: every list then holds 1-8 ids.\n"
                "\n"
                "--format jsonl: a corpus for text sessions instead, part-NNNNN.jsonl, one\n"
                "document per line: {\"id\": N, \"lang\": \"en\" (or \"de\", 1 in 10),\n"
@@ -208,16 +219,18 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
         {"version", no_argument, NULL, 'V'},
         {"row-group-rows", required_argument, NULL, 'g'},
         {"nulls", no_argument, NULL, 'n'},
+        {"complete", no_argument, NULL, 'C'},
         {"strings", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int have_rows = 0, have_shards = 0, have_parts = 0, have_seed = 0, c;
+    int have_rows = 0, have_shards = 0, have_parts = 0, have_seed = 0, complete = 0, c;
     const char *parquet_only = NULL;
 
     memset(a, 0, sizeof(*a));
     a->codec = DPP_GEN_CODEC_ZSTD;
     a->row_group_rows = 65536;
+    a->missing_one_in = MISSING_ONE_IN;
     if (parse_date("2026-01-01", &a->start) != 0)
         return -1;
     opterr = 0;
@@ -301,6 +314,10 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
             break;
         case 'n':
             a->nulls = 1;
+            a->missing_one_in = NULL_ONE_IN;
+            break;
+        case 'C':
+            complete = 1;
             break;
         case 'S':
             a->strings = 1;
@@ -337,11 +354,19 @@ static int parse_args(int argc, char **argv, gen_args_t *a)
                 a->shards == 0 ? "shards" : "partitions");
         return -1;
     }
-    if (a->format == GEN_JSONL && (parquet_only || a->index || a->nulls || a->strings)) {
+    if (a->nulls && complete) {
+        fprintf(stderr, "dpp-gen: --nulls and --complete contradict each other: give one\n");
+        return -1;
+    }
+    if (complete)
+        a->missing_one_in = 0;
+    if (a->format == GEN_JSONL &&
+        (parquet_only || a->index || a->nulls || complete || a->strings)) {
         fprintf(stderr, "dpp-gen: %s does not apply to --format jsonl\n",
                 parquet_only ? parquet_only
                 : a->index   ? "--index"
                 : a->nulls   ? "--nulls"
+                : complete   ? "--complete"
                              : "--strings");
         return -1;
     }
@@ -381,26 +406,43 @@ static inline unsigned clz64(uint64_t v)
     return (unsigned)__builtin_clzll(v | 1);
 }
 
-/* A Criteo-like count: mostly small non-negative integers with a heavy tail,
- * about 5% small negatives and about 0.01% outliers near 1e9. Integer math
- * only, so the value does not depend on the libm or FPU of the machine. */
+/* A dense value as other writers' Criteo-like tables hold them: log2|x|
+ * about normal (an Irwin-Hall sum of four uniforms) around 2 with the
+ * feature's spread, so values range over many binades with full mantissas;
+ * 2% negative; 0.3% 2^10..2^23 times larger (the outliers real logs have);
+ * count features rounded down to integers (most small, many zeros). The
+ * float is assembled from its bits with integer math only, so the value
+ * does not depend on the libm or FPU of the machine. Draw 3 is left to
+ * row_fill. */
 static float dense_value(uint64_t key, unsigned j)
 {
     unsigned f = 2 + j;
     uint64_t kind = draw(key, f, 0) % 10000;
-    uint64_t r = draw(key, f, 1);
+    uint64_t r = draw(key, f, 1), m = draw(key, f, 2);
+    /* four 16-bit uniforms: mean 2^17, standard deviation 2^16 / sqrt(3) */
+    int64_t g = (int64_t)((r & 0xffff) + (r >> 16 & 0xffff) + (r >> 32 & 0xffff) + (r >> 48)) -
+                (1 << 17);
+    /* log2|x| in 16.16 fixed point: 2 + g * (spread / 2) / (2^16 / sqrt(3)) */
+    int64_t e = (2 << 16) + g * (int64_t)dense_spread[j] * 113512 / 131072;
+    int exp2 = (int)(e >> 16); /* floor: e >> 16 of a negative rounds down */
 
-    if (kind == 0)
-        return (float)(1000000000ull + r % 1000 * 1000000ull);
-    if (kind < 500)
-        return -(float)(1 + r % 3);
-    /* Magnitude class m has probability about 2^-(m+1) (a 1/x^2 tail),
-     * stretched per feature; uniform within the class. */
-    unsigned m = clz64(r) * dense_spread[j] / 4;
-    if (m > 20)
-        m = 20;
-    uint64_t span = (1ull << m) - 1;
-    return (float)(span + (draw(key, f, 2) & span));
+    if (kind < 30)
+        exp2 += 10 + (int)(m >> 60) % 14;
+    /* 2^exp2 * (1 + frac): the fraction of the binade from e, refined below
+     * 2^-16 by random bits, so mantissas are full */
+    uint32_t mant = (uint32_t)(e & 0xffff) << 7 | (uint32_t)(m & 0x7f);
+    if (dense_count[j]) {
+        if (exp2 < 0)
+            return kind >= 9800 ? -1.0f : 0.0f;
+        if (exp2 < 23)
+            mant &= ~((1u << (23 - exp2)) - 1); /* floor to an integer */
+    }
+    uint32_t bits = (uint32_t)(exp2 + 127) << 23 | mant;
+    if (kind >= 9800)
+        bits |= 1u << 31;
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
 }
 
 /* Ids of one sparse feature: log-uniform ranks (P(rank) ~ 1/rank, Zipf with
@@ -434,24 +476,24 @@ static void row_fill(dpp_gen_row_t *r, const gen_args_t *a, uint64_t row_id)
     r->dense_null = 0;
     for (unsigned j = 0; j < NDENSE; j++) {
         r->dense[j] = dense_value(key, j);
-        /* Draw 3 is one dense_value does not use, so --nulls leaves the
-         * present values as they are without it. */
-        if (a->nulls && draw(key, 2 + j, 3) % NULL_ONE_IN == 0)
+        /* Draw 3 is one dense_value does not use, so --nulls and --complete
+         * leave the present values as they are by default. */
+        if (a->missing_one_in && draw(key, 2 + j, 3) % a->missing_one_in == 0)
             r->dense_null |= 1u << j;
     }
     r->sparse_null = 0;
     for (unsigned j = 0; j < NSPARSE; j++) {
         r->n_ids[j] = (uint8_t)sparse_ids(key, j, r->ids[j]);
         /* draw 63 is one sparse_ids never uses (it takes 0..2 * MAX_IDS) */
-        uint64_t d = a->nulls ? draw(key, 2 + NDENSE + j, 63) % NULL_ONE_IN : 2;
+        uint64_t d = a->missing_one_in ? draw(key, 2 + NDENSE + j, 63) % a->missing_one_in : 2;
         if (d == 0)
             r->sparse_null |= 1u << j;
-        if (d <= 1)
-            r->n_ids[j] = 0; /* null, or present and empty */
+        if (d == 0 || (d == 1 && a->nulls))
+            r->n_ids[j] = 0; /* null, or (--nulls) present and empty */
     }
     r->s1_len =
         (uint8_t)snprintf(r->s1, sizeof(r->s1), "v%u", (unsigned)(draw(key, F_S1, 0) % S1_VOCAB));
-    r->s1_null = a->nulls && draw(key, F_S1, 3) % NULL_ONE_IN == 0;
+    r->s1_null = a->missing_one_in && draw(key, F_S1, 3) % a->missing_one_in == 0;
 }
 
 static void row_msg_init(row_msg_t *m)

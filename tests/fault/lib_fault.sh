@@ -28,7 +28,7 @@ fault_setup() {
   "split_rows": ${DPP_FAULT_SPLIT_ROWS:-2000},
   "compression": "zstd",
   "features": {
-    "dense": [{"name": "i1", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]}],
+    "dense": [{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}, {"op": "log1p"}]}],
     "sparse": [{"name": "row_id"},
                {"name": "c1", "transforms": [{"op": "modulo", "n": 1000}]}]
   },

@@ -21,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dpp_setup conventions "$DPP_REFSUM"
 
 root=$DPP_TMP/root
-dpp_gen --rows 3000 --shards 1 --partitions 1 --seed 5 --out "$root/clean"
+dpp_gen --rows 3000 --shards 1 --partitions 1 --seed 5 --complete --out "$root/clean"
 dpp_gen --rows 20000 --shards 2 --partitions 1 --seed 6 --nulls --out "$root/holes"
 dpp_start_master --data-root "$root"
 dpp_start_worker --threads 2
@@ -122,7 +122,8 @@ dpp_log "case 3: ended in $ms ms"
 
 dpp_step "case 4: Ctrl-C during read, then a new read"
 dpp_gen --rows 20000 --shards 4 --partitions 1 --seed 8 --out "$root/long"
-spec "$DPP_TMP/long.json" long label "$i1" "$c1" ' "epochs": 40, "split_rows": 1000,'
+spec "$DPP_TMP/long.json" long label '{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}]}' \
+    "$c1" ' "epochs": 40, "split_rows": 1000,'
 dpp_submit "$DPP_TMP/long.json"
 long=$DPP_SESSION
 "$DPPCTL" read "$long" --output json >"$DPP_TMP/first.jsonl" 2>"$DPP_TMP/first.err" &
@@ -217,7 +218,7 @@ grep -Eq "^note: feature \"i1\" \(a dense feature\) is missing from [0-9]+ of 10
     dpp_fail "case 7: within max_reject_ratio 0.05, no note: $(cat "$DPP_TMP/v.out")"
 # types: strings where numbers go, numbers where strings go, a list of 1-8
 # ids as a dense value, weights that do not pair with their ids
-dpp_gen --rows 400 --shards 2 --partitions 2 --seed 9 --strings --out "$root/strs"
+dpp_gen --rows 400 --shards 2 --partitions 2 --seed 9 --strings --complete --out "$root/strs"
 spec "$DPP_TMP/types.json" strs label '{"name": "s1"}, {"name": "c2"}' \
     '{"name": "i1"}, {"name": "c1", "transforms": [{"op": "vocab", "file": "v.txt"}]}, {"name": "c3", "weights": "i2"}'
 validate_table "$DPP_TMP/types.json" "$root/strs" 1 --sample 400

@@ -168,8 +168,8 @@ write_split_spec() { # FILE TABLE [EXTRA_TOP_LEVEL_JSON]
   "features": {
     "dense": [
       {"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "max": 500}]},
-      {"name": "i2", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]},
-      {"name": "i9"}
+      {"name": "i2", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}, {"op": "log1p"}]},
+      {"name": "i9", "transforms": [{"op": "fill_missing", "value": 0}]}
     ],
     "sparse": [
       {"name": "c1"},
@@ -352,16 +352,16 @@ cat >"$spec6" <<'EOF'
   "compression_level": 3,
   "features": {
     "dense": [
-      {"name": "i1", "transforms": [{"op": "standardize", "mean": 3.5, "std": 7.25}]},
-      {"name": "i2", "transforms": [{"op": "bucketize", "boundaries": [0, 1, 2.5, 10, 100, 1000]}]},
-      {"name": "i3", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"},
+      {"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "standardize", "mean": 3.5, "std": 7.25}]},
+      {"name": "i2", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "bucketize", "boundaries": [0, 1, 2.5, 10, 100, 1000]}]},
+      {"name": "i3", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}, {"op": "log1p"},
                                     {"op": "cast", "to": "bfloat16"}]},
-      {"name": "i4", "transforms": [{"op": "standardize", "mean": -1, "std": 0.3},
+      {"name": "i4", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "standardize", "mean": -1, "std": 0.3},
                                     {"op": "cast", "to": "bfloat16"}]},
-      {"name": "i5", "transforms": [{"op": "clamp", "max": 200000},
+      {"name": "i5", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "max": 200000},
                                     {"op": "standardize", "mean": 0.1, "std": 5},
                                     {"op": "cast", "to": "float16"}]},
-      {"name": "i6", "transforms": [{"op": "standardize", "mean": 0, "std": 0.7},
+      {"name": "i6", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "standardize", "mean": 0, "std": 0.7},
                                     {"op": "cast", "to": "int"}]}
     ],
     "sparse": [

@@ -64,8 +64,9 @@ cat >"$spec2" <<EOF
     "dense": [
       {"name": "i1", "transforms": [{"op": "fill_missing", "value": 0},
                                     {"op": "clamp", "max": 1000}]},
-      {"name": "i2", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]},
-      {"name": "i13", "transforms": []}
+      {"name": "i2", "transforms": [{"op": "fill_missing", "value": 0},
+                                    {"op": "clamp", "min": 0}, {"op": "log1p"}]},
+      {"name": "i13", "transforms": [{"op": "fill_missing", "value": -1}]}
     ],
     "sparse": [
       {"name": "c1", "transforms": []},

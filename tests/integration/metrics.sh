@@ -20,7 +20,7 @@ cat >"$spec" <<JSON
 {
   "table": "criteo", "batch_size": 500, "split_rows": 2000, "epochs": 2, "remainder": "keep",
   "features": {
-    "dense": [{"name": "i1", "transforms": [{"op": "clamp", "min": 0}, {"op": "log1p"}]}],
+    "dense": [{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}, {"op": "log1p"}]}],
     "sparse": [{"name": "row_id"}, {"name": "c1", "transforms": [{"op": "modulo", "n": 1000}]}]
   },
   "label": {"name": "label"}

@@ -20,7 +20,7 @@ ln -s "$DPP_TMP/outside" "$root/escape"
 
 # write_spec FILE TABLE [EXTRA_TOP_LEVEL_JSON] [I4_TRANSFORMS]
 write_spec() {
-    local file=$1 tbl=$2 extra=${3:-} i4_ops=${4:-'{"op": "clamp", "min": 0}'}
+    local file=$1 tbl=$2 extra=${3:-} i4_ops=${4:-'{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}'}
     cat >"$file" <<EOF
 {
   "table": "$tbl",$extra
@@ -28,9 +28,9 @@ write_spec() {
   "remainder": "keep",
   "features": {
     "dense": [
-      {"name": "i1", "transforms": [{"op": "clamp", "min": 0}]},
-      {"name": "i2", "transforms": [{"op": "clamp", "min": 0}]},
-      {"name": "i3", "transforms": [{"op": "clamp", "min": 0}]},
+      {"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}]},
+      {"name": "i2", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}]},
+      {"name": "i3", "transforms": [{"op": "fill_missing", "value": 0}, {"op": "clamp", "min": 0}]},
       {"name": "i4", "transforms": [$i4_ops]}
     ],
     "sparse": [

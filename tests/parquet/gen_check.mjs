@@ -8,6 +8,9 @@
 // it points at and walks every RLE/bit-packed hybrid run of every page.
 // Exits 1 naming what is wrong.
 //
+// Dense sums are exact: each value times 2^35 is an integer (dpp-gen's reals
+// have exponents of at least -12 and 24 significant bits), summed as such.
+//
 // Usage: node gen_check.mjs DIR
 // Packages come from $DPP_NPM_CACHE (default /root/.cache/dpp-npm), which
 // must hold node_modules/@duckdb/node-api, hyparquet and hyparquet-compressors.
@@ -26,6 +29,7 @@ const { compressors } = await esm('hyparquet-compressors/src/index.js');
 
 const NDENSE = 13;
 const NSPARSE = 26;
+const SCALE = 2 ** 35; // see the header: a dense value times SCALE is an integer
 const dense = Array.from({ length: NDENSE }, (_, j) => `i${j + 1}`);
 const sparse = Array.from({ length: NSPARSE }, (_, j) => `c${j + 1}`);
 
@@ -57,8 +61,8 @@ async function duckdbSums(files) {
   const src = `read_parquet('${dir.replace(/'/g, "''")}/**/*.parquet', hive_partitioning = false, filename = true)`;
   const cols = ['count(*) AS "rows"', 'sum(label) AS label', 'sum(row_id) AS row_id'];
   for (const n of dense)
-    cols.push(`count(${n}) AS "${n}.present"`, `sum(${n}::BIGINT) AS "${n}.sum"`,
-      `sum(row_id::HUGEINT * ${n}::BIGINT) AS "${n}.xrow"`);
+    cols.push(`count(${n}) AS "${n}.present"`, `sum((${n}::DOUBLE * ${SCALE})::HUGEINT) AS "${n}.sum"`,
+      `sum(row_id::HUGEINT * (${n}::DOUBLE * ${SCALE})::HUGEINT) AS "${n}.xrow"`);
   for (const n of sparse)
     cols.push(`count(*) - count(${n}) AS "${n}.absent"`, `sum(len(${n})) AS "${n}.lens"`, `sum(list_sum(${n})::HUGEINT) AS "${n}.ids"`,
       `sum(row_id::HUGEINT * list_sum(${n})::HUGEINT) AS "${n}.xrow"`);
@@ -109,7 +113,7 @@ async function hyparquetSums(files) {
       acc.row_id += id;
       for (const n of dense) {
         if (r[n] === null || r[n] === undefined) continue;
-        const v = BigInt(r[n]);
+        const v = BigInt(r[n] * SCALE); // throws if not an integer
         const d = acc.dense[n];
         d.present++;
         d.sum += v;

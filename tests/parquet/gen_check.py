@@ -15,6 +15,7 @@ import sys
 NDENSE, NSPARSE = 13, 26
 DENSE = [f"i{j + 1}" for j in range(NDENSE)]
 SPARSE = [f"c{j + 1}" for j in range(NSPARSE)]
+SCALE = 2 ** 35  # a dense value times SCALE is an integer (gen_check.mjs)
 
 
 def varint(b, i):
@@ -131,7 +132,11 @@ def main():
                 s["row_id"] += rid
                 for n in DENSE:
                     if n in f:
-                        v = int(f[n][0])
+                        v = f[n][0] * SCALE
+                        if v != int(v):
+                            sys.exit(f"{path}: {n} of row {rid} is {f[n][0]!r}, "
+                                     "not a multiple of 2^-35")
+                        v = int(v)
                         s["dense"][n]["present"] += 1
                         s["dense"][n]["sum"] += v
                         s["dense"][n]["xrow"] += rid * v
