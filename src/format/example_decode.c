@@ -49,8 +49,24 @@ struct dpp_projection {
      * answer chains every entry's loads. */
     struct proj_slot *guess;
     size_t norder;
+    /* The guesses follow the order of one record (learned from it), and a
+     * record that lacks a feature (an absent value) or has one more is that
+     * order with a gap or an insertion: skew, added to j, keeps the entries
+     * after it on their guesses. Writers whose map order varies from record
+     * to record (Python's protobuf serialises a Features map in an order that
+     * can differ per record) make nearly every guess wrong, and a wrong guess
+     * costs the compare and the lookup: when the record right after learning
+     * misses most of them, the next UNORDERED_RECORDS records go straight to
+     * the hash table, then the next one is learned again. */
+    long skew;          /* guess of entry j: guess[j + skew] */
+    uint32_t misses;    /* guesses missed in the current record */
+    uint32_t unordered; /* records left that skip the guesses */
+    int learning;       /* this record's order becomes the guesses */
+    int fresh;          /* this record comes right after the learned one */
     char *pool;
 };
+
+#define UNORDERED_RECORDS 64
 
 /* Names are a few bytes long ("i1", "c26"). A name's key is its first 8
  * bytes as a little-endian number, zero above a shorter name's end: with
@@ -102,33 +118,76 @@ static inline long proj_find(const dpp_projection_t *p, const uint8_t *key, size
     return proj_find_key(p, name_key(key, len), key, len);
 }
 
-/* The guess for entry j was not its key: the hash table's answer,
- * remembered for the next record. */
-static long proj_miss(dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len, size_t j)
+/* The guess g is the key (its name_key() k). A skipped name over 8 bytes
+ * cannot be told from another with its first 8 and is looked up again. */
+static inline int guess_is(const dpp_projection_t *p, const struct proj_slot *g, uint64_t k,
+                           const uint8_t *key, size_t len)
 {
+    return g->key == k && g->len == len &&
+           (len <= 8 ||
+            (g->idx != SLOT_EMPTY && memcmp(p->names[g->idx].s + 8, key + 8, len - 8) == 0));
+}
+
+static inline long guess_idx(const struct proj_slot *g)
+{
+    return g->idx == SLOT_EMPTY ? -1 : (long)g->idx;
+}
+
+/* The guess at pos was not the key: the hash table's answer. While
+ * learning, or where no record had an entry yet, it becomes the guess;
+ * otherwise the key one place on means this record lacks the guessed one,
+ * and any other key is one the guesses lack (or out of order). */
+static long proj_miss(dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len, size_t pos)
+{
+    int open = pos < p->norder && p->guess[pos].len == UINT32_MAX;
+    if (!p->learning && !open) {
+        if (pos + 1 < p->norder && guess_is(p, &p->guess[pos + 1], k, key, len)) {
+            p->skew++;
+            return guess_idx(&p->guess[pos + 1]);
+        }
+        p->skew--;
+        p->misses++;
+        return proj_find_key(p, k, key, len);
+    }
     long idx = proj_find_key(p, k, key, len);
-    if (j < p->norder && len < UINT32_MAX) {
-        p->guess[j].key = k;
-        p->guess[j].len = (uint32_t)len;
-        p->guess[j].idx = idx < 0 ? SLOT_EMPTY : (uint32_t)idx;
+    if (pos < p->norder && len < UINT32_MAX) {
+        p->guess[pos].key = k;
+        p->guess[pos].len = (uint32_t)len;
+        p->guess[pos].idx = idx < 0 ? SLOT_EMPTY : (uint32_t)idx;
     }
     return idx;
 }
 
 /* proj_find() for the key of entry j of a record (its name_key() k),
- * trying first the key entry j had last time. A skipped name over 8 bytes
- * cannot be told from another with its first 8 and is looked up again. */
+ * trying first the guess for entry j. */
 static inline __attribute__((always_inline)) long
 proj_lookup_key(dpp_projection_t *p, uint64_t k, const uint8_t *key, size_t len, size_t j)
 {
-    if (j < p->norder) {
-        const struct proj_slot *g = &p->guess[j];
-        if (g->key == k && g->len == len &&
-            (len <= 8 ||
-             (g->idx != SLOT_EMPTY && memcmp(p->names[g->idx].s + 8, key + 8, len - 8) == 0)))
-            return g->idx == SLOT_EMPTY ? -1 : (long)g->idx;
+    if (p->unordered)
+        return proj_find_key(p, k, key, len);
+    size_t pos = j + (size_t)p->skew; /* a negative skew wraps: j + skew */
+    if (pos < p->norder && guess_is(p, &p->guess[pos], k, key, len))
+        return guess_idx(&p->guess[pos]);
+    return proj_miss(p, k, key, len, pos);
+}
+
+/* After a record of n entries: what the next one does with the guesses. */
+static void proj_record_end(dpp_projection_t *p, size_t n)
+{
+    int failed = 2 * (size_t)p->misses > n;
+    if (p->unordered) {
+        if (--p->unordered == 0)
+            p->learning = 1;
+    } else if (p->learning) {
+        p->learning = 0;
+        p->fresh = 1;
+    } else {
+        if (failed && p->fresh)
+            p->unordered = UNORDERED_RECORDS; /* the order changes per record */
+        else if (failed)
+            p->learning = 1; /* the order changed, e.g. another writer's file */
+        p->fresh = 0;
     }
-    return proj_miss(p, k, key, len, j);
 }
 
 static inline __attribute__((always_inline)) long
@@ -169,6 +228,7 @@ int dpp_projection_new(dpp_projection_t **out, const char *const *names, size_t 
         goto fail;
     for (size_t i = 0; i < p->norder; i++)
         p->guess[i] = (struct proj_slot){0, UINT32_MAX, SLOT_EMPTY};
+    p->learning = 1; /* the first record gives the guesses */
     for (size_t i = 0; i < nslots; i++)
         p->slots[i].idx = SLOT_EMPTY;
 
@@ -387,6 +447,8 @@ static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8
                            dpp_feat_ref_t *out)
 {
     size_t j = 0; /* the entry's place in the record */
+    proj->skew = 0;
+    proj->misses = 0;
     while (p < end) {
         uint64_t tag;
         const uint8_t *entry;
@@ -434,6 +496,7 @@ static int decode_features(dpp_projection_t *proj, const uint8_t *p, const uint8
         if (decode_entry(proj, entry, entry + len, out, j++) != 0)
             return DPP_EEXAMPLE;
     }
+    proj_record_end(proj, j);
     return 0;
 }
 

@@ -1444,6 +1444,47 @@ static void test_long_names(void **state)
     dpp_projection_free(p);
 }
 
+/* Decodes one record of the keys keys[0..nk), each value a string naming
+ * its key, with p (of names[0..nn)), and checks every name: present with
+ * its own value, or absent. */
+static void check_named_keys(dpp_projection_t *p, const char *const *keys, size_t nk,
+                             const char *const *names, size_t nn, int round)
+{
+    static wire_t ex, fs;
+    ex.n = fs.n = 0;
+    wire_t *f = calloc(nk + 1, sizeof *f), *l = calloc(nk + 1, sizeof *l);
+    dpp_feat_ref_t *out = calloc(nn, sizeof *out);
+    assert_true(f && l && out);
+    for (size_t k = 0; k < nk; k++) {
+        w_str(&l[k], 1, keys[k]); /* each value names its key */
+        w_feature(&f[k], 1, &l[k]);
+        w_entry(&fs, keys[k], &f[k]);
+    }
+    w_example(&ex, &fs);
+    uint8_t *copy;
+    assert_int_equal(decode_exact(p, ex.b, ex.n, out, &copy), 0);
+    for (size_t i = 0; i < nn; i++) {
+        int present = 0;
+        for (size_t k = 0; k < nk; k++)
+            present |= strcmp(keys[k], names[i]) == 0;
+        if (!present) {
+            if (out[i].kind != DPP_FEAT_ABSENT)
+                fail_msg("record %d: %s is absent but decoded", round, names[i]);
+            continue;
+        }
+        size_t pos = 0, len = 0;
+        const uint8_t *str = NULL;
+        if (dpp_feat_bytes_next(&out[i], &pos, &str, &len) != 1)
+            fail_msg("record %d: %s is present but not decoded", round, names[i]);
+        if (len != strlen(names[i]) || memcmp(str, names[i], len) != 0)
+            fail_msg("record %d: %s holds %.*s", round, names[i], (int)len, (const char *)str);
+    }
+    free(copy);
+    free(f);
+    free(l);
+    free(out);
+}
+
 /* The decoder guesses each entry's name from the record before (the same
  * place held it there): records whose keys come in changing orders, with
  * names outside the projection between, decode as if each were the first. */
@@ -1462,35 +1503,60 @@ static void test_changing_key_order(void **state)
     assert_int_equal(dpp_projection_new(&p, names, NN), 0);
     for (int round = 0; round < 12; round++) {
         const char *const *keys = orders[(round * 7) % 4];
-        wire_t ex = {0}, fs = {0};
-        wire_t f[8], l[8];
-        memset(f, 0, sizeof f);
-        memset(l, 0, sizeof l);
         size_t nk = 0;
-        for (; keys[nk]; nk++) {
-            w_str(&l[nk], 1, keys[nk]); /* each value names its key */
-            w_feature(&f[nk], 1, &l[nk]);
-            w_entry(&fs, keys[nk], &f[nk]);
-        }
-        w_example(&ex, &fs);
-        dpp_feat_ref_t out[NN];
-        uint8_t *copy;
-        assert_int_equal(decode_exact(p, ex.b, ex.n, out, &copy), 0);
-        for (size_t i = 0; i < NN; i++) {
-            int present = 0;
-            for (size_t k = 0; k < nk; k++)
-                present |= strcmp(keys[k], names[i]) == 0;
-            if (!present) {
-                assert_int_equal(out[i].kind, DPP_FEAT_ABSENT);
-                continue;
+        while (keys[nk])
+            nk++;
+        check_named_keys(p, keys, nk, names, NN, round);
+    }
+    dpp_projection_free(p);
+}
+
+/* What writers do to a file's key order, in phases that the guesses must
+ * follow (learn, skew over gaps and extra keys, give up on orders that
+ * change per record, learn again): one order with features absent and
+ * names outside the projection slipped in at random, then an order made
+ * afresh for every record (as Python's protobuf writes a dict), then
+ * another fixed order, then every record a fresh order again but with runs
+ * of records in one order. Each record decodes as if it were the first. */
+static void test_key_order_phases(void **state)
+{
+    enum { NN = 24, NX = 4 };
+    char name_buf[NN + NX][12];
+    const char *names[NN], *extra[NX];
+    for (int i = 0; i < NN + NX; i++) {
+        snprintf(name_buf[i], sizeof name_buf[i], i < NN ? (i % 3 ? "f%d" : "feature_%d") : "x%d",
+                 i);
+        if (i < NN)
+            names[i] = name_buf[i];
+        else
+            extra[i - NN] = name_buf[i];
+    }
+    const char *order[NN], *keys[NN + NX];
+    dpp_projection_t *p;
+    (void)state;
+    assert_int_equal(dpp_projection_new(&p, names, NN), 0);
+    rng_state = 7;
+    for (int i = 0; i < NN; i++)
+        order[i] = names[i];
+    for (int rec = 0; rec < 4000; rec++) {
+        int phase = rec / 1000;
+        int fresh = phase == 1 || (phase == 3 && rng() % 8 == 0);
+        if (rec == 2000 || fresh)
+            for (int i = NN - 1; i > 0; i--) { /* a new order */
+                int k = (int)(rng() % (uint64_t)(i + 1));
+                const char *t = order[i];
+                order[i] = order[k];
+                order[k] = t;
             }
-            size_t pos = 0, len = 0;
-            const uint8_t *str = NULL;
-            assert_int_equal(dpp_feat_bytes_next(&out[i], &pos, &str, &len), 1);
-            if (len != strlen(names[i]) || memcmp(str, names[i], len) != 0)
-                fail_msg("round %d: %s holds %.*s", round, names[i], (int)len, (const char *)str);
+        size_t nk = 0;
+        for (int i = 0; i < NN; i++) {
+            if (rng() % 16 == 0)
+                continue; /* absent */
+            if (rng() % 32 == 0)
+                keys[nk++] = extra[rng() % NX];
+            keys[nk++] = order[i];
         }
-        free(copy);
+        check_named_keys(p, keys, nk, names, NN, rec);
     }
     dpp_projection_free(p);
 }
@@ -1590,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_varint_runs),
         cmocka_unit_test(test_long_names),
         cmocka_unit_test(test_changing_key_order),
+        cmocka_unit_test(test_key_order_phases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
