@@ -10,7 +10,11 @@
 #     the protobuf module's example_pb2 and a DataLoader (num_workers 0)
 #     collating tensors (CRCs verified with crcmod's C extension).
 # Generates a ROWS-row table (default 1,000,000) as bench_pipeline does
-# (dpp-gen, 4 shards x 2 partitions, seed 1), checks both peers' totals
+# (dpp-gen, 4 shards x 2 partitions, seed 1); with DPP_PEERS_WRITER=python
+# bench/peers/py_writer.py writes it instead, as another team's Python
+# pipeline would (numpy's draws, example_pb2, keys in a different order per
+# record); DPP_PEERS_TABLE=DIR takes a TFRecord table that exists (ROWS is
+# then ignored). Checks both peers' totals
 # against dpp-refsum's (exit 1 on a difference), runs the three one after the
 # other ROUNDS times (default 3), pinned to one core, and prints the medians
 # and ratios. The PyTorch reader gets only the first DPP_PEERS_TORCH_FILES
@@ -80,9 +84,19 @@ command -v taskset >/dev/null && [ -n "$cpu" ] && pin=(taskset -c "$cpu")
 
 tmp=$(mktemp -d /tmp/dpp-bench-peers.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-table=$tmp/criteo
-"$build/dpp-gen" --rows "$rows" --shards 4 --partitions 2 --seed 1 --format tfrecord \
-    --out "$table" >/dev/null
+if [ -n "${DPP_PEERS_TABLE:-}" ]; then
+    table=$(cd "$DPP_PEERS_TABLE" && pwd)
+elif [ "${DPP_PEERS_WRITER:-dpp-gen}" = python ]; then
+    table=$tmp/criteo
+    "$python" "$here/peers/py_writer.py" --rows "$rows" --out "$table" --proto-dir "$out" >/dev/null
+elif [ "${DPP_PEERS_WRITER:-dpp-gen}" != dpp-gen ]; then
+    echo "peers.sh: DPP_PEERS_WRITER=$DPP_PEERS_WRITER: expected dpp-gen or python" >&2
+    exit 2
+else
+    table=$tmp/criteo
+    "$build/dpp-gen" --rows "$rows" --shards 4 --partitions 2 --seed 1 --format tfrecord \
+        --out "$table" >/dev/null
+fi
 # The PyTorch reader's table: the first files of the same table, hard links
 # in the same layout, so that dpp-refsum can give its totals too.
 mapfile -t files < <(find "$table" -name '*.tfrecord' | sort)
@@ -91,13 +105,13 @@ for f in "${files[@]:0:$torch_files}"; do
     mkdir -p "$tmp/torch/$(dirname "$rel")"
     ln "$f" "$tmp/torch/$rel" 2>/dev/null || cp "$f" "$tmp/torch/$rel"
 done
-mb=$(du -bc "${files[@]}" | awk 'END { printf "%.1f", $1 / 1e6 }')
-echo "table: $rows rows, $mb MB of TFRecord in ${#files[@]} files;" \
-    "PyTorch reads the first $torch_files"
-
 spec=$here/../examples/criteo.json
 refsum=$build/tests/integration/dpp-refsum
 want_full=$("$refsum" --spec "$spec" --table "$table")
+rows=$(head -1 <<<"$want_full" | sed 's/.*"rows":\([0-9]*\).*/\1/')
+mb=$(du -bc "${files[@]}" | awk 'END { printf "%.1f", $1 / 1e6 }')
+echo "table: $table, $rows rows, $mb MB of TFRecord in ${#files[@]} files;" \
+    "PyTorch reads the first $torch_files"
 want_torch=$("$refsum" --spec "$spec" --table "$tmp/torch")
 cat "${files[@]}" >/dev/null # into the page cache
 

@@ -187,8 +187,9 @@ void consume(Batch &b, Totals &t)
     b.rows = 0;
 }
 
-// clamp(min 0), log1p, clamp(0, 20) as docs/spec.md defines them: log1p in
-// double, rounded to float; NaN passes the clamps unchanged.
+// clamp(min 0), log1p, clamp(0, 20) as docs/spec.md defines them (after
+// add_record's fill_missing): log1p in double, rounded to float; NaN passes
+// the clamps unchanged.
 inline float dense_chain(float x)
 {
     if (x < 0.0f)
@@ -214,9 +215,9 @@ struct Names {
 };
 
 // Adds one parsed record to the batch (consuming the batch when it fills).
-// A record without a label or with a dense feature that is absent or not
-// exactly one value is skipped, as dpp and dpp-refsum skip it; an absent
-// sparse feature is an empty list.
+// A record without a label or with a dense feature that is not exactly one
+// value is skipped, as dpp and dpp-refsum skip it; an absent dense feature
+// is 0 (the spec's fill_missing), an absent sparse feature an empty list.
 // `at` names the record in an error message.
 struct Where {
     const char *path;
@@ -258,12 +259,10 @@ void add_record(const tensorflow::Example &ex, const Names &names, Where at, Bat
     float *dense = &b.dense[r * kDense];
     for (int i = 0; i < kDense; i++) {
         it = fmap.find(names.dense[i]);
-        if (it == fmap.end()) {
-            t.skipped++;
-            return;
-        }
         float x;
-        if (it->second.has_float_list() && it->second.float_list().value_size() == 1)
+        if (it == fmap.end())
+            x = 0.0f; // {"op": "fill_missing", "value": 0}
+        else if (it->second.has_float_list() && it->second.float_list().value_size() == 1)
             x = it->second.float_list().value(0);
         else if (it->second.has_int64_list() && it->second.int64_list().value_size() == 1)
             x = (float)it->second.int64_list().value(0);

@@ -14,8 +14,8 @@ prints for the same table and spec, then its rate and CPU seconds.
 
 The transforms are those of examples/criteo.json, hard-coded: truncate each
 id list to its first 5 ids per row (modulo first and truncating after gives
-the same ids), then per batch, as tensor ops: dense clamp(min 0), log1p,
-clamp(0, 20); ids modulo 100000.
+the same ids) and fill absent dense values with 0, then per batch, as tensor
+ops: dense clamp(min 0), log1p, clamp(0, 20); ids modulo 100000.
 """
 import argparse
 import itertools
@@ -89,8 +89,9 @@ def bad_record(path, off, what):
 class Examples(IterableDataset):
     """Rows of TFRecord files of tf.train.Example: (dense values, id lists
     truncated to MAX_LEN, label). A row without a label, or with a dense
-    feature that is absent or not exactly one value, is skipped (as dpp and
-    dpp-refsum skip it); an absent id list is an empty one."""
+    feature that is not exactly one value, is skipped (as dpp and dpp-refsum
+    skip it); an absent dense value is 0 (the spec's fill_missing), an
+    absent id list an empty one."""
 
     def __init__(self, files, example_cls, masked_crc):
         super().__init__()
@@ -148,7 +149,8 @@ class Examples(IterableDataset):
         for name in DENSE:
             f = fmap.get(name)
             if f is None:
-                return None
+                dense.append(0.0)  # {"op": "fill_missing", "value": 0}
+                continue
             v = f.float_list.value or f.int64_list.value
             if len(v) != 1:
                 return None
