@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core.h"
@@ -170,6 +171,24 @@ int dpp__core_ack(dpp_core_t *core, uint32_t epoch, uint32_t split)
     return 0;
 }
 
+/* A new buffer of cap bytes. One of megabytes (a block) starts on a 2 MiB
+ * boundary and asks for transparent huge pages where the kernel grants
+ * them on request (enabled = madvise, Debian's default): its first touch,
+ * by recv() filling it, is then one page fault per 2 MiB instead of one
+ * per 4 KiB, which on a virtual machine cost a consumer as much CPU as
+ * everything else it did per block. */
+static void *pool_alloc(size_t cap)
+{
+    enum { HUGE = 2u << 20 };
+    if (cap < HUGE)
+        return malloc(cap);
+    void *p;
+    if (posix_memalign(&p, HUGE, cap) != 0)
+        return NULL;
+    (void)madvise(p, cap & ~(size_t)(HUGE - 1), MADV_HUGEPAGE); /* advice only */
+    return p;
+}
+
 void *dpp__pool_get(dpp_core_t *core, size_t size, size_t *cap)
 {
     size_t best = core->npool;
@@ -187,7 +206,7 @@ void *dpp__pool_get(dpp_core_t *core, size_t size, size_t *cap)
         return p;
     }
     *cap = size ? size : 1;
-    return malloc(*cap);
+    return pool_alloc(*cap);
 }
 
 void dpp__pool_put(dpp_core_t *core, void *p, size_t cap)
