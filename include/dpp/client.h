@@ -136,11 +136,18 @@ unsigned dpp_client_num_epochs(const dpp_client_t *c);
 void dpp_client_close(dpp_client_t *c);
 
 /* Feature names of the session, in spec order. Pointers stay valid until
- * dpp_client_close(). Index out of range returns NULL. */
+ * dpp_client_close(). Index out of range returns NULL. A session has at
+ * least one feature; either count may be 0 (a spec with only dense or only
+ * sparse features). */
 unsigned dpp_client_num_dense(const dpp_client_t *c);
 unsigned dpp_client_num_sparse(const dpp_client_t *c);
 const char *dpp_client_dense_name(const dpp_client_t *c, unsigned i);
 const char *dpp_client_sparse_name(const dpp_client_t *c, unsigned i);
+
+/* The name of the session's label, or NULL when its spec has none (then
+ * its batches have no labels: dpp_batch_labels()). Valid until
+ * dpp_client_close(). */
+const char *dpp_client_label_name(const dpp_client_t *c);
 
 /* Values per row of dense feature i (0 when out of range). */
 unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i);
@@ -178,10 +185,13 @@ size_t dpp_batch_valid_rows(const dpp_batch_t *b);
 const uint8_t *dpp_batch_mask(const dpp_batch_t *b);
 unsigned dpp_batch_epoch(const dpp_batch_t *b);
 
-/* Labels: float32 [rows]. */
+/* Labels: float32 [rows]. Returns 0, or DPP_ENOFEATURE with *labels NULL
+ * when the session has no label (dpp_client_label_name() is NULL). */
 int dpp_batch_labels(const dpp_batch_t *b, const float **labels);
 
-/* Dense feature: float32 [rows, *dim], row-major. */
+/* Dense feature: float32 [rows, *dim], row-major. DPP_ENOFEATURE for a name
+ * or index the session does not have (every one, when it has no dense
+ * features). */
 int dpp_batch_dense(const dpp_batch_t *b, const char *name, const float **data, unsigned *dim);
 int dpp_batch_dense_at(const dpp_batch_t *b, unsigned i, const float **data, unsigned *dim);
 
@@ -201,7 +211,8 @@ int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float
  * lengths int32 [keys * rows] key-major, offsets int32 [keys * rows + 1]
  * (prefix sums of lengths), weights float32 [*nvalues] or NULL when no
  * feature is weighted (1.0 for the ids of unweighted features otherwise).
- * stride = rows. */
+ * stride = rows. A session without sparse features gives nkeys 0, values,
+ * lengths and weights NULL, nvalues 0, and offsets the one-element [0]. */
 typedef struct dpp_kjt {
     unsigned nkeys;
     size_t stride;

@@ -7,8 +7,8 @@ torch tensors that view the library's memory without a copy::
     import dpp
     with dpp.Client("127.0.0.1:7070", session) as c:
         for batch in c:                      # every batch of every epoch
-            batch.labels                     # float32 [B]
-            batch.dense                      # float32 [B, D], spec order
+            batch.labels                     # float32 [B]; None: the spec has no label
+            batch.dense                      # float32 [B, D], spec order (D may be 0)
             batch.sparse["c1"].values        # int64 ids of feature c1
             batch.sparse.offsets             # KJT layout (to_kjt() with torchrec)
             batch.text.input_ids             # text sessions: int64 [B, L], labels,

@@ -254,7 +254,9 @@ class Text:
 
 def _pin(t):
     """A pinned copy of t, or (without CUDA, where pinning does not exist) a
-    plain copy: either way a tensor of its own."""
+    plain copy: either way a tensor of its own. None (no labels) stays None."""
+    if t is None:
+        return None
     if torch.cuda.is_available():
         return t.pin_memory()
     return t.clone()
@@ -296,6 +298,8 @@ class _BatchFields:
         copy = isinstance(self, Batch)
 
         def mv(t):
+            if t is None:  # the labels of a session without a label
+                return None
             return t.to(device, non_blocking=non_blocking, copy=copy)
 
         dense = self.dense
@@ -341,12 +345,16 @@ class Batch(_BatchFields):
         valid_rows: rows with data; the rest (remainder "pad") is padding,
             which always comes last.
         mask: bool [rows]: True for a row with data, False for padding.
-        labels: float32 [rows].
+        labels: float32 [rows], or None when the spec has no label
+            (``Client.label_name`` is None).
         dense_features: dict name -> float32 [rows, dim], in spec order (views).
         dense: float32 [rows, sum of dims]: the dense features concatenated in
             spec order along dim 1 (a view when the spec has one dense
-            feature; otherwise built on first access, a copy).
-        sparse: a ``Sparse`` (views of ``dpp_batch_kjt``).
+            feature; [rows, 0] when it has none; otherwise built on first
+            access, a copy).
+        sparse: a ``Sparse`` (views of ``dpp_batch_kjt``); without sparse
+            features it has no keys, empty values and lengths, and offsets
+            [0].
         handle: the dpp_batch_t pointer (an int), until released.
 
     The C batch is released when the Batch and every tensor viewing it are
@@ -364,8 +372,10 @@ class Batch(_BatchFields):
         self.valid_rows = int(lib.dpp_batch_valid_rows(ptr))
         self.mask = _view(h, lib.dpp_batch_mask(ptr), (rows,), "|u1", torch.uint8).view(torch.bool)
         p = ctypes.c_void_p()
-        check(lib.dpp_batch_labels(ptr, ctypes.byref(p)), "dpp_batch_labels")
-        self.labels = _view(h, p.value, (rows,), "<f4", torch.float32)
+        self.labels = None
+        if client.label_name is not None:
+            check(lib.dpp_batch_labels(ptr, ctypes.byref(p)), "dpp_batch_labels")
+            self.labels = _view(h, p.value, (rows,), "<f4", torch.float32)
         dim = ctypes.c_uint()
         dense = {}
         for i, name in enumerate(client.dense_names):
@@ -384,8 +394,10 @@ class Batch(_BatchFields):
             client.sparse_names,
             _view(h, k.values, (k.nvalues,), "<i8", torch.int64),
             _view(h, k.lengths, (nl,), "<i4", torch.int32),
+            # without keys the library's one offset is static memory: a
+            # tensor of its own, which a trainer may write into
             _view(h, k.offsets, (nl + 1,), "<i4", torch.int32)
-            if k.offsets
+            if k.offsets and k.nkeys
             else torch.zeros(nl + 1, dtype=torch.int32),
             _view(h, k.weights, (k.nvalues,), "<f4", torch.float32) if k.weights else None,
             int(k.stride),

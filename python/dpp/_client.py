@@ -115,6 +115,9 @@ class Client:
             bool(lib.dpp_client_sparse_weighted(p, i)) for i in range(len(self.sparse_names))
         ]
         self._sparse_index = {k: i for i, k in enumerate(self.sparse_names)}
+        label = lib.dpp_client_label_name(p)
+        # None: the spec has no label, and batches' labels are None
+        self.label_name = label.decode() if label is not None else None
         self.batch_size = int(lib.dpp_client_batch_size(p))
         n = int(lib.dpp_client_num_epochs(p))
         # None: "epochs": "unbounded", epochs until the session is cancelled

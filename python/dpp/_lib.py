@@ -142,6 +142,7 @@ _PROTOS = {
     "dpp_client_dense_name": (c_char_p, [_P, c_uint]),
     "dpp_client_sparse_name": (c_char_p, [_P, c_uint]),
     "dpp_client_dense_dim": (c_uint, [_P, c_uint]),
+    "dpp_client_label_name": (c_char_p, [_P]),
     "dpp_client_sparse_weighted": (c_int, [_P, c_uint]),
     "dpp_client_get_stats": (None, [_P, POINTER(ClientStats)]),
     "dpp_client_checkpoint": (c_int, [_P, c_void_p, c_size_t]),

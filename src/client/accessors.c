@@ -87,6 +87,11 @@ int dpp_client_sparse_weighted(const dpp_client_t *c, unsigned i)
     return i < c->core->nsparse && c->core->weighted[i];
 }
 
+const char *dpp_client_label_name(const dpp_client_t *c)
+{
+    return c->core->label_name;
+}
+
 unsigned dpp_client_dense_dim(const dpp_client_t *c, unsigned i)
 {
     return i < c->core->ndense ? c->core->dims[i] : 0;
@@ -176,6 +181,8 @@ int dpp_batch_sparse_weights(const dpp_batch_t *b, const char *name, const float
 
 int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out)
 {
+    /* offsets[keys * rows] is readable without keys, as it is with them */
+    static const int32_t no_offsets[1] = {0};
     dpp_block_kjt_t k;
     dpp_block_kjt(b->buf, &b->core->shape, &k);
     out->nkeys = b->core->nsparse;
@@ -183,7 +190,7 @@ int dpp_batch_kjt(const dpp_batch_t *b, dpp_kjt_t *out)
     out->values = k.values;
     out->nvalues = k.nvalues;
     out->lengths = k.lengths;
-    out->offsets = k.offsets;
+    out->offsets = k.offsets ? k.offsets : no_offsets;
     out->weights = k.weights;
     return 0;
 }
@@ -206,14 +213,14 @@ int dpp_batch_text(const dpp_batch_t *b, dpp_text_batch_t *out)
     out->length = out->rows ? (uint32_t)dpp_block_lengths(b->buf, &c->shape, 0)[0] : 0;
     out->cu_seqlens = dpp_block_values(b->buf, &c->shape, 3, &out->ncu);
     out->cu_lengths = dpp_block_lengths(b->buf, &c->shape, 3);
-    out->padding = dpp_block_labels(b->buf);
+    out->padding = dpp_block_labels(b->buf, &c->shape);
     return 0;
 }
 
 int dpp_batch_labels(const dpp_batch_t *b, const float **labels)
 {
-    *labels = dpp_block_labels(b->buf);
-    return 0;
+    *labels = dpp_block_labels(b->buf, &b->core->shape);
+    return *labels ? 0 : DPP_ENOFEATURE;
 }
 
 void dpp_batch_release(dpp_batch_t *b)

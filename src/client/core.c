@@ -11,6 +11,7 @@
 
 #include "core.h"
 #include "base/util.h"
+#include "dpp/error.h"
 #include "dpp.pb-c.h"
 
 static void free_names(char **names, unsigned n)
@@ -52,6 +53,7 @@ void dpp__core_unref(dpp_core_t *core)
     free(core->ack_q);
     free_names(core->dense_names, core->ndense);
     free_names(core->sparse_names, core->nsparse);
+    free(core->label_name);
     free(core->dims);
     free(core->weighted);
     free(core->ones);
@@ -250,6 +252,55 @@ void dpp__core_ask_verdict(dpp_core_t *core)
 int dpp__state_failed(const char *state)
 {
     return strcmp(state, "failed") == 0 || strcmp(state, "cancelled") == 0;
+}
+
+static int copy_names(char ***out, char *const *names, size_t n)
+{
+    *out = calloc(n + 1, sizeof **out);
+    if (*out == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (((*out)[i] = strdup(names[i])) == NULL)
+            return -ENOMEM;
+    return 0;
+}
+
+int dpp__core_set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
+{
+    if (r->n_dense_dims != r->n_dense_names || r->n_dense_names + r->n_sparse_names == 0 ||
+        r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES || r->batch_size == 0)
+        return DPP_EMSG;
+    core->ndense = (unsigned)r->n_dense_names;
+    core->nsparse = (unsigned)r->n_sparse_names;
+    if (copy_names(&core->dense_names, r->dense_names, r->n_dense_names) ||
+        copy_names(&core->sparse_names, r->sparse_names, r->n_sparse_names))
+        return -ENOMEM;
+    /* proto3 has no absent string: "" is a spec without a label */
+    if (r->label_name && r->label_name[0] && (core->label_name = strdup(r->label_name)) == NULL)
+        return -ENOMEM;
+    if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
+        (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
+        return -ENOMEM;
+    for (unsigned i = 0; i < core->ndense; i++) {
+        core->dims[i] = r->dense_dims[i];
+        if (core->dims[i] == 0 || core->dims[i] > 1u << 20)
+            return DPP_EMSG;
+    }
+    for (unsigned k = 0; k < core->nsparse && k < r->n_sparse_weighted; k++)
+        core->weighted[k] = r->sparse_weighted[k] ? 1 : 0;
+    core->shape.ndense = core->ndense;
+    core->shape.nsparse = core->nsparse;
+    core->shape.dims = core->dims;
+    core->shape.weighted = core->weighted;
+    core->shape.no_label = core->label_name == NULL;
+    core->batch_size = r->batch_size;
+    core->keep_remainder = r->keep_remainder;
+    core->pad = r->remainder_pad;
+    core->order_fastest = r->order_fastest;
+    if ((core->ones = malloc(r->batch_size)) == NULL)
+        return -ENOMEM;
+    memset(core->ones, 1, r->batch_size);
+    return 0;
 }
 
 void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)

@@ -77,8 +77,9 @@ typedef struct dpp_core {
     int closed;       /* the I/O thread is gone; don't wake it */
     uv_async_t *wake; /* I/O thread's; valid while !closed */
     /* schema, immutable after open */
-    unsigned ndense, nsparse;
+    unsigned ndense, nsparse; /* either may be 0, not both */
     char **dense_names, **sparse_names;
+    char *label_name; /* NULL: the spec has no label */
     unsigned *dims;
     uint8_t *weighted;
     dpp_block_shape_t shape; /* points at dims and weighted */
@@ -171,6 +172,12 @@ int dpp__state_failed(const char *state);
  * the only thread). */
 struct Dpp__AttachReply;
 void dpp__core_plan(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* Takes the session's schema (features, label, batch size, remainder and
+ * order) from the first attach reply; the core owns copies of the names.
+ * Returns 0, DPP_EMSG (a reply no master sends: no features, a zero dim...)
+ * or -ENOMEM; on failure what was taken is freed with the core. */
+int dpp__core_set_schema(dpp_core_t *core, const struct Dpp__AttachReply *r);
 
 /* Takes the session's checkpoint-token key from an attach reply (the latest
  * one wins: a master that had to make a new key says so in every reply); a

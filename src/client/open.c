@@ -54,17 +54,6 @@ void dpp_client_options_init(dpp_client_options_t *o)
     o->prefetch_splits = DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
 }
 
-static int copy_names(char ***out, char *const *names, size_t n)
-{
-    *out = calloc(n + 1, sizeof **out);
-    if (*out == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        if (((*out)[i] = strdup(names[i])) == NULL)
-            return -ENOMEM;
-    return 0;
-}
-
 /* resume: the token's bytes (DPP_CKPT_TOKEN_SIZE) and fields, or NULL. */
 static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uint8_t *resume_raw,
                   const dpp_ckpt_token_t *resume, struct sockaddr_storage *master_ss,
@@ -113,40 +102,6 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uin
     }
     protobuf_c_message_free_unpacked(m, NULL);
     return rc < 0 ? rc : DPP_EMSG;
-}
-
-static int set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
-{
-    if (r->n_dense_dims != r->n_dense_names || r->n_dense_names + r->n_sparse_names == 0 ||
-        r->n_dense_names + r->n_sparse_names > DPP_BLOCK_MAX_FEATURES || r->batch_size == 0)
-        return DPP_EMSG;
-    core->ndense = (unsigned)r->n_dense_names;
-    core->nsparse = (unsigned)r->n_sparse_names;
-    if (copy_names(&core->dense_names, r->dense_names, r->n_dense_names) ||
-        copy_names(&core->sparse_names, r->sparse_names, r->n_sparse_names))
-        return -ENOMEM;
-    if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
-        (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
-        return -ENOMEM;
-    for (unsigned i = 0; i < core->ndense; i++) {
-        core->dims[i] = r->dense_dims[i];
-        if (core->dims[i] == 0 || core->dims[i] > 1u << 20)
-            return DPP_EMSG;
-    }
-    for (unsigned k = 0; k < core->nsparse && k < r->n_sparse_weighted; k++)
-        core->weighted[k] = r->sparse_weighted[k] ? 1 : 0;
-    core->shape.ndense = core->ndense;
-    core->shape.nsparse = core->nsparse;
-    core->shape.dims = core->dims;
-    core->shape.weighted = core->weighted;
-    core->batch_size = r->batch_size;
-    core->keep_remainder = r->keep_remainder;
-    core->pad = r->remainder_pad;
-    core->order_fastest = r->order_fastest;
-    if ((core->ones = malloc(r->batch_size)) == NULL)
-        return -ENOMEM;
-    memset(core->ones, 1, r->batch_size);
-    return 0;
 }
 
 int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
@@ -263,7 +218,7 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         rc = DPP_ERANK;
         goto fail;
     }
-    if ((rc = set_schema(core, r)) != 0)
+    if ((rc = dpp__core_set_schema(core, r)) != 0)
         goto fail;
     if ((rc = dpp_block_builder_init(&c->assembly, &core->shape)) != 0)
         goto fail;

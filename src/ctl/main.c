@@ -211,8 +211,11 @@ static int cmd_validate(const ctl_t *ctl, const char *path)
                spec.text->pack == DPP_PACK_KIND_BEST_FIT ? "best_fit" : "concat", spec.batch_size,
                spec.epochs, spec.consumers);
     else
-        printf("%s: valid (%u dense, %u sparse features, batch_size %u, %u epochs, %u consumers)\n",
-               path, spec.ndense, spec.nsparse, spec.batch_size, spec.epochs, spec.consumers);
+        printf("%s: valid (%u dense, %u sparse features, %s%s%s, batch_size %u, %u epochs, %u "
+               "consumers)\n",
+               path, spec.ndense, spec.nsparse, spec.label ? "label \"" : "no label",
+               spec.label ? spec.label : "", spec.label ? "\"" : "", spec.batch_size, spec.epochs,
+               spec.consumers);
     fflush(stdout); /* before the sample's errors on stderr */
     rc = ctl->table ? ctl_sample_check(&spec, path, ctl->table, ctl->sample) : CTL_OK;
     dpp_spec_close(&spec);
@@ -309,13 +312,34 @@ typedef struct epoch_sums {
     double label_sum, dense_sum;
     uint64_t ids_sum, ids_wsum; /* wrapping; printed as int64 */
     double weights_sum;
-    int weighted;
+    /* the session's shape, kept from epoch to epoch: the sums of each
+     * feature (ids_sums wrapping, as ids_sum) */
+    int weighted, labelled;
+    unsigned ndense, nsparse;
+    double *dense_sums;
+    uint64_t *lengths_sums, *ids_sums;
     /* text sessions: token positions with data, padded ones, document
      * pieces, positions with a label, the sum of the ids with data */
     int text;
     uint64_t tokens, padding, segments, targets, token_ids_sum;
     uint64_t start_ns;
 } epoch_sums_t;
+
+/* Zeroes the sums for the next epoch, keeping the session's shape. */
+static void epoch_reset(epoch_sums_t *e)
+{
+    memset(e->dense_sums, 0, e->ndense * sizeof *e->dense_sums);
+    memset(e->lengths_sums, 0, e->nsparse * sizeof *e->lengths_sums);
+    memset(e->ids_sums, 0, e->nsparse * sizeof *e->ids_sums);
+    *e = (epoch_sums_t){.start_ns = dpp_now_ns(),
+                        .weighted = e->weighted,
+                        .labelled = e->labelled,
+                        .ndense = e->ndense,
+                        .nsparse = e->nsparse,
+                        .dense_sums = e->dense_sums,
+                        .lengths_sums = e->lengths_sums,
+                        .ids_sums = e->ids_sums};
+}
 
 static void add_text(const dpp_text_batch_t *t, epoch_sums_t *e)
 {
@@ -344,27 +368,31 @@ static void add_batch(dpp_client_t *c, dpp_batch_t *b, epoch_sums_t *e)
     if (dpp_batch_text(b, &text) == 0)
         add_text(&text, e);
     const float *labels;
-    dpp_batch_labels(b, &labels);
-    for (size_t r = 0; r < rows; r++)
-        e->label_sum += labels[r];
-    for (unsigned i = 0; i < dpp_client_num_dense(c); i++) {
+    if (dpp_batch_labels(b, &labels) == 0)
+        for (size_t r = 0; r < rows; r++)
+            e->label_sum += labels[r];
+    for (unsigned i = 0; i < e->ndense; i++) {
         const float *v;
         unsigned dim;
-        dpp_batch_dense(b, dpp_client_dense_name(c, i), &v, &dim);
-        for (size_t j = 0; j < rows * dim; j++)
+        dpp_batch_dense_at(b, i, &v, &dim);
+        for (size_t j = 0; j < rows * dim; j++) {
             e->dense_sum += v[j];
+            e->dense_sums[i] += v[j];
+        }
     }
-    for (unsigned k = 0; k < dpp_client_num_sparse(c); k++) {
+    for (unsigned k = 0; k < e->nsparse; k++) {
         const int64_t *ids;
         const int32_t *lengths;
         size_t n;
-        dpp_batch_sparse(b, dpp_client_sparse_name(c, k), &ids, &lengths, &n);
+        dpp_batch_sparse_at(b, k, &ids, &lengths, &n);
         uint64_t sum = 0;
         for (size_t j = 0; j < n; j++)
             sum += (uint64_t)ids[j];
         e->lengths_sum += n;
         e->ids_sum += sum;
         e->ids_wsum += (uint64_t)(k + 1) * sum;
+        e->lengths_sums[k] += n;
+        e->ids_sums[k] += sum;
         const float *w;
         if (dpp_client_sparse_weighted(c, k) &&
             dpp_batch_sparse_weights(b, dpp_client_sparse_name(c, k), &w) == 0) {
@@ -387,12 +415,45 @@ static const char *json_double(double v, char *buf, size_t len)
     return buf;
 }
 
-static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
+/* A feature name as a JSON string (names come from the spec's JSON, so
+ * they are UTF-8). */
+static void put_json_name(const char *name)
+{
+    json_t *v = json_string(name);
+    char *text = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    fputs(text ? text : "\"?\"", stdout);
+    free(text);
+    json_decref(v);
+}
+
+/* ,"dense_sums":{NAME:SUM,...},"sparse_sums":{NAME:{"lengths_sum":N,
+ * "ids_sum":S},...}: each feature's part of the totals, in spec order. */
+static void put_feature_sums(const dpp_client_t *c, const epoch_sums_t *e)
+{
+    char num[32];
+    fputs(",\"dense_sums\":{", stdout);
+    for (unsigned i = 0; i < e->ndense; i++) {
+        fputs(i ? "," : "", stdout);
+        put_json_name(dpp_client_dense_name(c, i));
+        printf(":%s", json_double(e->dense_sums[i], num, sizeof num));
+    }
+    fputs("},\"sparse_sums\":{", stdout);
+    for (unsigned k = 0; k < e->nsparse; k++) {
+        fputs(k ? "," : "", stdout);
+        put_json_name(dpp_client_sparse_name(c, k));
+        printf(":{\"lengths_sum\":%" PRIu64 ",\"ids_sum\":%" PRId64 "}", e->lengths_sums[k],
+               (int64_t)e->ids_sums[k]);
+    }
+    fputs("}", stdout);
+}
+
+static void print_epoch(const ctl_t *ctl, const dpp_client_t *c, unsigned epoch,
+                        const epoch_sums_t *e)
 {
     double secs = (double)(dpp_now_ns() - e->start_ns) / 1e9;
     double rate = secs > 0 ? (double)e->rows / secs : 0;
     if (ctl->json) {
-        char weights[80] = "", lsum[32], dsum[32], wsum[32], padded[48] = "";
+        char weights[80] = "", label[64] = "", lsum[32], dsum[32], wsum[32], padded[48] = "";
         if (e->weighted)
             snprintf(weights, sizeof weights, ",\"sparse_weights_sum\":%s",
                      json_double(e->weights_sum, wsum, sizeof wsum));
@@ -408,13 +469,17 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
             fflush(stdout);
             return;
         }
+        /* a session without a label has no label_sum, rather than a 0 */
+        if (e->labelled)
+            snprintf(label, sizeof label, ",\"label_sum\":%s",
+                     json_double(e->label_sum, lsum, sizeof lsum));
         printf("{\"epoch\":%u,\"rows\":%" PRIu64 ",\"batches\":%" PRIu64
-               ",\"label_sum\":%s,\"dense_sum\":%s,\"sparse_lengths_sum\":%" PRIu64
-               ",\"sparse_ids_sum\":%" PRId64 ",\"sparse_ids_wsum\":%" PRId64
-               "%s%s,\"rows_per_s\":%.1f}\n",
-               epoch, e->rows, e->batches, json_double(e->label_sum, lsum, sizeof lsum),
-               json_double(e->dense_sum, dsum, sizeof dsum), e->lengths_sum, (int64_t)e->ids_sum,
-               (int64_t)e->ids_wsum, weights, padded, rate);
+               "%s,\"dense_sum\":%s,\"sparse_lengths_sum\":%" PRIu64 ",\"sparse_ids_sum\":%" PRId64
+               ",\"sparse_ids_wsum\":%" PRId64 "%s%s",
+               epoch, e->rows, e->batches, label, json_double(e->dense_sum, dsum, sizeof dsum),
+               e->lengths_sum, (int64_t)e->ids_sum, (int64_t)e->ids_wsum, weights, padded);
+        put_feature_sums(c, e);
+        printf(",\"rows_per_s\":%.1f}\n", rate);
     } else if (e->text) {
         printf("epoch %u: %" PRIu64 " sequences in %" PRIu64 " batches, %.0f sequences/s; tokens %" PRIu64
                " padding %" PRIu64 " segments %" PRIu64 " targets %" PRIu64 " token_ids_sum %" PRIu64
@@ -422,9 +487,12 @@ static void print_epoch(const ctl_t *ctl, unsigned epoch, const epoch_sums_t *e)
                epoch, e->rows, e->batches, rate, e->tokens, e->padding, e->segments, e->targets,
                e->token_ids_sum);
     } else {
-        printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; label_sum %.17g "
+        char label[48] = "";
+        if (e->labelled)
+            snprintf(label, sizeof label, "label_sum %.17g ", e->label_sum);
+        printf("epoch %u: %" PRIu64 " rows in %" PRIu64 " batches, %.0f rows/s; %s"
                "dense_sum %.17g ids %" PRIu64 " ids_sum %" PRId64 " ids_wsum %" PRId64 "\n",
-               epoch, e->rows, e->batches, rate, e->label_sum, e->dense_sum, e->lengths_sum,
+               epoch, e->rows, e->batches, rate, label, e->dense_sum, e->lengths_sum,
                (int64_t)e->ids_sum, (int64_t)e->ids_wsum);
     }
     fflush(stdout);
@@ -456,10 +524,20 @@ static int cmd_read(const ctl_t *ctl, const char *session)
         const char *why = dpp_client_open_error();
         return ctl_fail("read %s: %s", session, why[0] ? why : dpp_strerror(rc));
     }
-    int weighted = 0; /* print sparse_weights_sum only for sessions with weights */
-    for (unsigned k = 0; k < dpp_client_num_sparse(c); k++)
-        weighted |= dpp_client_sparse_weighted(c, k);
-    epoch_sums_t e = {.start_ns = dpp_now_ns(), .weighted = weighted};
+    epoch_sums_t e = {.start_ns = dpp_now_ns(),
+                      .labelled = dpp_client_label_name(c) != NULL,
+                      .ndense = dpp_client_num_dense(c),
+                      .nsparse = dpp_client_num_sparse(c)};
+    /* print sparse_weights_sum only for sessions with weights */
+    for (unsigned k = 0; k < e.nsparse; k++)
+        e.weighted |= dpp_client_sparse_weighted(c, k);
+    e.dense_sums = calloc(e.ndense + 1, sizeof *e.dense_sums);
+    e.lengths_sums = calloc(e.nsparse + 1, sizeof *e.lengths_sums);
+    e.ids_sums = calloc(e.nsparse + 1, sizeof *e.ids_sums);
+    if (!e.dense_sums || !e.lengths_sums || !e.ids_sums) {
+        rc = ctl_fail("read %s: %s", session, dpp_strerror(-ENOMEM));
+        goto out;
+    }
     /* Ctrl-C (or a SIGTERM) leaves cleanly: the client detaches, so that
      * another read of the rank goes on where this one stopped. */
     struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -493,15 +571,13 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             dpp_batch_release(b);
             batches++;
         } else if (rc == DPP_EPOCH_END) {
-            print_epoch(ctl, epoch, &e);
+            print_epoch(ctl, c, epoch, &e);
             epochs_read++;
             if (ctl->epochs && epoch + 1 >= ctl->epochs) {
                 rc = 0;
                 break;
             }
-            memset(&e, 0, sizeof e);
-            e.start_ns = dpp_now_ns();
-            e.weighted = weighted;
+            epoch_reset(&e);
         } else if (rc == DPP_SESSION_END) {
             if (epochs_read == 0 && batches == 0)
                 fprintf(stderr,
@@ -518,6 +594,10 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             break;
         }
     }
+out:
+    free(e.dense_sums);
+    free(e.lengths_sums);
+    free(e.ids_sums);
     dpp_client_close(c);
     return rc;
 }

@@ -14,8 +14,10 @@
  * Then ncols entries of {offset u64, nbytes u64}, then the columns, each
  * starting 8-byte aligned: labels, dense features, and with any sparse
  * feature the KJT columns lengths, offsets, values and (when any feature is
- * weighted) weights. Only little-endian hosts are supported; the block is
- * read in place. */
+ * weighted) weights. A spec without a label keeps the labels column, empty
+ * (0 bytes): the other columns keep their numbers, and a labelled session's
+ * blocks are what they were before labels became optional. Only
+ * little-endian hosts are supported; the block is read in place. */
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -81,6 +83,7 @@ int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shap
         return DPP_EINVAL;
     b->ndense = nd;
     b->nsparse = ns;
+    b->no_label = shape->no_label;
     b->dims = calloc(nd ? nd : 1, sizeof *b->dims);
     b->first = calloc(nd ? nd : 1, sizeof *b->first);
     b->weighted = calloc(ns ? ns : 1, sizeof *b->weighted);
@@ -224,6 +227,12 @@ int dpp_block_builder_append(dpp_block_builder_t *b, float label, const float *d
     return 0;
 }
 
+/* The labels column of a block of rows rows. */
+static size_t label_bytes(int no_label, size_t rows)
+{
+    return no_label ? 0 : rows * sizeof(float);
+}
+
 static int builder_weighted(const dpp_block_builder_t *b)
 {
     for (unsigned k = 0; k < b->nsparse; k++)
@@ -249,7 +258,7 @@ size_t dpp_block_builder_size(const dpp_block_builder_t *b)
 {
     unsigned ncols = builder_ncols(b);
     size_t size = ALIGN8(DPP_BLOCK_HEADER_SIZE + (size_t)ncols * DPP_BLOCK_COL_ENTRY_SIZE);
-    size += ALIGN8(b->rows * sizeof(float));
+    size += ALIGN8(label_bytes(b->no_label, b->rows));
     for (unsigned i = 0; i < b->ndense; i++)
         size += ALIGN8(b->rows * b->dims[i] * sizeof(float));
     if (b->nsparse) {
@@ -312,7 +321,7 @@ int dpp_block_builder_finish_to(dpp_block_builder_t *b, uint8_t *buf)
     put_u64(buf + 24, total);
 
     unsigned col = 0;
-    size_t rows = b->rows, n = rows * sizeof(float);
+    size_t rows = b->rows, n = label_bytes(b->no_label, rows);
     uint8_t *dst = put_col(buf, &col, &off, n);
     if (n) /* an empty builder may never have allocated its columns */
         memcpy(dst, b->labels, n);
@@ -476,7 +485,7 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
     if (data_start > len)
         return DPP_EBLOCK;
     unsigned col = 0;
-    if (check_col(buf, len, data_start, col++, (uint64_t)rows * sizeof(float)))
+    if (check_col(buf, len, data_start, col++, label_bytes(shape->no_label, rows)))
         return DPP_EBLOCK;
     for (unsigned i = 0; i < nd; i++)
         if (check_col(buf, len, data_start, col++, (uint64_t)rows * shape->dims[i] * sizeof(float)))
@@ -506,9 +515,9 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
     return 0;
 }
 
-const float *dpp_block_labels(const uint8_t *buf)
+const float *dpp_block_labels(const uint8_t *buf, const dpp_block_shape_t *shape)
 {
-    return col_data(buf, 0);
+    return shape->no_label ? NULL : col_data(buf, 0);
 }
 
 const float *dpp_block_dense(const uint8_t *buf, unsigned i)
@@ -583,9 +592,9 @@ static int gather_chunk(dpp_block_builder_t *b, gather_src_t *src, const uint8_t
     unsigned nd = b->ndense, nsrc = 0;
     while (nsrc < GATHER_SLOTS && src[nsrc].buf)
         nsrc++;
-    for (unsigned s = 0; s < nsrc; s++)
-        src[s].col = dpp_block_labels(src[s].buf);
-    for (size_t j = 0; j < n; j++)
+    for (unsigned s = 0; s < nsrc && !b->no_label; s++)
+        src[s].col = col_data(src[s].buf, 0);
+    for (size_t j = 0; j < n && !b->no_label; j++)
         b->labels[b->rows + j] = ((const float *)src[slot[j]].col)[rows[j]];
     for (unsigned i = 0; i < nd; i++) {
         unsigned d = b->dims[i];
@@ -728,8 +737,8 @@ int dpp_block_builder_append_block(dpp_block_builder_t *b, const uint8_t *block,
                 return -ENOMEM;
         }
     }
-    if (n)
-        memcpy(b->labels + b->rows, dpp_block_labels(block) + r0, n * sizeof(float));
+    if (n && !b->no_label)
+        memcpy(b->labels + b->rows, (const float *)col_data(block, 0) + r0, n * sizeof(float));
     for (unsigned i = 0; i < b->ndense; i++) {
         unsigned d = b->dims[i];
         if (n)

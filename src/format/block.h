@@ -20,11 +20,12 @@
 #define DPP_BLOCK_MAX_BYTES (256u << 20)
 
 /* The columns a session's blocks have. Not owned: the arrays must outlive
- * whoever holds the shape. */
+ * whoever holds the shape. Either of ndense and nsparse may be 0. */
 typedef struct dpp_block_shape {
     unsigned ndense, nsparse;
     const unsigned *dims;    /* [ndense], values per row */
     const uint8_t *weighted; /* [nsparse], 1: the feature has a weights column; NULL: none */
+    int no_label;            /* 1: the spec has no label; the label column holds 0 bytes */
 } dpp_block_shape_t;
 
 /* Accumulates rows. Column arrays grow as rows are appended and are reused
@@ -32,6 +33,7 @@ typedef struct dpp_block_shape {
  * finishing a block copies whole columns. */
 typedef struct dpp_block_builder {
     unsigned ndense, nsparse;
+    int no_label;         /* the labels given are dropped: the block has none */
     unsigned *dims;       /* per dense feature */
     unsigned *first;      /* per dense feature: sum of the dims before it */
     uint8_t *weighted;    /* per sparse feature */
@@ -51,7 +53,8 @@ typedef struct dpp_block_builder {
 int dpp_block_builder_init(dpp_block_builder_t *b, const dpp_block_shape_t *shape);
 void dpp_block_builder_close(dpp_block_builder_t *b);
 
-/* Appends one row: its label, dense_width dense values (features in spec
+/* Appends one row: its label (ignored when the shape has none), dense_width
+ * dense values (features in spec
  * order, each dims[i] wide), and for each sparse feature k the ids
  * ids[k][0..lens[k]) with, for weighted features, weights[k][0..lens[k])
  * (weights may be NULL when no feature is weighted). Returns 0 or -ENOMEM
@@ -154,8 +157,8 @@ int dpp_block_parse(const uint8_t *buf, size_t len, const dpp_block_shape_t *sha
  * KeyedJaggedTensor layout (lengths, values and offsets key-major, weights
  * when any feature is weighted, 1.0 for the ids of the others). The per-key
  * functions return that key's slice (dpp_block_weights() NULL for an
- * unweighted key). */
-const float *dpp_block_labels(const uint8_t *buf);
+ * unweighted key). dpp_block_labels() is NULL for a shape without a label. */
+const float *dpp_block_labels(const uint8_t *buf, const dpp_block_shape_t *shape);
 const float *dpp_block_dense(const uint8_t *buf, unsigned i);
 const int32_t *dpp_block_lengths(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k);
 const int64_t *dpp_block_values(const uint8_t *buf, const dpp_block_shape_t *shape, unsigned k,

@@ -251,7 +251,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
         r.sparse_names[k] = s->spec.sparse[k].name;
         r.sparse_weighted[k] = s->spec.sparse[k].weights != NULL;
     }
-    r.label_name = s->spec.label;
+    r.label_name = s->spec.label ? s->spec.label : (char *)""; /* "": no label */
     r.workers = dpp_xcalloc(dpp_master_live_workers(m) + 1, sizeof(char *));
     for (peer_t *w = first_peer(m); w; w = next_peer(w))
         if (peer_role(w) == ROLE_WORKER && w->worker_id != 0)

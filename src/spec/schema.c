@@ -17,7 +17,8 @@ size_t dpp_spec_names_max(const dpp_spec_t *sp)
 size_t dpp_spec_names(const dpp_spec_t *sp, dpp_spec_name_t *out)
 {
     size_t n = 0;
-    out[n++] = (dpp_spec_name_t){.name = sp->label, .role = DPP_ROLE_LABEL};
+    if (sp->label)
+        out[n++] = (dpp_spec_name_t){.name = sp->label, .role = DPP_ROLE_LABEL};
     for (unsigned i = 0; i < sp->ndense; i++)
         out[n++] = (dpp_spec_name_t){.name = sp->dense[i].name,
                                      .role = DPP_ROLE_DENSE,

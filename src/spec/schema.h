@@ -34,10 +34,10 @@ typedef struct dpp_spec_name {
 /* How many names dpp_spec_names() may write for sp (an upper bound). */
 size_t dpp_spec_names_max(const dpp_spec_t *sp);
 
-/* The names sp reads, into out[0..dpp_spec_names_max(sp)): the label, the
- * dense features, each sparse feature then its weights, the require
- * filters' names. A name may come twice (a require filter on the label).
- * Returns how many. */
+/* The names sp reads, into out[0..dpp_spec_names_max(sp)): the label
+ * (when the spec has one), the dense features, each sparse feature then
+ * its weights, the require filters' names. A name may come twice (a
+ * require filter on the label). Returns how many. */
 size_t dpp_spec_names(const dpp_spec_t *sp, dpp_spec_name_t *out);
 
 /* "the label", "a dense feature", ... for messages. */

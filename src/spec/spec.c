@@ -500,7 +500,9 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
     return 0;
 }
 
-/* Parses features.dense or features.sparse: absent is fine, empty is not. */
+/* Parses features.dense or features.sparse. Absent and empty are the same,
+ * no features of that kind; that the two lists hold at least one feature
+ * between them is the caller's check. */
 static int parse_feature_list(parser_t *p, const jpath_t *features_path, json_t *features,
                               const char *key, int dense, dpp_feature_spec_t **out, unsigned *count)
 {
@@ -513,7 +515,7 @@ static int parse_feature_list(parser_t *p, const jpath_t *features_path, json_t 
         return fail(p, &list_path, "expected an array");
     size_t n = json_array_size(list);
     if (n == 0)
-        return fail(p, &list_path, "must not be empty");
+        return 0;
     *out = calloc(n, sizeof(**out));
     if (!*out)
         return -ENOMEM;
@@ -578,6 +580,8 @@ out:
     return rc;
 }
 
+/* label is optional: without it s->label stays NULL and the blocks carry
+ * no labels (block.h: an empty label column). */
 static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
 {
     static const char *const keys[] = {"name", NULL};
@@ -587,7 +591,7 @@ static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
 
     json_t *label = json_object_get(root, "label");
     if (!label)
-        return fail(p, &path, "required");
+        return 0;
     if (!json_is_object(label))
         return fail(p, &path, "expected an object");
     rc = check_keys(p, &path, label, keys, NULL);
@@ -603,7 +607,8 @@ static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
     return s->label ? 0 : -ENOMEM;
 }
 
-static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, dpp_filter_t *f)
+static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, const char *label,
+                        dpp_filter_t *f)
 {
     static const char *const require_keys[] = {"feature", NULL};
     static const char *const sample_keys[] = {"p", "seed", "label", NULL};
@@ -652,6 +657,13 @@ static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, dpp_filte
         rc = get_number(p, path, obj, "label", 0, &f->label, &f->has_label);
         if (rc)
             return rc;
+        if (f->has_label && !label) {
+            jpath_t lp = at_key(path, "label");
+            return fail(p, &lp,
+                        "the spec has no label to compare with: give it one "
+                        "(\"label\": {\"name\": ...}) or sample every row (leave "
+                        "this key out)");
+        }
         dpp_filter_prepare(f);
         return 0;
     }
@@ -675,7 +687,7 @@ static int parse_filters(parser_t *p, json_t *list, dpp_spec_t *s)
     for (size_t i = 0; i < n; i++) {
         jpath_t ip = at_index(&path, i);
         s->nfilters = (unsigned)(i + 1); /* so that a half-parsed one is freed */
-        int rc = parse_filter(p, &ip, json_array_get(list, i), &s->filters[i]);
+        int rc = parse_filter(p, &ip, json_array_get(list, i), s->label, &s->filters[i]);
         if (rc)
             return rc;
     }
@@ -1174,10 +1186,15 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         return fail(p, &features_path, "%u features, more than %d", s->ndense + s->nsparse,
                     DPP_SPEC_MAX_FEATURES);
     if (s->ndense + s->nsparse == 0)
-        return fail(p, &features_path, "no features");
+        return fail(p, &features_path,
+                    "no features: expected at least one, in \"dense\" or \"sparse\" (either "
+                    "list may be left out or empty, not both)");
+    rc = parse_label(p, root, s);
+    if (rc)
+        return rc;
     /* label, dense values and list lengths have a fixed size per row: a
      * batch of them must fit a block */
-    uint64_t row_bytes = 4 + 4 * (uint64_t)s->nsparse;
+    uint64_t row_bytes = (s->label ? 4 : 0) + 4 * (uint64_t)s->nsparse;
     for (unsigned i = 0; i < s->ndense; i++)
         row_bytes += 4 * (uint64_t)s->dense[i].dim;
     if (row_bytes * s->batch_size > DPP_BLOCK_MAX_BYTES) {
@@ -1189,9 +1206,6 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                     DPP_BLOCK_MAX_BYTES >> 20,
                     (unsigned long long)(DPP_BLOCK_MAX_BYTES / row_bytes));
     }
-    rc = parse_label(p, root, s);
-    if (rc)
-        return rc;
     /* last: a require filter names a feature, weights or the label */
     json_t *filters = json_object_get(root, "filters");
     return filters ? parse_filters(p, filters, s) : 0;
@@ -1598,9 +1612,11 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
         goto out;
     if (spec->nsparse > 0 && set(f, "sparse", features_to_json(spec->sparse, spec->nsparse)) != 0)
         goto out;
-    json_t *label = json_object();
-    if (set(root, "label", label) != 0 || set(label, "name", json_string(spec->label)) != 0)
-        goto out;
+    if (spec->label) {
+        json_t *label = json_object();
+        if (set(root, "label", label) != 0 || set(label, "name", json_string(spec->label)) != 0)
+            goto out;
+    }
     json_t *filters = json_array();
     if (set(root, "filters", filters) != 0)
         goto out;

@@ -184,11 +184,13 @@ typedef struct dpp_spec {
     /* the share of records rejected (not filtered) past which the session
      * fails; default DPP_SPEC_DEFAULT_REJECT_RATIO */
     double max_reject_ratio;
+    /* at least one feature between dense and sparse; either list may be
+     * empty (NULL, 0) */
     dpp_feature_spec_t *dense;
     unsigned ndense;
     dpp_feature_spec_t *sparse;
     unsigned nsparse;
-    char *label;
+    char *label;           /* NULL: the spec has none, and its blocks carry no labels */
     dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
     unsigned nfilters;
     dpp_text_spec_t *text; /* a text session; NULL otherwise */

@@ -170,7 +170,7 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
         !p->short_prefix)
         goto out;
     size_t n = 0;
-    p->label_slot = slot_of(names, &n, s->label);
+    p->label_slot = s->label ? slot_of(names, &n, s->label) : -1;
     for (unsigned i = 0; i < s->ndense; i++) {
         p->dense_slot[i] = slot_of(names, &n, s->dense[i].name);
         p->dims[i] = s->dense[i].dim;
@@ -204,6 +204,7 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     p->shape.nsparse = s->nsparse;
     p->shape.dims = p->dims;
     p->shape.weighted = p->weighted;
+    p->shape.no_label = s->label == NULL;
     p->src = dpp_source_ops(s->format, s->text != NULL);
     rc = p->src->projection_new(&p->proj, names, n, &p->spec, root, cfg, err, errlen);
     if (rc == 0) {
@@ -576,15 +577,17 @@ static int add_record(split_ctx_t *x, const uint8_t *rec, size_t len, uint64_t r
             }
     if (x->cfg->stop_after == DPP_STAGE_DECODE)
         return 1;
-    float label;
-    const dpp_feat_ref_t *lr = &refs[p->label_slot];
-    if (lr->kind == DPP_FEAT_ABSENT) {
+    /* without a label, the builder drops this 0 and the sample filters
+     * have none to select by (the spec refuses one that would) */
+    float label = 0;
+    const dpp_feat_ref_t *lr = p->label_slot >= 0 ? &refs[p->label_slot] : NULL;
+    if (lr && lr->kind == DPP_FEAT_ABSENT) {
         x->missing = spec->label;
         return DPP_EMISSING;
     }
-    if (packed_floats(lr, 1))
+    if (lr && packed_floats(lr, 1))
         memcpy(&label, lr->list + 2, sizeof label);
-    else if ((rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
+    else if (lr && (rc = read_floats(lr, &label, 1, x->iscratch)) != 0)
         return rc;
     uint64_t t1 = x->times ? dpp_now_ns() : 0;
     for (unsigned f = 0; f < spec->nfilters; f++) {

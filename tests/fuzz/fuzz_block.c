@@ -55,7 +55,10 @@ static int any_weighted(const dpp_block_shape_t *s)
 /* Reads every column of a parsed block through each accessor. */
 static void touch_block(const uint8_t *buf, const dpp_block_shape_t *s, uint32_t rows)
 {
-    fuzz_touch(dpp_block_labels(buf), rows * sizeof(float));
+    const float *labels = dpp_block_labels(buf, s);
+    FUZZ_CHECK((labels == NULL) == s->no_label, "labels %p", (const void *)labels);
+    if (labels)
+        fuzz_touch(labels, rows * sizeof(float));
     for (unsigned i = 0; i < s->ndense; i++)
         fuzz_touch(dpp_block_dense(buf, i), (size_t)rows * s->dims[i] * sizeof(float));
     size_t total = 0;
@@ -120,7 +123,9 @@ static void rebuild(const uint8_t *buf, const dpp_block_shape_t *s, uint32_t row
     rc = dpp_block_parse(out, len, s, &info);
     FUZZ_CHECK(rc == 0 && info.rows == rows, "rebuilt block: rc %d, %u rows of %u", rc,
                rc == 0 ? info.rows : 0, rows);
-    check_same("labels", dpp_block_labels(out), dpp_block_labels(buf), rows * sizeof(float));
+    if (!s->no_label)
+        check_same("labels", dpp_block_labels(out, s), dpp_block_labels(buf, s),
+                   rows * sizeof(float));
     for (unsigned i = 0; i < s->ndense; i++)
         check_same("dense", dpp_block_dense(out, i), dpp_block_dense(buf, i),
                    (size_t)rows * s->dims[i] * sizeof(float));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the session spec parser (src/spec/spec.c), fed the JSON
-// text dppctl submits. A spec that parses must survive the normalised round
+// text dppctl submits. An accepted spec has a table, a batch size and at
+// least one feature; a label is optional. It must survive the normalised round
 // trip: dpp_spec_to_json() and parsing that again succeeds and serialises to
 // the same text (an equal spec, as spec.h promises).
 #include <errno.h>
@@ -32,8 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_zeroed(&s);
         return 0;
     }
-    FUZZ_CHECK(s.batch_size > 0 && s.ndense + s.nsparse > 0 && s.table && s.label,
+    /* the label is optional, and either kind of feature (an empty list is
+     * none, NULL) */
+    FUZZ_CHECK(s.batch_size > 0 && s.ndense + s.nsparse > 0 && s.table &&
+                   (s.ndense > 0) == (s.dense != NULL) && (s.nsparse > 0) == (s.sparse != NULL),
                "accepted spec lacks required parts");
+    for (unsigned i = 0; i < s.nfilters; i++)
+        FUZZ_CHECK(s.label || !s.filters[i].has_label, "a sample by label without a label");
 
     char *json = dpp_spec_to_json(&s);
     FUZZ_CHECK(json != NULL, "dpp_spec_to_json failed");

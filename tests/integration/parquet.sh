@@ -16,6 +16,10 @@
 # DECIMAL column refused by name. Case 7: a damaged data page under
 # on_corrupt fail (the session fails naming file and offset) and skip (the
 # rows delivered and the rows counted as rejected add up to the file's).
+# Case 8 (when DuckDB is installed): a table of only numeric columns and one
+# of only list columns, written by DuckDB now, read whole by specs with only
+# dense or only sparse features and no label; every row once (the row
+# numbers' count and sum), and each feature's sums equal to DuckDB's.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,6 +34,13 @@ read_fails() {
     cat -- "$DPP_TMP/$2.out"
     ((rc == 3)) && grep -q -- "$3" "$DPP_TMP/$2.out" || dpp_fail "$4 (exit $rc)"
 }
+
+# DuckDB's Node API, where scripts/install-npm-tools.sh could install it:
+# the live reference of cases 6 and 8.
+cache=${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}
+have_duckdb() { [[ -d $cache/node_modules/@duckdb/node-api ]]; }
+# duck SCRIPT ARGS...: tests/parquet/SCRIPT (one of the duck_*.mjs) with it.
+duck() { DPP_NPM_CACHE=$cache node "$DPP_SOURCE_DIR/tests/parquet/$1" "${@:2}"; }
 
 root=$DPP_TMP/root
 tfroot=$DPP_TMP/tfroot
@@ -183,12 +194,10 @@ dpp_submit "$duck/criteo_spec.json"
 dpp_read "$DPP_SESSION" "$DPP_TMP/duck.jsonl"
 cat -- "$DPP_TMP/duck.jsonl"
 expected=$duck/criteo_spec.expected.jsonl
-cache=${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}
-if [[ -d $cache/node_modules/@duckdb/node-api ]]; then
+if have_duckdb; then
     dpp_log "DuckDB is installed: its sums computed now"
-    DPP_NPM_CACHE=$cache node "$DPP_SOURCE_DIR/tests/parquet/duck_sums.mjs" "$duck/criteo_spec.json" \
-        "$root/criteo_duckdb/*.parquet" >"$DPP_TMP/duck-now.jsonl" ||
-        dpp_fail "duck_sums.mjs failed"
+    duck duck_sums.mjs "$duck/criteo_spec.json" "$root/criteo_duckdb/*.parquet" \
+        >"$DPP_TMP/duck-now.jsonl" || dpp_fail "duck_sums.mjs failed"
     expected=$DPP_TMP/duck-now.jsonl
 fi
 python3 "$DPP_SOURCE_DIR/tests/parquet/compare_sums.py" "$expected" "$DPP_TMP/duck.jsonl" ||
@@ -240,4 +249,49 @@ print(sum(int(v) for v in s.get("rejects", {}).values()))' "$DPP_TMP/damaged-sta
             dpp_fail "on_corrupt skip: $got rows delivered and $lost rejected, expected 20000 in all"
     fi
 done
+
+# ---- case 8 ----
+dpp_step "case 8: DuckDB tables of only dense and only sparse columns, specs without a label"
+if ! have_duckdb; then
+    dpp_log "case 8 not run: no @duckdb/node-api in $cache (scripts/install-npm-tools.sh installs it)"
+else
+    rows=5000
+    cat >"$DPP_TMP/duck_dense.json" <<'EOF'
+{"table": "duck_dense", "format": "parquet", "batch_size": 256, "remainder": "keep", "split_rows": 700,
+ "features": {"dense": [{"name": "row_id"}, {"name": "f1", "transforms": [{"op": "fill_missing", "value": 0}]},
+                        {"name": "d1"}, {"name": "n32"}, {"name": "b1"}, {"name": "emb", "dim": 2}]}}
+EOF
+    # "dense" given empty: the same as leaving it out
+    cat >"$DPP_TMP/duck_sparse.json" <<'EOF'
+{"table": "duck_sparse", "format": "parquet", "batch_size": 256, "remainder": "keep", "split_rows": 700,
+ "features": {"dense": [], "sparse": [{"name": "row_ids"}, {"name": "c1"}, {"name": "c2"}, {"name": "c3"}]}}
+EOF
+    for kind in dense sparse; do
+        spec=$DPP_TMP/duck_$kind.json
+        duck duck_write.mjs --kind "$kind" "$root/duck_$kind" "$rows" ||
+            dpp_fail "duck_write.mjs --kind $kind failed"
+        dpp_ctl validate "$spec" >"$DPP_TMP/duck_$kind.valid"
+        cat -- "$DPP_TMP/duck_$kind.valid"
+        grep -q 'no label' "$DPP_TMP/duck_$kind.valid" || dpp_fail "validate should say $spec has no label"
+        dpp_submit "$spec"
+        dpp_read "$DPP_SESSION" "$DPP_TMP/duck_$kind.jsonl"
+        cat -- "$DPP_TMP/duck_$kind.jsonl"
+        duck duck_sums.mjs "$spec" "$root/duck_$kind/*.parquet" >"$DPP_TMP/duck_$kind.expected.jsonl" ||
+            dpp_fail "duck_sums.mjs failed for $spec"
+        python3 "$DPP_SOURCE_DIR/tests/parquet/compare_sums.py" "$DPP_TMP/duck_$kind.expected.jsonl" \
+            "$DPP_TMP/duck_$kind.jsonl" || dpp_fail "$kind only: dpp's sums differ from DuckDB's"
+        # every row exactly once: as many rows and row numbers as the table
+        # has, the numbers adding up to 0 + 1 + ... + (rows - 1)
+        python3 -c 'import json, sys
+e, n = json.loads(open(sys.argv[1]).readline()), int(sys.argv[2])
+if "row_id" in e["dense_sums"]:
+    count, total = e["rows"], e["dense_sums"]["row_id"]
+else:
+    count, total = e["sparse_sums"]["row_ids"]["lengths_sum"], e["sparse_sums"]["row_ids"]["ids_sum"]
+if not (e["rows"] == count == n and total == n * (n - 1) // 2 and "label_sum" not in e):
+    sys.exit("%d rows, %d row numbers adding up to %s, label_sum %s; expected %d, %d, %d, none"
+             % (e["rows"], count, total, e.get("label_sum"), n, n, n * (n - 1) // 2))' \
+            "$DPP_TMP/duck_$kind.jsonl" "$rows" || dpp_fail "$kind only: not every row came exactly once"
+    done
+fi
 dpp_log "ok"

@@ -4,11 +4,13 @@
 // matches, computed by DuckDB in SQL from docs/spec.md: the independent side
 // of the Parquet end-to-end test. One line per epoch:
 //
-//   {"epoch":E,"rows":..,"batches":..,"label_sum":..,"dense_sum":..,
+//   {"epoch":E,"rows":..,"batches":..[,"label_sum":..],"dense_sum":..,
 //    "sparse_lengths_sum":..,"sparse_ids_sum":..,"sparse_ids_wsum":..
-//    [,"sparse_weights_sum":..][,"rows_padded":..]}
+//    [,"sparse_weights_sum":..][,"rows_padded":..],
+//    "dense_sums":{NAME:..},"sparse_sums":{NAME:{"lengths_sum":..,"ids_sum":..}}}
 //
-// (dppctl's keys in its order, less rows_per_s.) Options:
+// (dppctl's keys in its order, less rows_per_s; label_sum only when the spec
+// has a label.) Options:
 //   --rank R          the rank dppctl reads as (default 0)
 //   --table DIR       the table folder, for the `sample` filter's relative paths
 //   --data-root DIR   where `vocab` files are looked up (repeatable, in order)
@@ -379,12 +381,13 @@ function ceilTimes2p64(p) {
     return (mant + div - 1n) / div;
 }
 
+// features.dense or features.sparse: absent and empty both mean none.
 function featureList(spec, key) {
     const f = spec.features?.[key];
     if (f === undefined)
         return [];
-    if (!Array.isArray(f) || f.length === 0)
-        refuse(`features.${key}: expected a non-empty array`);
+    if (!Array.isArray(f))
+        refuse(`features.${key}: expected an array`);
     return f;
 }
 
@@ -394,19 +397,30 @@ function featureList(spec, key) {
 function rowExpressions(spec, cols, ctx) {
     const items1 = [];
     const items2 = [];
-    // Label: exactly one value, as float32.
-    const labelName = asStr(spec.label?.name, 'label.name');
-    if (cols.isString(labelName))
-        refuse('label: a string label (a per-record type error) is not mirrored');
-    const labelVals = cols.valuesList(labelName, 'label', (e, t) => floatOf(e, t, 'label'));
-    items1.push(`${labelVals} AS __lab_list`);
-    const labErr = `(__lab_list IS NULL OR len(__lab_list) <> 1)`;
+    // Label: exactly one value, as float32; without one, no row lacks it.
+    const labelled = spec.label !== undefined;
+    let labErr = 'false';
+    if (labelled) {
+        const labelName = asStr(spec.label?.name, 'label.name');
+        if (cols.isString(labelName))
+            refuse('label: a string label (a per-record type error) is not mirrored');
+        const labelVals = cols.valuesList(labelName, 'label', (e, t) => floatOf(e, t, 'label'));
+        items1.push(`${labelVals} AS __lab_list`);
+        labErr = `(__lab_list IS NULL OR len(__lab_list) <> 1)`;
+    } else {
+        items1.push('CAST(NULL AS FLOAT[]) AS __lab_list');
+    }
+    if (featureList(spec, 'dense').length + featureList(spec, 'sparse').length === 0)
+        refuse('features: no features (dpp refuses the spec)');
+    const denseNames = [];
+    const sparseNames = [];
 
     const errs = [];
     const denseSums = [];
     featureList(spec, 'dense').forEach((f, i) => {
         const where = `features.dense[${i}]`;
         const name = asStr(f.name, `${where}.name`);
+        denseNames.push(name);
         const dim = f.dim === undefined ? 1n : asInt(f.dim, `${where}.dim`);
         const ops = f.transforms ?? [];
         const fill = ops.length > 0 && ops[0].op === 'fill_missing';
@@ -443,6 +457,7 @@ function rowExpressions(spec, cols, ctx) {
     sparse.forEach((f, i) => {
         const where = `features.sparse[${i}]`;
         const name = asStr(f.name, `${where}.name`);
+        sparseNames.push(name);
         const ops = f.transforms ?? [];
         const strings = cols.isString(name);
         if (strings && !(ops.length > 0 && (ops[0].op === 'hash' || ops[0].op === 'vocab')))
@@ -505,6 +520,8 @@ function rowExpressions(spec, cols, ctx) {
             else
                 keep = `(${draw} < CAST('${ceilTimes2p64(p)}' AS UHUGEINT))`;
             if (flt_.label !== undefined) {
+                if (!labelled)
+                    refuse(`${where}.label: the spec has no label (dpp refuses the spec)`);
                 const lbl = asNum(flt_.label, `${where}.label`);
                 keep = `(coalesce(__lab_list[1] <> ${flt(lbl)}, true) OR ${keep})`;
             }
@@ -515,11 +532,12 @@ function rowExpressions(spec, cols, ctx) {
     });
 
     return {
-        items1, items2, labErr, weighted, nsparse: sparse.length,
+        items1, items2, labErr, labelled, weighted, nsparse: sparse.length, denseNames, sparseNames,
         weightSql: weightTerms.length ? weightTerms.join(' + ') : 'CAST(0 AS DOUBLE)',
         errSql: errs.length ? errs.map((e) => `coalesce(${e}, true)`).join(' OR ') : 'false',
         passSql: pass.length ? pass.map((e) => `coalesce(${e}, false)`).join(' AND ') : 'true',
         denseSql: denseSums.length ? denseSums.join(' + ') : 'CAST(0 AS DOUBLE)',
+        denseTerms: denseSums,
     };
 }
 
@@ -721,6 +739,10 @@ async function run(duck, conn, specPath, glob, opts) {
     const inRank = `(__dpp_g >= ${range.start} AND __dpp_g < ${range.start + range.count})`;
     const ok = `(${inRank} AND NOT __lab_err AND __pass AND NOT __err)`;
     const sparseAggs = [];
+    rows.denseTerms.forEach((_, i) => {
+        sparseAggs.push(`sum(__dense_sum_${i}) FILTER (WHERE ${ok}) AS dense_plain_${i}`);
+        sparseAggs.push(`fsum(__dense_sum_${i}) FILTER (WHERE ${ok}) AS dense_f_${i}`);
+    });
     for (let i = 0; i < rows.nsparse; i++) {
         sparseAggs.push(`sum(len(__ids_${i})) FILTER (WHERE ${ok}) AS len_${i}`);
         sparseAggs.push(`CAST(sum(coalesce(list_sum(__ids_${i}), 0)) FILTER (WHERE ${ok}) ` +
@@ -746,6 +768,7 @@ WITH src AS (
 ), stage4 AS (
     SELECT __dpp_g, __lab_err, __err, __pass, CAST(__lab_list[1] AS DOUBLE) AS __lab,
            ${rows.denseSql} AS __dense_sum, ${rows.weightSql} AS __w_sum
+           ${rows.denseTerms.map((t, i) => `, ${t} AS __dense_sum_${i}`).join('')}
            ${Array.from({ length: rows.nsparse }, (_, i) => `, __ids_${i}`).join('')}
     FROM stage3
 )
@@ -783,12 +806,18 @@ FROM stage4`;
     let lengths = 0n;
     let idsSum = 0n;
     let idsWsum = 0n;
+    const sparseSums = [];
     for (let i = 0; i < rows.nsparse; i++) {
         const s = BigInt(res[`ids_${i}`] ?? 0);
-        lengths += BigInt(res[`len_${i}`] ?? 0);
+        const n = BigInt(res[`len_${i}`] ?? 0);
+        lengths += n;
         idsSum += s;
         idsWsum += BigInt(i + 1) * s;
+        sparseSums.push(`${JSON.stringify(rows.sparseNames[i])}:` +
+                        `{"lengths_sum":${n},"ids_sum":${wrapInt64(s)}}`);
     }
+    const denseSums = rows.denseNames.map((name, i) => `${JSON.stringify(name)}:` +
+        formatG17(pick(res[`dense_plain_${i}`], res[`dense_f_${i}`])));
     const bs = spec.batchSize;
     let batches = (nrows + bs - 1n) / bs;
     let padded = 0n;
@@ -799,7 +828,7 @@ FROM stage4`;
     const lines = [];
     for (let e = 0n; e < spec.epochs; e++) {
         let line = `{"epoch":${e},"rows":${nrows},"batches":${batches},` +
-            `"label_sum":${formatG17(pick(res.label_plain, res.label_f))},` +
+            (rows.labelled ? `"label_sum":${formatG17(pick(res.label_plain, res.label_f))},` : '') +
             `"dense_sum":${formatG17(pick(res.dense_plain, res.dense_f))},` +
             `"sparse_lengths_sum":${lengths},"sparse_ids_sum":${wrapInt64(idsSum)},` +
             `"sparse_ids_wsum":${wrapInt64(idsWsum)}`;
@@ -807,6 +836,7 @@ FROM stage4`;
             line += `,"sparse_weights_sum":${formatG17(pick(res.w_plain, res.w_f))}`;
         if (padded > 0n)
             line += `,"rows_padded":${padded}`;
+        line += `,"dense_sums":{${denseSums.join(',')}},"sparse_sums":{${sparseSums.join(',')}}`;
         lines.push(line + '}\n');
     }
     process.stdout.write(lines.join(''));

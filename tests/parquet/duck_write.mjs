@@ -4,6 +4,17 @@
 // .parquet), and OUTDIR/expected.jsonl with duck_stats.mjs's statistics of each,
 // for dpp's Parquet reader tests. The committed copy is tests/data/parquet-duckdb/.
 //
+// duck_write.mjs --kind dense|sparse OUTDIR [ROWS]: one table of a single kind
+// of column instead, OUTDIR/<kind>.parquet (zstd, the same row groups), for
+// specs with only dense or only sparse features and no label. Both have a
+// column holding the row number (row_id, or the one-id list row_ids), so
+// that a reader's sums show whether each row came exactly once:
+//   dense   row_id BIGINT; f1 FLOAT (~5% NULL); d1 DOUBLE; n32 INTEGER;
+//           b1 BOOLEAN; emb FLOAT[2]
+//   sparse  row_ids BIGINT[] ([row]); c1 BIGINT[] (NULL, empty and 1-5 ids,
+//           as criteo's c1); c2 INTEGER[] (the same shape, signed ids);
+//           c3 BIGINT[] with NULL elements
+//
 // PARQUET_VERSION V2 in DuckDB 1.5 means the V2 encodings (DELTA_BINARY_PACKED
 // for integers, BYTE_STREAM_SPLIT for floats, RLE_DICTIONARY) on version-1
 // DATA_PAGE headers: DuckDB writes no DATA_PAGE_V2, so v2 page headers are
@@ -108,6 +119,37 @@ SELECT
 FROM (${pieces(rows)}) t(i)`;
 }
 
+// The columns of the single-kind tables (see the top of the file).
+const KIND_COLUMNS = {
+    dense: `
+    CAST(i AS BIGINT) AS row_id,
+    CASE WHEN mix(i, 11) % 20 = 0 THEN NULL
+         ELSE CAST(((mix(i, 12) % 20000) - 2000) / 8 AS FLOAT) END AS f1,
+    CAST(mix(mix(i, 61) % 100, 105) - 2147483648 AS DOUBLE) / 65536 * 1.0000001 AS d1,
+    CAST(mix(i, 81) - 2147483648 AS INTEGER) AS n32,
+    mix(i, 72) % 3 = 0 AS b1,
+    [CAST(mix(i, 13) % 1000 AS FLOAT) / 4, CAST(i % 7 AS FLOAT)]::FLOAT[] AS emb`,
+    sparse: `
+    [CAST(i AS BIGINT)] AS row_ids,
+    list_transform(draw_list(i, 21), lambda x: mix(x % 100, 101)) AS c1,
+    list_transform(draw_list(i, 31), lambda x: CAST(x % 100001 - 50000 AS INTEGER)) AS c2,
+    list_transform(draw_list(i, 41), lambda x: CASE WHEN x % 5 = 0 THEN NULL
+                                                  ELSE x % 1000003 END) AS c3`,
+};
+
+// Writes outdir/<kind>.parquet; returns its path.
+export async function writeKindTable(conn, outdir, kind, rows = 3000) {
+    if (!(kind in KIND_COLUMNS))
+        throw new Error(`unknown kind "${kind}" (dense or sparse)`);
+    mkdirSync(outdir, { recursive: true });
+    await conn.run(MACROS);
+    const path = join(outdir, `${kind}.parquet`);
+    await conn.run(`COPY (SELECT ${KIND_COLUMNS[kind]} FROM (${pieces(rows)}) t(i)) TO ` +
+                   `${sqlString(path)} (FORMAT parquet, COMPRESSION zstd, ` +
+                   `ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`);
+    return path;
+}
+
 export function fileName(codec, version) {
     return `criteo_${codec}_${version.toLowerCase()}.parquet`;
 }
@@ -137,8 +179,14 @@ export async function writeTables(conn, outdir, rows = 3000) {
 }
 
 async function main(argv) {
-    if (argv.length < 1 || argv.length > 2 || argv[0].startsWith('-')) {
-        process.stderr.write('usage: duck_write.mjs OUTDIR [ROWS]\n');
+    let kind = null;
+    if (argv[0] === '--kind') {
+        kind = argv[1];
+        argv = argv.slice(2);
+    }
+    if (argv.length < 1 || argv.length > 2 || argv[0].startsWith('-') ||
+        (kind !== null && !(kind in KIND_COLUMNS))) {
+        process.stderr.write('usage: duck_write.mjs [--kind dense|sparse] OUTDIR [ROWS]\n');
         return 2;
     }
     const rows = argv[1] === undefined ? 3000 : Number(argv[1]);
@@ -149,6 +197,12 @@ async function main(argv) {
     const duck = await loadDuckDB();
     const conn = await connect(duck);
     const outdir = resolve(argv[0]);
+    if (kind !== null) {
+        const path = await writeKindTable(conn, outdir, kind, rows);
+        process.stderr.write(`duck_write: ${path}, ${rows} rows ` +
+                             `(DuckDB ${await duckdbVersion(conn)})\n`);
+        return 0;
+    }
     const names = await writeTables(conn, outdir, rows);
     process.stderr.write(`duck_write: ${names.length} files and expected.jsonl in ${outdir} ` +
                          `(DuckDB ${await duckdbVersion(conn)})\n`);

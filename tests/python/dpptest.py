@@ -229,11 +229,14 @@ class EpochSums:
         self.label_sum = self.dense_sum = self.weights_sum = 0.0
         self.ids_sum = self.ids_wsum = 0
         self.weighted = bool(self.weighted_keys)
+        self.labelled = True  # dppctl leaves label_sum out for a session without a label
 
     def add(self, b):
         self.rows += b.rows
         self.batches += 1
-        self.label_sum += float(b.labels.double().sum())
+        self.labelled = b.labels is not None
+        if self.labelled:
+            self.label_sum += float(b.labels.double().sum())
         for t in b.dense_features.values():
             self.dense_sum += float(t.double().sum())
         sp = b.sparse
@@ -265,4 +268,6 @@ class EpochSums:
         }
         if self.weighted:
             d["sparse_weights_sum"] = self.weights_sum
+        if not self.labelled:
+            del d["label_sum"]
         return d

@@ -13,6 +13,11 @@
   3. Lifetime: a tensor keeps its C batch alive after the Batch is gone, the
      batch is released when the last view goes, release() is early and
      idempotent, batches outlive Client.close().
+  4. Case 1's dense features alone, then its sparse features alone, both
+     without a label: label_name and labels None (also after pin_memory()
+     and to()), dense [rows, 0] without dense features, a Sparse of no keys
+     without sparse ones; the rows, batches and the sums of the features
+     there are those case 1 read.
 """
 import ctypes
 import gc
@@ -68,8 +73,14 @@ def check_batch(client, b, weighted_keys):
     """Every tensor of b views the accessors' memory and has the right shape."""
     rows = b.rows
     assert isinstance(b, dpp.Batch)
-    assert b.labels.dtype == torch.float32 and tuple(b.labels.shape) == (rows,)
-    assert b.labels.data_ptr() == ptr_labels(b), "labels were copied"
+    if client.label_name is None:
+        p = P()
+        assert b.labels is None
+        assert LIB.dpp_batch_labels(b.handle, ctypes.byref(p)) == dpp.ERRORS["DPP_ENOFEATURE"]
+        assert not p.value
+    else:
+        assert b.labels.dtype == torch.float32 and tuple(b.labels.shape) == (rows,)
+        assert b.labels.data_ptr() == ptr_labels(b), "labels were copied"
     cols = []
     for i, name in enumerate(client.dense_names):
         t = b.dense_features[name]
@@ -81,7 +92,8 @@ def check_batch(client, b, weighted_keys):
     assert list(b.dense_features) == client.dense_names
     d = b.dense
     assert tuple(d.shape) == (rows, sum(client.dense_dims))
-    assert torch.equal(d, torch.cat(cols, dim=1))
+    if cols:
+        assert torch.equal(d, torch.cat(cols, dim=1))
     if len(cols) == 1:
         assert d.data_ptr() == cols[0].data_ptr()
 
@@ -95,8 +107,12 @@ def check_batch(client, b, weighted_keys):
     assert sp.offsets.dtype == torch.int32 and sp.offsets.numel() == nk * rows + 1
     if k.nvalues:
         assert sp.values.data_ptr() == k.values, "KJT values were copied"
-    assert sp.lengths.data_ptr() == k.lengths, "KJT lengths were copied"
-    assert sp.offsets.data_ptr() == k.offsets, "KJT offsets were copied"
+    if nk:
+        assert sp.lengths.data_ptr() == k.lengths, "KJT lengths were copied"
+        assert sp.offsets.data_ptr() == k.offsets, "KJT offsets were copied"
+    else:  # no sparse features: nothing to view, and the one offset
+        assert not k.values and not k.lengths and k.offsets
+        assert sp.offsets.tolist() == [0] and len(sp) == 0
     assert int(sp.offsets[0]) == 0 and int(sp.offsets[-1]) == k.nvalues
     assert torch.equal(sp.offsets[1:].long(), torch.cumsum(sp.lengths.long(), 0))
     if weighted_keys:
@@ -226,6 +242,7 @@ def case_criteo(cl):
     sid = cl.submit(path)
     lines = read_session(cl, sid, spec, table)
     assert all(line["rows"] == 21000 and line["batches"] == 21 for line in lines), lines
+    return lines
 
 
 def case_weighted(cl):
@@ -314,14 +331,55 @@ def case_lifetime(cl):
         assert n == 21000, n
 
 
+def case_one_kind_no_label(cl, criteo_lines):
+    T.log("case 4: case 1's dense features alone, then its sparse ones alone, without a label")
+    for kind, other in (("dense", "sparse"), ("sparse", "dense")):
+        spec = T.criteo_spec(batch_size=1000, epochs=1, split_rows=3000)
+        del spec["label"]
+        # one list left out, the other given empty: both mean "none"
+        if kind == "dense":
+            del spec["features"][other]
+        else:
+            spec["features"][other] = []
+        sid = cl.submit(cl.write_spec(spec, "%s-only.json" % kind))
+        with dpp.Client(cl.master, sid, timeout_s=30) as c:
+            assert c.label_name is None
+            assert (c.dense_names == []) == (kind == "sparse")
+            assert (c.sparse_names == []) == (kind == "dense")
+            sums = T.EpochSums(0)
+            for b in c.epoch_iter(timeout_s=120):
+                check_batch(c, b, ())
+                assert b.pin_memory().labels is None and b.to("cpu").labels is None
+                if kind == "sparse":
+                    assert tuple(b.dense.shape) == (b.rows, 0) and b.dense_features == {}
+                    assert tuple(b.to("cpu").dense.shape) == (b.rows, 0)
+                else:
+                    assert b.sparse.keys == [] and b.sparse.values.numel() == 0
+                    assert b.sparse.lengths.numel() == 0 and b.sparse.offsets.tolist() == [0]
+                    assert b.pin_memory().sparse.offsets.tolist() == [0]
+                sums.add(b)
+        got, want = sums.line(), criteo_lines[0]
+        T.log("  %s only:" % kind, got)
+        assert "label_sum" not in got
+        assert got["rows"] == want["rows"] and got["batches"] == want["batches"], (got, want)
+        if kind == "dense":
+            assert abs(got["dense_sum"] - want["dense_sum"]) <= 1e-9 * abs(want["dense_sum"]), (got, want)
+            assert got["sparse_lengths_sum"] == 0 and got["sparse_ids_sum"] == 0
+        else:
+            assert got["dense_sum"] == 0
+            for key in ("sparse_lengths_sum", "sparse_ids_sum", "sparse_ids_wsum"):
+                assert got[key] == want[key], (key, got, want)
+
+
 def main():
     with T.Cluster("tensors") as cl:
         cl.start_master()
         cl.start_worker()
         cl.start_worker()
-        case_criteo(cl)
+        criteo_lines = case_criteo(cl)
         case_weighted(cl)
         case_lifetime(cl)
+        case_one_kind_no_label(cl, criteo_lines)
     T.log("PASS")
 
 

@@ -28,10 +28,12 @@ typedef struct rows {
     size_t lens[2][ROWS];
 } rows_t;
 
-static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
+/* A block of in's first nrows rows in shape s (of `shape`'s features, a
+ * subset: dense features first in in->dense, sparse keys 0 and 1). */
+static uint8_t *build_shape(const dpp_block_shape_t *s, const rows_t *in, size_t nrows, size_t *len)
 {
     dpp_block_builder_t b;
-    assert_int_equal(dpp_block_builder_init(&b, &shape), 0);
+    assert_int_equal(dpp_block_builder_init(&b, s), 0);
     for (size_t r = 0; r < nrows; r++) {
         const int64_t *ids[2] = {in->ids[0][r], in->ids[1][r]};
         const float *w[2] = {NULL, in->weights[r]};
@@ -45,6 +47,11 @@ static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
     assert_int_equal(b.rows, 0); /* finish empties the builder */
     dpp_block_builder_close(&b);
     return buf;
+}
+
+static uint8_t *build(const rows_t *in, size_t nrows, size_t *len)
+{
+    return build_shape(&shape, in, nrows, len);
 }
 
 static void fill(rows_t *in)
@@ -76,7 +83,7 @@ static void test_roundtrip(void **state)
     assert_int_equal(info.rows, ROWS);
     /* labels, 2 dense, then KJT lengths, offsets, values, weights */
     assert_int_equal(info.ncols, 1 + 2 + 4);
-    const float *labels = dpp_block_labels(buf);
+    const float *labels = dpp_block_labels(buf, &shape);
     const float *d0 = dpp_block_dense(buf, 0);
     const float *d1 = dpp_block_dense(buf, 1);
     for (size_t r = 0; r < ROWS; r++) {
@@ -171,7 +178,7 @@ static void test_append_block_ranges(void **state)
             size_t r0 = cuts[t][0], n = cuts[t][1] - r0;
             assert_int_equal(info.rows, n);
             for (size_t r = 0; r < n; r++) {
-                assert_true(dpp_block_labels(got)[r] == in.label[r0 + r]);
+                assert_true(dpp_block_labels(got, &shape)[r] == in.label[r0 + r]);
                 for (int j = 0; j < 3; j++)
                     assert_true(dpp_block_dense(got, 1)[r * 3 + j] == in.dense[r0 + r][1 + j]);
             }
@@ -347,7 +354,7 @@ static void test_corruptions(void **state)
             continue;
         /* accepted: every column must be readable without leaving buf */
         volatile float sink = 0;
-        const float *l = dpp_block_labels(buf);
+        const float *l = dpp_block_labels(buf, &shape);
         for (uint32_t r = 0; r < info.rows; r++)
             sink += l[r];
         for (unsigned k = 0; k < 2; k++) {
@@ -424,6 +431,99 @@ static void test_each_cell_checked(void **state)
     free(buf);
 }
 
+static uint64_t col_bytes(const uint8_t *buf, unsigned col)
+{
+    uint64_t n;
+    memcpy(&n, buf + DPP_BLOCK_HEADER_SIZE + (size_t)col * DPP_BLOCK_COL_ENTRY_SIZE + 8, 8);
+    return n;
+}
+
+/* A spec without a label, with only dense or only sparse features: the
+ * labels column is there and empty, the others hold what the rows gave;
+ * rows copied between such blocks stay the same; and a block is refused
+ * by the shape with the other answer to "is there a label". */
+static void test_no_label(void **state)
+{
+    (void)state;
+    static rows_t in;
+    fill(&in);
+    const dpp_block_shape_t dense_only = {.ndense = 2, .dims = dims, .no_label = 1};
+    const dpp_block_shape_t sparse_only = {.nsparse = 2, .weighted = weighted, .no_label = 1};
+    const dpp_block_shape_t *shapes[2] = {&dense_only, &sparse_only};
+    const size_t nrows = 61;
+    for (int t = 0; t < 2; t++) {
+        const dpp_block_shape_t *s = shapes[t];
+        size_t len, labelled_len;
+        uint8_t *buf = build_shape(s, &in, nrows, &len);
+        dpp_block_shape_t with_label = *s;
+        with_label.no_label = 0;
+        uint8_t *labelled = build_shape(&with_label, &in, nrows, &labelled_len);
+        dpp_block_info_t info;
+        assert_int_equal(dpp_block_parse(buf, len, s, &info), 0);
+        assert_int_equal(info.rows, nrows);
+        assert_int_equal(info.ncols, 1 + s->ndense + (s->nsparse ? 4 : 0));
+        assert_null(dpp_block_labels(buf, s));
+        assert_int_equal(col_bytes(buf, 0), 0);
+        assert_int_equal(col_bytes(labelled, 0), nrows * sizeof(float));
+        /* the label column's bytes, rounded to 8, are all that differ in size */
+        assert_int_equal(labelled_len - len, (nrows * sizeof(float) + 7) & ~(size_t)7);
+        assert_int_equal(dpp_block_parse(buf, len, &with_label, &info), DPP_EBLOCK);
+        assert_int_equal(dpp_block_parse(labelled, labelled_len, s, &info), DPP_EBLOCK);
+        for (unsigned i = 0; i < s->ndense; i++)
+            for (size_t r = 0; r < nrows; r++)
+                for (unsigned j = 0; j < dims[i]; j++)
+                    assert_true(dpp_block_dense(buf, i)[r * dims[i] + j] == in.dense[r][i + j]);
+        dpp_block_kjt_t kjt;
+        dpp_block_kjt(buf, s, &kjt);
+        if (s->nsparse == 0) {
+            assert_null(kjt.lengths);
+            assert_int_equal(kjt.nvalues, 0);
+        }
+        size_t nvalues = 0;
+        for (unsigned k = 0; k < s->nsparse; k++) {
+            size_t n;
+            const int64_t *v = dpp_block_values(buf, s, k, &n);
+            const int32_t *l = dpp_block_lengths(buf, s, k);
+            size_t pos = 0;
+            for (size_t r = 0; r < nrows; r++) {
+                assert_int_equal(l[r], in.lens[k][r]);
+                for (size_t j = 0; j < in.lens[k][r]; j++)
+                    assert_true(v[pos++] == in.ids[k][r][j]);
+            }
+            assert_int_equal(pos, n);
+            nvalues += n;
+        }
+        assert_int_equal(kjt.nvalues, nvalues);
+
+        /* cut in two and put back together, and gathered row by row: the
+         * same bytes */
+        dpp_block_builder_t b;
+        assert_int_equal(dpp_block_builder_init(&b, s), 0);
+        assert_int_equal(dpp_block_builder_append_block(&b, buf, 0, 17), 0);
+        assert_int_equal(dpp_block_builder_append_block(&b, buf, 17, nrows), 0);
+        uint8_t *again;
+        size_t again_len;
+        assert_int_equal(dpp_block_builder_finish(&b, &again, &again_len), 0);
+        assert_int_equal(again_len, len);
+        assert_memory_equal(again, buf, len);
+        free(again);
+        const uint8_t *from[61];
+        uint32_t rows[61];
+        for (uint32_t r = 0; r < nrows; r++) {
+            from[r] = buf;
+            rows[r] = r;
+        }
+        assert_int_equal(dpp_block_builder_gather(&b, from, rows, nrows), 0);
+        assert_int_equal(dpp_block_builder_finish(&b, &again, &again_len), 0);
+        assert_int_equal(again_len, len);
+        assert_memory_equal(again, buf, len);
+        free(again);
+        dpp_block_builder_close(&b);
+        free(labelled);
+        free(buf);
+    }
+}
+
 static void test_builder_rejects_zero_dim(void **state)
 {
     (void)state;
@@ -485,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_each_cell_checked),
+        cmocka_unit_test(test_no_label),
         cmocka_unit_test(test_builder_rejects_zero_dim),
         cmocka_unit_test(test_decompress),
     };

@@ -22,6 +22,9 @@
 #define LABEL_OK "\"label\":{\"name\":\"y\"}"
 #define BASE_OK "\"table\":\"t\",\"batch_size\":8"
 #define WITH_FEATURES(f) "{" BASE_OK ",\"features\":" f "," LABEL_OK "}"
+#define NO_FEATURES                                                                                \
+    "features: no features: expected at least one, in \"dense\" or \"sparse\" (either list may "   \
+    "be left out or empty, not both)"
 #define WITH_DENSE_OPS(ops) WITH_FEATURES("{\"dense\":[{\"name\":\"a\",\"transforms\":" ops "}]}")
 #define WITH_SPARSE_OPS(ops) WITH_FEATURES("{\"sparse\":[{\"name\":\"s\",\"transforms\":" ops "}]}")
 #define WITH_TOP(kv) "{" BASE_OK "," kv "," FEATURES_OK "," LABEL_OK "}"
@@ -90,7 +93,7 @@ static int specs_equal(const dpp_spec_t *a, const dpp_spec_t *b)
         a->batch_size != b->batch_size || a->epochs != b->epochs || a->consumers != b->consumers ||
         a->split_rows != b->split_rows || a->on_corrupt_fail != b->on_corrupt_fail ||
         a->compression != b->compression || a->compression_level != b->compression_level ||
-        a->ndense != b->ndense || a->nsparse != b->nsparse || strcmp(a->label, b->label) != 0 ||
+        a->ndense != b->ndense || a->nsparse != b->nsparse || !names_equal(a->label, b->label) ||
         a->nfilters != b->nfilters || !filters_equal(a->filters, b->filters, a->nfilters))
         return 0;
     for (unsigned i = 0; i < a->npartitions; i++)
@@ -267,6 +270,57 @@ static void test_sparse_only_and_limits(void **state)
         "{\"op\":\"truncate\",\"max_len\":2147483647,\"keep\":\"first\"},"
         "{\"op\":\"modulo\",\"n\":1}]}]},"
         "\"label\":{\"name\":\"y\"},\"filters\":[]}");
+}
+
+/* Either kind of feature alone, and no label: each list may be absent or
+ * empty, and the normalised form leaves out what is not there. */
+static void test_optional_features_and_label(void **state)
+{
+    (void)state;
+    static const char dense_only[] =
+        "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,"
+        "\"consumers\":1," IO_DEFAULTS
+        "\"features\":{\"dense\":[{\"name\":\"a\",\"dim\":2,\"transforms\":[]}]},\"filters\":[]}";
+    static const char sparse_only[] =
+        "{\"table\":\"t\",\"format\":\"tfrecord\",\"batch_size\":8,\"epochs\":1,"
+        "\"consumers\":1," IO_DEFAULTS
+        "\"features\":{\"sparse\":[{\"name\":\"s\",\"transforms\":[]}]},\"filters\":[]}";
+    const struct {
+        const char *json, *normal;
+        unsigned ndense, nsparse;
+        const char *label;
+    } cases[] = {
+        {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\",\"dim\":2}]}}", dense_only, 1, 0,
+         NULL},
+        {"{" BASE_OK ",\"features\":{\"dense\":[{\"name\":\"a\",\"dim\":2}],\"sparse\":[]}}",
+         dense_only, 1, 0, NULL},
+        {"{" BASE_OK ",\"features\":{\"sparse\":[{\"name\":\"s\"}]}}", sparse_only, 0, 1, NULL},
+        {"{" BASE_OK ",\"features\":{\"dense\":[],\"sparse\":[{\"name\":\"s\"}]}}", sparse_only, 0,
+         1, NULL},
+        {"{" BASE_OK ",\"features\":{\"sparse\":[{\"name\":\"s\"}]}," LABEL_OK "}", NULL, 0, 1,
+         "y"},
+        /* a sample without a label to select by applies to every row */
+        {"{" BASE_OK ",\"features\":{\"sparse\":[{\"name\":\"s\"}]},"
+         "\"filters\":[{\"op\":\"sample\",\"p\":0.5},{\"op\":\"require\",\"feature\":\"s\"}]}",
+         NULL, 0, 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dpp_spec_t s;
+        char err[DPP_SPEC_ERRLEN];
+        if (parse(cases[i].json, &s, err) != 0)
+            print_error("case %zu: %s\n  err \"%s\"\n", i, cases[i].json, err);
+        assert_int_equal(parse(cases[i].json, &s, err), 0);
+        assert_int_equal(s.ndense, cases[i].ndense);
+        assert_int_equal(s.nsparse, cases[i].nsparse);
+        assert_true(cases[i].ndense > 0 || s.dense == NULL);
+        assert_true(cases[i].nsparse > 0 || s.sparse == NULL);
+        if (cases[i].label)
+            assert_string_equal(s.label, cases[i].label);
+        else
+            assert_null(s.label);
+        dpp_spec_close(&s);
+        check_round_trip(cases[i].json, cases[i].normal);
+    }
 }
 
 static void test_numbers_round_trip_exactly(void **state)
@@ -529,7 +583,6 @@ static const bad_case_t bad_cases[] = {
     {"{\"batch_size\":8," FEATURES_OK "," LABEL_OK "}", "table: required"},
     {"{\"table\":\"t\"," FEATURES_OK "," LABEL_OK "}", "batch_size: required"},
     {"{" BASE_OK "," LABEL_OK "}", "features: required"},
-    {"{" BASE_OK "," FEATURES_OK "}", "label: required"},
     {"{" BASE_OK "," FEATURES_OK ",\"label\":{}}", "label.name: required"},
     {WITH_FEATURES("{\"dense\":[{\"transforms\":[]}]}"), "features.dense[0].name: required"},
     {WITH_DENSE_OPS("[{\"value\":1}]"), "features.dense[0].transforms[0].op: required"},
@@ -576,10 +629,11 @@ static const bad_case_t bad_cases[] = {
     {"{" BASE_OK "," FEATURES_OK ",\"label\":{\"name\":[]}}", "label.name: expected a string"},
 
     /* empty lists and strings */
-    {WITH_FEATURES("{\"dense\":[]}"), "features.dense: must not be empty"},
-    {WITH_FEATURES("{\"dense\":[{\"name\":\"a\"}],\"sparse\":[]}"),
-     "features.sparse: must not be empty"},
-    {WITH_FEATURES("{}"), "features: no features"},
+    {WITH_FEATURES("{}"), NO_FEATURES},
+    {WITH_FEATURES("{\"dense\":[]}"), NO_FEATURES},
+    {WITH_FEATURES("{\"sparse\":[]}"), NO_FEATURES},
+    {WITH_FEATURES("{\"dense\":[],\"sparse\":[]}"), NO_FEATURES},
+    {"{" BASE_OK ",\"features\":{\"sparse\":[]}}", NO_FEATURES}, /* no label either */
     {"{" BASE_OK ",\"partitions\":[]," FEATURES_OK "," LABEL_OK "}",
      "partitions: must not be empty (leave it out to select every partition)"},
     {"{\"table\":\"\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}", "table: must not be empty"},
@@ -882,6 +936,12 @@ static const bad_case_t bad_cases[] = {
      "filters[0].label: out of the float range"},
     {WITH_FILTERS("[{\"op\":\"sample\",\"p\":0.5,\"feature\":\"a\"}]"),
      "filters[0].feature: unknown key (keys here: p, seed, label, op)"},
+    /* without a label there is none to sample by, nor to require */
+    {"{" BASE_OK "," FEATURES_OK ",\"filters\":[{\"op\":\"sample\",\"p\":0.5,\"label\":1}]}",
+     "filters[0].label: the spec has no label to compare with: give it one (\"label\": "
+     "{\"name\": ...}) or sample every row (leave this key out)"},
+    {"{" BASE_OK "," FEATURES_OK ",\"filters\":[{\"op\":\"require\",\"feature\":\"y\"}]}",
+     "filters[0].feature: no feature \"y\" in the spec"},
     /* filters are checked after the label, whatever the key order */
     {"{\"filters\":[{\"op\":\"drop\"}]," BASE_OK "," FEATURES_OK ",\"label\":{}}",
      "label.name: required"},
@@ -1342,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_minimal),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_sparse_only_and_limits),
+        cmocka_unit_test(test_optional_features_and_label),
         cmocka_unit_test(test_numbers_round_trip_exactly),
         cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_new_keys_limits),

@@ -4,7 +4,8 @@
  * a cache makes (the same bytes, rows and numbering), for every epoch's
  * shuffle, with and without a shuffle, for windows of a range, with rows
  * filtered out, from the RAM tier, from the disk tier after the store is
- * opened again, and after the file changed (the entry is stale: made anew).
+ * opened again, and after the file changed (the entry is stale: made anew);
+ * for specs without a label and of one kind of feature too.
  * The reference is the same pipeline with no cache. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 
 #include <zstd.h>
 
+#include "format/block.h"
 #include "format/format.h"
 #include "gen/parquet_writer.h"
 #include "worker/cache_store.h"
@@ -137,22 +139,51 @@ static void assert_same(const got_t *a, const got_t *b)
     }
 }
 
-static const char *spec_of(int shuffle, int cache_off)
+/* The specs' features and label, and the shape of their blocks: dense and
+ * sparse with a label; without a label, only dense or only sparse. */
+#define DENSE_FEATURES                                                                             \
+    "\"dense\": [{\"name\": \"i1\", \"transforms\": [{\"op\": \"fill_missing\", \"value\": 0}, "   \
+    "{\"op\": \"log1p\"}]}, {\"name\": \"i5\", \"transforms\": [{\"op\": \"fill_missing\", "       \
+    "\"value\": -1}]}]"
+#define SPARSE_FEATURES                                                                            \
+    "\"sparse\": [{\"name\": \"c3\", \"transforms\": [{\"op\": \"modulo\", \"n\": 977}]}, "        \
+    "{\"name\": \"c9\"}]"
+typedef enum { WITH_LABEL, DENSE_NO_LABEL, SPARSE_NO_LABEL } kind_t;
+static const char *const features_of[] = {
+    "\"features\": {" DENSE_FEATURES ", " SPARSE_FEATURES "}, \"label\": {\"name\": \"label\"}",
+    "\"features\": {" DENSE_FEATURES "}",
+    "\"features\": {" SPARSE_FEATURES "}",
+};
+static const unsigned dims[2] = {1, 1};
+static const dpp_block_shape_t shapes[] = {
+    {.ndense = 2, .nsparse = 2, .dims = dims},
+    {.ndense = 2, .dims = dims, .no_label = 1},
+    {.nsparse = 2, .no_label = 1},
+};
+
+static const char *spec_of(kind_t kind, int shuffle, int cache_off)
 {
     static char spec[1024];
     snprintf(spec, sizeof spec,
              "{\"table\": \"t\", \"format\": \"parquet\", \"batch_size\": 512, "
-             "\"compression\": \"off\", \"split_rows\": %u%s%s,"
-             " \"features\": {\"dense\": [{\"name\": \"i1\", \"transforms\": ["
-             "{\"op\": \"fill_missing\", \"value\": 0}, {\"op\": \"log1p\"}]},"
-             " {\"name\": \"i5\", \"transforms\": [{\"op\": \"fill_missing\", \"value\": -1}]}],"
-             " \"sparse\": [{\"name\": \"c3\", \"transforms\": [{\"op\": \"modulo\", \"n\": 977}]},"
-             " {\"name\": \"c9\"}]},"
-             " \"label\": {\"name\": \"label\"},"
+             "\"compression\": \"off\", \"split_rows\": %u%s%s, %s,"
              " \"filters\": [{\"op\": \"sample\", \"p\": 0.7, \"seed\": 4}]}",
              SPLIT_ROWS, shuffle ? ", \"shuffle\": {\"seed\": 11}" : "",
-             cache_off ? ", \"cache\": \"off\"" : "");
+             cache_off ? ", \"cache\": \"off\"" : "", features_of[kind]);
     return spec;
+}
+
+/* Every block of g has the kind's shape: a label column of its rows, or an
+ * empty one. */
+static void assert_shape(const got_t *g, kind_t kind)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        dpp_block_info_t info;
+        assert_int_equal(dpp_block_parse(g->b[i].data, g->b[i].len, &shapes[kind], &info), 0);
+        assert_int_equal(info.rows, g->b[i].rows);
+        assert_true((dpp_block_labels(g->b[i].data, &shapes[kind]) == NULL) ==
+                    (kind != WITH_LABEL));
+    }
 }
 
 /* Runs task t (epoch) with cfg; returns the result, the blocks into g. */
@@ -211,10 +242,11 @@ static size_t ranges(dpp_task_t *out, size_t max, const char *spec)
 
 /* made: the store does not hold the splits yet (the first run of epoch 0
  * makes each) */
-static void check_spec(int shuffle, dpp_cache_store_t *store, int expect_tier, int made)
+static void check_spec(kind_t kind, int shuffle, dpp_cache_store_t *store, int expect_tier,
+                       int made)
 {
     dpp_task_t t[8];
-    const char *spec = spec_of(shuffle, 0);
+    const char *spec = spec_of(kind, shuffle, 0);
     size_t nt = ranges(t, 7, spec);
     assert_true(nt >= 4);
     dpp_pipeline_config_t fresh = {.threads = 1};
@@ -237,6 +269,7 @@ static void check_spec(int shuffle, dpp_cache_store_t *store, int expect_tier, i
             assert_int_equal(r2.blocks, r0.blocks);
             assert_same(&want, &first);
             assert_same(&want, &again);
+            assert_shape(&want, kind);
             got_free(&want);
             got_free(&first);
             got_free(&again);
@@ -244,7 +277,7 @@ static void check_spec(int shuffle, dpp_cache_store_t *store, int expect_tier, i
     }
     /* "cache": "off": the store is not asked */
     dpp_task_t off = t[0];
-    off.spec_json = (char *)spec_of(shuffle, 1);
+    off.spec_json = (char *)spec_of(kind, shuffle, 1);
     got_t g = {0};
     assert_int_equal(run(&cached, &off, 0, &g).cache_tier, -1);
     got_free(&g);
@@ -257,10 +290,14 @@ static void test_ram(void **state)
     dpp_cache_store_t *store;
     char err[256];
     assert_int_equal(dpp_cache_store_open(&store, &cc, err, sizeof err), 0);
-    check_spec(1, store, 1, 1);
+    check_spec(WITH_LABEL, 1, store, 1, 1);
     /* the same spec without a shuffle: the same entries serve it (the
      * shuffle is applied when serving) */
-    check_spec(0, store, 1, 0);
+    check_spec(WITH_LABEL, 0, store, 1, 0);
+    /* specs without a label, of only dense or only sparse features: blocks
+     * of their shape, entries of their own, made and served alike */
+    check_spec(DENSE_NO_LABEL, 1, store, 1, 1);
+    check_spec(SPARSE_NO_LABEL, 1, store, 1, 1);
     dpp_cache_store_close(store);
 }
 
@@ -271,13 +308,13 @@ static void test_disk_restart_and_stale(void **state)
     dpp_cache_store_t *store;
     char err[256];
     assert_int_equal(dpp_cache_store_open(&store, &cc, err, sizeof err), 0);
-    check_spec(1, store, 2, 1);
+    check_spec(WITH_LABEL, 1, store, 2, 1);
     dpp_cache_store_close(store);
 
     /* a restart: the entries are found on disk */
     assert_int_equal(dpp_cache_store_open(&store, &cc, err, sizeof err), 0);
     dpp_task_t t[8];
-    const char *spec = spec_of(1, 0);
+    const char *spec = spec_of(WITH_LABEL, 1, 0);
     ranges(t, 7, spec);
     dpp_pipeline_config_t fresh = {.threads = 1}, cached = {.threads = 1, .cache = store};
     got_t want = {0}, got = {0};
