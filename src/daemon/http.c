@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "dpp/error.h"
 #include "daemon/http.h"
@@ -382,23 +383,32 @@ static void serve(http_conn_t *c)
     respond(c, res.status, res.content_type, head_only ? NULL : res.body, res.body_len);
 }
 
+/* Whether c->buf[from, end) holds the blank line that ends the head; the
+ * scan goes on from *line_start, the start of the line being read. */
+static int head_ends(const http_conn_t *c, size_t from, size_t end, size_t *line_start)
+{
+    for (size_t i = from; i < end; i++) {
+        if (c->buf[i] != '\n')
+            continue;
+        size_t n = i - *line_start;
+        if (n > 0 && c->buf[i - 1] == '\r')
+            n--;
+        if (n == 0)
+            return 1;
+        *line_start = i + 1;
+    }
+    return 0;
+}
+
 /* Looks for the blank line that ends the head, resuming where the last read
  * stopped; serves the request once it is there. */
 static void scan_head(http_conn_t *c)
 {
-    for (size_t i = c->scanned; i < c->len; i++) {
-        if (c->buf[i] != '\n')
-            continue;
-        size_t n = i - c->line_start;
-        if (n > 0 && c->buf[i - 1] == '\r')
-            n--;
-        if (n == 0) {
-            /* Bytes after the blank line (a body, pipelined requests) are
-             * never looked at: one request per connection. */
-            serve(c);
-            return;
-        }
-        c->line_start = i + 1;
+    if (head_ends(c, c->scanned, c->len, &c->line_start)) {
+        /* Bytes after the blank line (a body, pipelined requests) are never
+         * looked at: one request per connection. */
+        serve(c);
+        return;
     }
     c->scanned = c->len;
     if (c->len >= c->srv->limits.max_head_bytes)
@@ -448,13 +458,30 @@ static void refuse(dpp_http_t *h)
     uv_close((uv_handle_t *)t, on_refused_closed);
 }
 
+/* Whether the rest of c's head already waits in its socket, unread: libuv
+ * accepts a whole backlog in one callback before it reads any connection, so
+ * a probe accepted early in a burst has sent its head but is still in
+ * ST_HEAD. Peeks into the unused tail of c->buf; the read that follows
+ * writes the same bytes there. */
+static int head_waiting(http_conn_t *c)
+{
+    uv_os_fd_t fd;
+    size_t room = c->srv->limits.max_head_bytes - c->len;
+    if (room == 0 || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return 0;
+    ssize_t n = recv(fd, c->buf + c->len, room, MSG_PEEK | MSG_DONTWAIT);
+    size_t line_start = c->line_start;
+    return n > 0 && head_ends(c, c->scanned, c->len + (size_t)n, &line_start);
+}
+
 /* Every slot is taken: closes, unanswered, the connection that has been
  * reading its head the longest, else the one lingering the longest, else the
  * one taking its response the longest if that is over EVICT_WRITE_MS. The
  * head has a deadline from accept, but a slow-head attacker (slowloris) that
  * reconnects would still hold every slot and keep health probes out: its
  * connections are the old ones in ST_HEAD, as an honest client sends its
- * head at once; a new connection is the last to be chosen. */
+ * head at once; a new connection is the last to be chosen, and one whose
+ * whole head waits unread is never chosen (head_waiting). */
 static void evict(dpp_http_t *h)
 {
     static const char *const names[] = {"head", "write", "linger"};
@@ -466,6 +493,8 @@ static void evict(dpp_http_t *h)
         int rank; /* lower goes first */
         uint64_t since;
         if (c->state == ST_HEAD) {
+            if (head_waiting(c))
+                continue;
             rank = 0;
             since = c->accepted_ms;
         } else if (c->state == ST_LINGER) {

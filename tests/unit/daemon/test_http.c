@@ -37,6 +37,7 @@ typedef struct server {
     dpp_http_t *http;
     int port;
     atomic_int handled; /* handler calls */
+    atomic_int release; /* lets a /block request go on */
 } server_t;
 
 static void handler(const dpp_http_request_t *req, dpp_http_response_t *res, void *arg)
@@ -67,6 +68,11 @@ static void handler(const dpp_http_request_t *req, dpp_http_response_t *res, voi
         res->body_len = res->body ? BIG_BODY : 0;
         if (res->body)
             memset(res->body, 'x', BIG_BODY);
+    } else if (strcmp(req->path, "/block") == 0) {
+        /* holds the loop: what connects meanwhile waits in the backlog */
+        while (!atomic_load(&s->release))
+            usleep(1000);
+        dpp_http_respond(res, 200, NULL, "released\n", 9);
     } else if (strcmp(req->path, "/badstatus") == 0) {
         dpp_http_respond(res, 99, NULL, "nope", 4);
     } else if (strcmp(req->path, "/nothing") == 0) {
@@ -725,6 +731,48 @@ static void test_slowloris(void **state)
     server_stop(s);
 }
 
+/* A burst that fills the backlog while the loop is busy is accepted in one
+ * go, before any connection is read: a probe early in the burst has sent its
+ * whole head but is still reading it, and must not be evicted for the slow
+ * connections behind it. */
+static void test_burst_keeps_waiting_probe(void **state)
+{
+#define BLOCK_REQ "GET /block HTTP/1.1\r\nHost: x\r\n\r\n"
+#define PROBE_REQ "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    (void)state;
+    dpp_http_limits_t lim = {.max_connections = 4};
+    server_t *s = server_start(&lim);
+    int slow[3], late[4];
+    for (int i = 0; i < 3; i++)
+        slow[i] = slow_open(s->port);
+    /* accepted after the three, so once its handler runs they hold slots */
+    int blocker = connect_to(s->port);
+    send_all(blocker, BLOCK_REQ, strlen(BLOCK_REQ));
+    while (atomic_load(&s->handled) < 1)
+        usleep(1000);
+    int probe = connect_to(s->port);
+    send_all(probe, PROBE_REQ, strlen(PROBE_REQ));
+    for (int i = 0; i < 4; i++)
+        late[i] = slow_open(s->port);
+    atomic_store(&s->release, 1);
+    reply_t r;
+    r.len = read_until_close(probe, r.raw, sizeof r.raw, 10000, &r.closed);
+    close(probe);
+    if (r.len == 0)
+        fail_msg("the probe accepted in the burst was closed unanswered");
+    parse_reply(&r);
+    assert_int_equal(r.status, 200);
+    r.len = read_until_close(blocker, r.raw, sizeof r.raw, 10000, &r.closed);
+    close(blocker);
+    parse_reply(&r);
+    assert_int_equal(r.status, 200);
+    for (int i = 0; i < 3; i++)
+        close(slow[i]);
+    for (int i = 0; i < 4; i++)
+        close(late[i]);
+    server_stop(s);
+}
+
 /* Stopping with connections in every state closes them all; the loop ends,
  * uv_loop_close() succeeds and ASan finds nothing leaked. */
 static void test_stop_with_open_connections(void **state)
@@ -796,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_write_timeout),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_slowloris),
+        cmocka_unit_test(test_burst_keeps_waiting_probe),
         cmocka_unit_test(test_stop_with_open_connections),
         cmocka_unit_test(test_start_errors),
     };

@@ -307,9 +307,10 @@ static void test_optional_features_and_label(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dpp_spec_t s;
         char err[DPP_SPEC_ERRLEN];
-        if (parse(cases[i].json, &s, err) != 0)
+        int rc = parse(cases[i].json, &s, err);
+        if (rc != 0)
             print_error("case %zu: %s\n  err \"%s\"\n", i, cases[i].json, err);
-        assert_int_equal(parse(cases[i].json, &s, err), 0);
+        assert_int_equal(rc, 0);
         assert_int_equal(s.ndense, cases[i].ndense);
         assert_int_equal(s.nsparse, cases[i].nsparse);
         assert_true(cases[i].ndense > 0 || s.dense == NULL);
