@@ -80,9 +80,9 @@ typedef struct command_help {
 static const command_help_t commands[] = {
     {"validate", "usage: dppctl validate SPEC.json [--table DIR [--sample N]]\n"
                  "\n"
-                 "Checks a session spec offline, as the master would: every error names its\n"
-                 "JSON path (features.dense[3].transforms[0].op: unknown op ...) and, for a\n"
-                 "misspelt key or op, the nearest name.\n"
+                 "Checks a session spec offline, as the master would, and prints every\n"
+                 "problem, one line each with its JSON path (features.dense[3].transforms[0]\n"
+                 ".op: unknown op ...) and, for a misspelt key or op, the nearest name.\n"
                  "\n"
                  "With --table DIR (the spec's table folder on this machine), also reads N\n"
                  "records (default 1000, spread over up to 8 of the partitions' files) and\n"
@@ -192,6 +192,35 @@ static char *read_spec(const char *path, size_t *len)
     return buf;
 }
 
+typedef struct spec_problems {
+    const char *path;
+    unsigned n;
+} spec_problems_t;
+
+/* Prints one problem of a spec as ctl_fail() prints an error. */
+static void print_problem(void *arg, const char *problem)
+{
+    spec_problems_t *ps = arg;
+    ps->n++;
+    fprintf(stderr, "dppctl: %s: %s\n", ps->path, problem);
+}
+
+/* Parses a spec; an invalid one gets every problem printed, one line each,
+ * then how many there were when more than one, and CTL_FAILED. */
+static int parse_spec(const char *path, const char *json, size_t len, dpp_spec_t *spec)
+{
+    spec_problems_t ps = {.path = path, .n = 0};
+    char err[DPP_SPEC_ERRLEN];
+    int rc = dpp_spec_parse_report(json, len, spec, err, sizeof err, print_problem, &ps);
+    if (rc == 0)
+        return CTL_OK;
+    if (ps.n == 0) /* not a problem of the spec: out of memory */
+        return ctl_fail("%s: %s", path, err);
+    if (ps.n > 1)
+        fprintf(stderr, "dppctl: %s: %u problems\n", path, ps.n);
+    return CTL_FAILED;
+}
+
 static int cmd_validate(const ctl_t *ctl, const char *path)
 {
     size_t len;
@@ -199,11 +228,10 @@ static int cmd_validate(const ctl_t *ctl, const char *path)
     if (json == NULL)
         return 1;
     dpp_spec_t spec;
-    char err[DPP_SPEC_ERRLEN];
-    int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
+    int rc = parse_spec(path, json, len, &spec);
     free(json);
     if (rc)
-        return ctl_fail("%s: %s", path, err);
+        return rc;
     if (spec.text)
         printf("%s: valid (a text session: sequences of %u tokens, %s, batch_size %u, %u epochs, "
                "%u consumers)\n",
@@ -248,10 +276,14 @@ static int call_master(const ctl_t *ctl, const char *what, uint16_t type,
     if (rc)
         return ctl_fail("master %s: %s", ctl->master, dpp_strerror(rc));
     if (rtype == DPP_MSG_ERROR) {
-        if (what)
-            ctl_fail("%s: %s", what, ((Dpp__Error *)*reply)->message);
-        else
-            ctl_fail("%s%s", ((Dpp__Error *)*reply)->message, "");
+        /* one line each: a refused spec's reply lists every problem */
+        const char *msg = ((Dpp__Error *)*reply)->message;
+        for (const char *line = msg; line;) {
+            const char *nl = strchr(line, '\n');
+            int n = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(stderr, "dppctl: %s%s%.*s\n", what ? what : "", what ? ": " : "", n, line);
+            line = nl ? nl + 1 : NULL;
+        }
         protobuf_c_message_free_unpacked(*reply, NULL);
         return 1;
     }
@@ -271,11 +303,10 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     if (ctl->table) {
         /* the master parses the spec again; here it only drives the sample */
         dpp_spec_t spec;
-        char err[DPP_SPEC_ERRLEN];
-        int rc = dpp_spec_parse(json, len, &spec, err, sizeof err);
+        int rc = parse_spec(path, json, len, &spec);
         if (rc) {
             free(json);
-            return ctl_fail("%s: %s", path, err);
+            return rc;
         }
         /* stdout's last line stays the session id: the sample's words go to stderr */
         fflush(stdout);

@@ -29,9 +29,31 @@ static void new_session_id(char *out, size_t len)
     snprintf(out, len, "s%016" PRIx64, r);
 }
 
+/* A refused spec's problems for the reply, one per line: as many as fit
+ * (a spec holds at most 1 MiB; the reply says how many did not fit). */
+typedef struct problems {
+    char text[4000]; /* dpp_conn_send_error() sends at most 4095 bytes */
+    size_t len;
+    unsigned n, left_out;
+} problems_t;
+
+static void add_problem(void *arg, const char *problem)
+{
+    problems_t *ps = arg;
+    size_t need = strlen(problem) + (ps->n ? 1 : 0);
+    if (ps->left_out || ps->len + need + 40 >= sizeof ps->text) {
+        ps->left_out++;
+        return;
+    }
+    ps->len += (size_t)snprintf(ps->text + ps->len, sizeof ps->text - ps->len, "%s%s",
+                                ps->n ? "\n" : "", problem);
+    ps->n++;
+}
+
 void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
 {
     dpp_master_t *m = p->m;
+    problems_t ps = {.len = 0};
     char err[DPP_SPEC_ERRLEN];
     dpp_spec_t spec;
     char *table_path = NULL;
@@ -46,7 +68,14 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
         memset(&spec, 0, sizeof spec);
         goto reject;
     }
-    rc = dpp_spec_parse(req->spec_json, len, &spec, err, sizeof err);
+    rc = dpp_spec_parse_report(req->spec_json, len, &spec, err, sizeof err, add_problem, &ps);
+    if (rc == DPP_ESPEC && ps.n > 1) {
+        if (ps.left_out)
+            snprintf(ps.text + ps.len, sizeof ps.text - ps.len, "\n(%u more problems)",
+                     ps.left_out);
+        goto reject;
+    }
+    ps.n = 0; /* one problem, or none: err says it */
     if (rc)
         goto reject;
     if (spec.ndense + spec.nsparse > m->max_features) {
@@ -108,9 +137,9 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
 
 reject:;
     char q[DPP_SPEC_ERRLEN + 64];
-    DPP_INFO("session_rejected peer=%s error=%s", p->base.conn.peer,
-             dpp_log_quote(err, q, sizeof q));
-    dpp_conn_send_error(&p->base.conn, rc, "%s", err);
+    DPP_INFO("session_rejected peer=%s error=%s problems=%u", p->base.conn.peer,
+             dpp_log_quote(err, q, sizeof q), ps.n ? ps.n + ps.left_out : 1);
+    dpp_conn_send_error(&p->base.conn, rc, "%s", ps.n ? ps.text : err);
     dpp_spec_close(&spec);
     free(table_path);
     dpp_table_files_free(files, nfiles);

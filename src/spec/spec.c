@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Session spec v1: JSON (jansson) to dpp_spec_t with validation that names the
-// JSON path of the first problem, and back to a normalised JSON text.
+// JSON path of every problem, and back to a normalised JSON text.
 #include <errno.h>
 #include <float.h>
 #include <jansson.h>
@@ -34,10 +34,22 @@ typedef struct jpath {
 } jpath_t;
 
 typedef struct parser {
-    char *err;
+    char *err; /* the first problem */
     size_t errlen;
+    unsigned nerrors;
+    void (*report)(void *arg, const char *problem); /* every problem, or NULL */
+    void *report_arg;
     json_t *names; /* feature names seen so far, used as a set */
 } parser_t;
+
+/* After a problem in one part of the spec, the parse goes on with the next
+ * part (the next top-level key, feature, transform or filter), so that one
+ * run names every problem; fail() counts them. Only an error that is not
+ * the spec's own (out of memory) ends it. */
+static inline int go_on(int rc)
+{
+    return rc == DPP_ESPEC ? 0 : rc;
+}
 
 typedef struct op_info {
     const char *name;
@@ -107,34 +119,37 @@ static size_t put_path(char *buf, size_t size, size_t pos, const jpath_t *path)
     return n < 0 ? pos : pos + (size_t)n;
 }
 
-/* Writes "<path>: <message>" and returns DPP_ESPEC. Control characters from
- * user-supplied keys and strings become '?' so that the error stays one line. */
+/* Records "<path>: <message>" (the first problem in p->err, every one to
+ * p->report) and returns DPP_ESPEC. Control characters from user-supplied
+ * keys and strings become '?' so that each problem stays one line. */
 static int fail(parser_t *p, const jpath_t *path, const char *fmt, ...)
 {
-    if (!p->err || p->errlen == 0)
-        return DPP_ESPEC;
-    p->err[0] = '\0';
-    size_t pos = put_path(p->err, p->errlen, 0, path);
-    if (pos + 2 < p->errlen) {
-        memcpy(p->err + pos, ": ", 3);
+    char msg[DPP_SPEC_ERRLEN];
+    size_t pos = put_path(msg, sizeof msg, 0, path);
+    if (pos + 2 < sizeof msg) {
+        memcpy(msg + pos, ": ", 3);
         pos += 2;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(p->err + pos, p->errlen - pos, fmt, ap);
+        vsnprintf(msg + pos, sizeof msg - pos, fmt, ap);
         va_end(ap);
     }
-    for (char *c = p->err; *c; c++)
+    for (char *c = msg; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
+    if (p->nerrors++ == 0 && p->err && p->errlen)
+        snprintf(p->err, p->errlen, "%s", msg);
+    if (p->report)
+        p->report(p->report_arg, msg);
     return DPP_ESPEC;
 }
 
-/* Rejects the first key of obj that is neither in allowed (NULL-terminated)
- * nor `also`. Keys come in document order (jansson keeps insertion order),
- * so the report names the first unknown key of the text. */
+/* Rejects every key of obj that is neither in allowed (NULL-terminated)
+ * nor `also`, in document order (jansson keeps insertion order). */
 static int check_keys(parser_t *p, const jpath_t *path, json_t *obj, const char *const *allowed,
                       const char *also)
 {
+    int rc = 0;
     for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
         const char *key = json_object_iter_key(it);
         int known = also && strcmp(key, also) == 0;
@@ -150,11 +165,11 @@ static int check_keys(parser_t *p, const jpath_t *path, json_t *obj, const char 
                 keys[n++] = also;
             keys[n] = NULL;
             char hint[512];
-            return fail(p, &kp, "unknown key%s",
-                        dpp_suggest(hint, sizeof hint, key, keys, n, "keys here", 12));
+            rc = fail(p, &kp, "unknown key%s",
+                      dpp_suggest(hint, sizeof hint, key, keys, n, "keys here", 12));
         }
     }
-    return 0;
+    return rc;
 }
 
 /* Reads an integer member within [min, max]. *found says whether it was
@@ -357,7 +372,7 @@ static int parse_transform(parser_t *p, const jpath_t *path, json_t *obj, size_t
         return fail(p, &op_path, "fill_missing must be the first op");
     if (info->op == DPP_OP_VOCAB && index > 0)
         return fail(p, &op_path, "vocab turns strings into ids, so it must be the first op");
-    rc = check_keys(p, path, obj, info->keys, "op");
+    rc = go_on(check_keys(p, path, obj, info->keys, "op"));
     if (rc)
         return rc;
 
@@ -438,7 +453,7 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
 
     if (!json_is_object(obj))
         return fail(p, path, "expected an object");
-    rc = check_keys(p, path, obj, dense ? dense_keys : sparse_keys, NULL);
+    rc = go_on(check_keys(p, path, obj, dense ? dense_keys : sparse_keys, NULL));
     if (rc)
         return rc;
     const char *name = get_string(p, path, obj, "name", &rc);
@@ -493,7 +508,7 @@ static int parse_feature(parser_t *p, const jpath_t *path, json_t *obj, int dens
         /* counted first so that dpp_spec_close frees a half-parsed op's
          * boundaries */
         f->nops = (unsigned)(i + 1);
-        rc = parse_transform(p, &op_path, json_array_get(ops, i), i, dense, &f->ops[i]);
+        rc = go_on(parse_transform(p, &op_path, json_array_get(ops, i), i, dense, &f->ops[i]));
         if (rc)
             return rc;
     }
@@ -523,7 +538,7 @@ static int parse_feature_list(parser_t *p, const jpath_t *features_path, json_t 
         jpath_t fp = at_index(&list_path, i);
         /* counted first so that dpp_spec_close frees a half-parsed feature */
         *count = (unsigned)(i + 1);
-        int rc = parse_feature(p, &fp, json_array_get(list, i), dense, &(*out)[i]);
+        int rc = go_on(parse_feature(p, &fp, json_array_get(list, i), dense, &(*out)[i]));
         if (rc)
             return rc;
     }
@@ -594,7 +609,7 @@ static int parse_label(parser_t *p, json_t *root, dpp_spec_t *s)
         return 0;
     if (!json_is_object(label))
         return fail(p, &path, "expected an object");
-    rc = check_keys(p, &path, label, keys, NULL);
+    rc = go_on(check_keys(p, &path, label, keys, NULL));
     if (rc)
         return rc;
     const char *name = get_string(p, &path, label, "name", &rc);
@@ -622,7 +637,7 @@ static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, const cha
         return rc;
     if (strcmp(op, "require") == 0) {
         f->kind = DPP_FILTER_REQUIRE;
-        rc = check_keys(p, path, obj, require_keys, "op");
+        rc = go_on(check_keys(p, path, obj, require_keys, "op"));
         if (rc)
             return rc;
         const char *name = get_string(p, path, obj, "feature", &rc);
@@ -639,7 +654,7 @@ static int parse_filter(parser_t *p, const jpath_t *path, json_t *obj, const cha
     }
     if (strcmp(op, "sample") == 0) {
         f->kind = DPP_FILTER_SAMPLE;
-        rc = check_keys(p, path, obj, sample_keys, "op");
+        rc = go_on(check_keys(p, path, obj, sample_keys, "op"));
         if (rc)
             return rc;
         rc = get_number(p, path, obj, "p", 1, &f->p, &found);
@@ -687,7 +702,7 @@ static int parse_filters(parser_t *p, json_t *list, dpp_spec_t *s)
     for (size_t i = 0; i < n; i++) {
         jpath_t ip = at_index(&path, i);
         s->nfilters = (unsigned)(i + 1); /* so that a half-parsed one is freed */
-        int rc = parse_filter(p, &ip, json_array_get(list, i), s->label, &s->filters[i]);
+        int rc = go_on(parse_filter(p, &ip, json_array_get(list, i), s->label, &s->filters[i]));
         if (rc)
             return rc;
     }
@@ -709,7 +724,7 @@ static int parse_shuffle(parser_t *p, json_t *root, dpp_spec_t *s)
         return 0;
     if (!json_is_object(v))
         return fail(p, &kp, "expected false, true or an object {\"seed\": N}");
-    int rc = check_keys(p, &kp, v, shuffle_keys, NULL);
+    int rc = go_on(check_keys(p, &kp, v, shuffle_keys, NULL));
     if (rc)
         return rc;
     int found;
@@ -955,11 +970,12 @@ static int parse_tokenizer(parser_t *p, json_t *root, dpp_text_spec_t *t)
         }
         return 0;
     }
-    const char *name = get_string(p, &path, obj, "pattern", &rc);
-    if (!name)
+    if (!json_is_string(pat) || json_string_length(pat) == 0)
         return fail(p, &pp, "%s: the tiktoken encoding whose split pattern applies, "
                             "\"cl100k_base\" or \"o200k_base\"",
-                    pat ? "expected a string" : "required");
+                    !pat ? "required" : json_is_string(pat) ? "must not be empty"
+                                                            : "expected a string");
+    const char *name = json_string_value(pat);
     /* the encodings src/text/bpe.c has patterns for (spec sits below text) */
     static const char *const known[] = {"cl100k_base", "o200k_base", NULL};
     if (strcmp(name, known[0]) != 0 && strcmp(name, known[1]) != 0) {
@@ -1108,50 +1124,40 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         jpath_t rp = at_key(NULL, "(root)");
         return fail(p, &rp, "expected an object");
     }
-    rc = check_keys(p, NULL, root, top_keys, NULL);
-    if (rc)
+    /* each part below is checked whatever the parts before it hold (go_on) */
+    if ((rc = go_on(check_keys(p, NULL, root, top_keys, NULL))) != 0)
         return rc;
 
     const char *table = get_string(p, NULL, root, "table", &rc);
-    if (!table)
-        return rc;
-    if (!dpp_path_is_relative_inside(table))
-        return fail(p, &table_path, "must be a relative path inside a data root");
-    s->table = strdup(table);
-    if (!s->table)
-        return -ENOMEM;
-
-    json_t *parts = json_object_get(root, "partitions");
-    if (parts) {
-        rc = parse_partitions(p, parts, s);
-        if (rc)
-            return rc;
+    if (table && !dpp_path_is_relative_inside(table)) {
+        fail(p, &table_path, "must be a relative path inside a data root");
+    } else if (table) {
+        s->table = strdup(table);
+        if (!s->table)
+            return -ENOMEM;
     }
 
-    rc = get_int(p, NULL, root, "batch_size", 1, 1, MAX_BATCH_SIZE, &x, &found);
-    if (rc)
+    json_t *parts = json_object_get(root, "partitions");
+    if (parts && (rc = go_on(parse_partitions(p, parts, s))) != 0)
         return rc;
-    s->batch_size = (unsigned)x;
+
+    if (get_int(p, NULL, root, "batch_size", 1, 1, MAX_BATCH_SIZE, &x, &found) == 0)
+        s->batch_size = (unsigned)x;
     x = 1;
     json_t *ev = json_object_get(root, "epochs");
     if (json_is_string(ev) && strcmp(json_string_value(ev), "unbounded") == 0) {
         x = DPP_EPOCHS_UNBOUNDED;
     } else if (json_is_string(ev)) {
         jpath_t ep = at_key(NULL, "epochs");
-        return fail(p, &ep, "expected an integer or \"unbounded\"");
+        fail(p, &ep, "expected an integer or \"unbounded\"");
     } else {
-        rc = get_int(p, NULL, root, "epochs", 0, 1, MAX_EPOCHS, &x, &found);
-        if (rc)
-            return rc;
+        get_int(p, NULL, root, "epochs", 0, 1, MAX_EPOCHS, &x, &found);
     }
     s->epochs = (unsigned)x;
     x = 1;
-    rc = get_int(p, NULL, root, "consumers", 0, 1, MAX_CONSUMERS, &x, &found);
-    if (rc)
-        return rc;
+    get_int(p, NULL, root, "consumers", 0, 1, MAX_CONSUMERS, &x, &found);
     s->consumers = (unsigned)x;
-    rc = parse_io_keys(p, root, s);
-    if (rc)
+    if ((rc = go_on(parse_io_keys(p, root, s))) != 0)
         return rc;
     /* a text session: JSON Lines, plain text, or a Parquet table's string
      * column (a Parquet spec with any of the text sections) */
@@ -1160,37 +1166,43 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     for (const char *const *k = text_keys; *k; k++)
         text_key |= json_object_get(root, *k) != NULL;
     if (s->format == DPP_FORMAT_JSONL || s->format == DPP_FORMAT_TEXT ||
-        (s->format == DPP_FORMAT_PARQUET && text_key))
-        return parse_text(p, root, s);
+        (s->format == DPP_FORMAT_PARQUET && text_key)) {
+        rc = go_on(parse_text(p, root, s));
+        return rc ? rc : p->nerrors ? DPP_ESPEC : 0;
+    }
     for (const char *const *k = text_keys; *k; k++) {
         if (json_object_get(root, *k)) {
             jpath_t kp = at_key(NULL, *k);
-            return fail(p, &kp, "applies to text sessions only (\"format\": \"jsonl\", "
-                                "\"text\", or \"parquet\" to read a string column)");
+            fail(p, &kp, "applies to text sessions only (\"format\": \"jsonl\", "
+                         "\"text\", or \"parquet\" to read a string column)");
         }
     }
 
     json_t *features = json_object_get(root, "features");
-    if (!features)
-        return fail(p, &features_path, "required");
-    if (!json_is_object(features))
-        return fail(p, &features_path, "expected an object");
-    rc = check_keys(p, &features_path, features, feature_keys, NULL);
-    if (!rc)
-        rc = parse_feature_list(p, &features_path, features, "dense", 1, &s->dense, &s->ndense);
-    if (!rc)
-        rc = parse_feature_list(p, &features_path, features, "sparse", 0, &s->sparse, &s->nsparse);
-    if (rc)
-        return rc;
-    if (s->ndense + s->nsparse > DPP_SPEC_MAX_FEATURES)
-        return fail(p, &features_path, "%u features, more than %d", s->ndense + s->nsparse,
-                    DPP_SPEC_MAX_FEATURES);
-    if (s->ndense + s->nsparse == 0)
-        return fail(p, &features_path,
-                    "no features: expected at least one, in \"dense\" or \"sparse\" (either "
-                    "list may be left out or empty, not both)");
-    rc = parse_label(p, root, s);
-    if (rc)
+    if (!features) {
+        fail(p, &features_path, "required");
+    } else if (!json_is_object(features)) {
+        fail(p, &features_path, "expected an object");
+    } else {
+        unsigned before = p->nerrors;
+        rc = go_on(check_keys(p, &features_path, features, feature_keys, NULL));
+        if (!rc)
+            rc = go_on(
+                parse_feature_list(p, &features_path, features, "dense", 1, &s->dense, &s->ndense));
+        if (!rc)
+            rc = go_on(parse_feature_list(p, &features_path, features, "sparse", 0, &s->sparse,
+                                          &s->nsparse));
+        if (rc)
+            return rc;
+        if (s->ndense + s->nsparse > DPP_SPEC_MAX_FEATURES)
+            fail(p, &features_path, "%u features, more than %d", s->ndense + s->nsparse,
+                 DPP_SPEC_MAX_FEATURES);
+        else if (s->ndense + s->nsparse == 0 && p->nerrors == before)
+            fail(p, &features_path,
+                 "no features: expected at least one, in \"dense\" or \"sparse\" (either "
+                 "list may be left out or empty, not both)");
+    }
+    if ((rc = go_on(parse_label(p, root, s))) != 0)
         return rc;
     /* label, dense values and list lengths have a fixed size per row: a
      * batch of them must fit a block */
@@ -1199,21 +1211,28 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         row_bytes += 4 * (uint64_t)s->dense[i].dim;
     if (row_bytes * s->batch_size > DPP_BLOCK_MAX_BYTES) {
         jpath_t bp = at_key(NULL, "batch_size");
-        return fail(p, &bp,
-                    "%u rows of these features take at least %llu MiB, over the %u MiB a block "
-                    "may hold: at most %llu rows per batch (or fewer dense values)",
-                    s->batch_size, (unsigned long long)((row_bytes * s->batch_size) >> 20),
-                    DPP_BLOCK_MAX_BYTES >> 20,
-                    (unsigned long long)(DPP_BLOCK_MAX_BYTES / row_bytes));
+        fail(p, &bp,
+             "%u rows of these features take at least %llu MiB, over the %u MiB a block "
+             "may hold: at most %llu rows per batch (or fewer dense values)",
+             s->batch_size, (unsigned long long)((row_bytes * s->batch_size) >> 20),
+             DPP_BLOCK_MAX_BYTES >> 20, (unsigned long long)(DPP_BLOCK_MAX_BYTES / row_bytes));
     }
     /* last: a require filter names a feature, weights or the label */
     json_t *filters = json_object_get(root, "filters");
-    return filters ? parse_filters(p, filters, s) : 0;
+    if (filters && (rc = go_on(parse_filters(p, filters, s))) != 0)
+        return rc;
+    return p->nerrors ? DPP_ESPEC : 0;
 }
 
 int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen)
 {
-    parser_t p = {.err = err, .errlen = errlen, .names = NULL};
+    return dpp_spec_parse_report(json, len, out, err, errlen, NULL, NULL);
+}
+
+int dpp_spec_parse_report(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen,
+                          void (*report)(void *arg, const char *problem), void *arg)
+{
+    parser_t p = {.err = err, .errlen = errlen, .report = report, .report_arg = arg};
     dpp_spec_t s;
     json_error_t jerr;
     json_t *root = NULL;

@@ -197,12 +197,22 @@ typedef struct dpp_spec {
 } dpp_spec_t;
 
 /* Parses and validates a spec (JSON text of len bytes). On failure returns
- * DPP_ESPEC and writes "<json path>: <problem>" into err (always
- * NUL-terminated), e.g. `features.dense[3].transforms[0].op: unknown op
- * "logp"`; *out is then left zeroed. On success the caller owns *out and
- * releases it with dpp_spec_close(). Returns -ENOMEM on allocation failure.
- * Checks structure only; whether the table exists is the master's job. */
+ * DPP_ESPEC and writes the first problem as "<json path>: <problem>" into
+ * err (always NUL-terminated), e.g. `features.dense[3].transforms[0].op:
+ * unknown op "logp"`; *out is then left zeroed. On success the caller owns
+ * *out and releases it with dpp_spec_close(). Returns -ENOMEM on allocation
+ * failure. Checks structure only; whether the table exists is the master's
+ * job. */
 int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen);
+
+/* dpp_spec_parse() that also hands every problem, in the order it meets
+ * them, to report(arg, "<json path>: <problem>") (report may be NULL). A
+ * problem does not hide the others: the parse goes on with the next
+ * top-level key, feature, transform and filter. What cannot be checked
+ * without the broken part is left out (the features of a "features" that
+ * is not an object; "no features" after a feature list that failed). */
+int dpp_spec_parse_report(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen,
+                          void (*report)(void *arg, const char *problem), void *arg);
 
 /* Frees what a parsed spec owns (names, ops and their boundaries, filters);
  * zeroes *spec. Safe on a zeroed spec. */

@@ -514,7 +514,7 @@ int dpp_conn_send(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m)
 
 int dpp_conn_send_error(dpp_conn_t *c, int code, const char *fmt, ...)
 {
-    char text[1024];
+    char text[4096]; /* a refused spec's problems, one per line */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);

@@ -11,7 +11,8 @@
 # it stopped and `status` counts the takeover. Case 5: connection errors
 # (refused, DNS, not an address), unknown sessions, ranks out of range.
 # Case 6: CLI habits: --version on every binary, -o json, `help CMD` and
-# `CMD --help`, epochs counted from 0. Case 7: `dppctl validate --table`
+# `CMD --help`, epochs counted from 0; validate and submit name every
+# problem of a spec, each with its JSON path. Case 7: `dppctl validate --table`
 # finds the mistakes of cases 1 and 2 and wrong types in a sample of the
 # table, for TFRecord and Parquet, before a session runs; `submit --table`
 # submits nothing then.
@@ -187,6 +188,23 @@ grep -Eq "^session $long +done +table long +epoch 40/40 " "$DPP_TMP/long.status"
 dpp_ctl list -o json >"$DPP_TMP/list.json"
 python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))) >= 9' "$DPP_TMP/list.json" ||
     dpp_fail "case 6: list -o json: $(head -c 300 "$DPP_TMP/list.json")"
+
+# every problem of a spec, each with its JSON path: from validate (offline)
+# and from the master's answer to submit
+cat >"$DPP_TMP/two.json" <<'EOF'
+{"table": "clean", "batch_sise": 8,
+ "features": {"dense": [{"name": "i1", "transforms": [{"op": "log1pp"}]}]}}
+EOF
+p1='batch_sise: unknown key; did you mean "batch_size"?'
+p2='features.dense[0].transforms[0].op: unknown op "log1pp"; did you mean "log1p"? (ops of dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)'
+for cmd in validate submit; do
+    dpp_expect_reject "dppctl: $DPP_TMP/two.json: $p1" "$DPPCTL" "$cmd" "$DPP_TMP/two.json" ||
+        dpp_fail "case 6: $cmd of a spec with two mistakes"
+    grep -Fxq -- "dppctl: $DPP_TMP/two.json: $p2" "$DPP_TMP/reject.err" ||
+        dpp_fail "case 6: $cmd named the first mistake only: $(cat "$DPP_TMP/reject.err")"
+done
+grep -Fxq -- "dppctl: $DPP_TMP/two.json: 3 problems" <("$DPPCTL" validate "$DPP_TMP/two.json" 2>&1) ||
+    dpp_fail "case 6: validate did not count the problems (batch_sise, batch_size required, log1pp)"
 
 dpp_step "case 7: validate --table, before any session"
 # validate_table SPEC DIR EXIT [EXTRA...]: dppctl validate SPEC --table DIR

@@ -1177,6 +1177,65 @@ static void test_invalid(void **state)
     }
 }
 
+/* dpp_spec_parse_report: each problem once, in document order, with its
+ * path; the first is also err; a valid spec reports nothing. */
+typedef struct problems {
+    char text[12][DPP_SPEC_ERRLEN];
+    size_t n;
+} problems_t;
+
+static void collect(void *arg, const char *problem)
+{
+    problems_t *ps = arg;
+    assert_true(ps->n < 12);
+    snprintf(ps->text[ps->n++], DPP_SPEC_ERRLEN, "%s", problem);
+}
+
+static void test_every_problem(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"table\":\"t\",\"batch_sise\":8,\"epochs\":\"two\","
+        "\"features\":{\"dense\":[{\"name\":\"a\",\"transforms\":[{\"op\":\"log1pp\"},"
+        "{\"op\":\"clamp\"}]},{\"name\":\"b\",\"dimm\":2}],"
+        "\"sparse\":[{\"name\":\"a\"}]},"
+        "\"filters\":[{\"op\":\"require\",\"feature\":\"zz\"},{\"op\":\"keep\"}]}";
+    static const char *const want[] = {
+        "batch_sise: unknown key; did you mean \"batch_size\"?",
+        "batch_size: required",
+        "epochs: expected an integer or \"unbounded\"",
+        "features.dense[0].transforms[0].op: unknown op \"log1pp\"; did you mean \"log1p\"? "
+        "(ops of dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)",
+        "features.dense[0].transforms[1]: clamp needs \"min\" or \"max\"",
+        "features.dense[1].dimm: unknown key; did you mean \"dim\"? (keys here: name, dim, "
+        "transforms, optional)",
+        "features.sparse[0].name: duplicate feature name \"a\"",
+        "filters[0].feature: no feature \"zz\" in the spec",
+        "filters[1].op: unknown filter \"keep\"",
+    };
+    problems_t ps = {.n = 0};
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+    int rc = dpp_spec_parse_report(json, strlen(json), &s, err, sizeof err, collect, &ps);
+    for (size_t i = 0; i < ps.n; i++)
+        print_message("problem %zu: %s\n", i, ps.text[i]);
+    assert_int_equal(rc, DPP_ESPEC);
+    assert_int_equal(ps.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < ps.n; i++)
+        assert_string_equal(ps.text[i], want[i]);
+    assert_string_equal(err, want[0]);
+    dpp_spec_t zero;
+    memset(&zero, 0, sizeof zero);
+    assert_memory_equal(&s, &zero, sizeof s);
+
+    /* a valid spec: no report */
+    static const char ok[] = "{" BASE_OK "," FEATURES_OK "," LABEL_OK "}";
+    ps.n = 0;
+    assert_int_equal(dpp_spec_parse_report(ok, strlen(ok), &s, err, sizeof err, collect, &ps), 0);
+    assert_int_equal(ps.n, 0);
+    dpp_spec_close(&s);
+}
+
 static void test_err_buffer(void **state)
 {
     (void)state;
@@ -1409,6 +1468,7 @@ int main(void)
         cmocka_unit_test(test_new_keys_limits),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_text), cmocka_unit_test(test_cache_fingerprint),
+        cmocka_unit_test(test_every_problem),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),
     };
