@@ -17,7 +17,9 @@ packages=(
     # tests only: Unicode properties in Python regexes (the tokenizer's reference),
     # zstd(1) for compressed JSON Lines
     python3-regex zstd
-    # tests only: `pip install ./python` (the install test), offline
+    # the README's Python install (a venv that sees Debian's torch), and
+    # `pip install ./python` offline
+    python3-venv
     python3-pip python3-setuptools python3-wheel
 )
 

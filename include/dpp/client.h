@@ -251,6 +251,40 @@ int dpp_batch_text(const dpp_batch_t *b, dpp_text_batch_t *out);
  * pointer from the accessors becomes invalid. Accepts NULL. */
 void dpp_batch_release(dpp_batch_t *b);
 
+/* ---- Sessions: submit, status, cancel (what dppctl does) ---------------
+ *
+ * For programs that drive their sessions themselves (the Python binding's
+ * dpp.submit()). Each call makes one request to the master at `master`
+ * ("HOST:PORT"): token is the cluster token's text (NULL: the file
+ * $DPP_TOKEN_FILE names, else none); timeout_ms bounds the connect and the
+ * reply (<= 0: 10 s). On failure they return a negative error (the master's
+ * code: DPP_ESPEC for a refused spec, DPP_ENOSESSION, ...; -ECONNREFUSED,
+ * DPP_ETIMEDOUT) and dpp_session_error() says why in words: the master's,
+ * which for a refused spec name every problem, one per line. */
+
+/* Submits a spec (its JSON text); the new session's id goes to
+ * session_id[len] (24 bytes hold one). */
+int dpp_session_submit(const char *master, const char *token, int timeout_ms,
+                       const char *spec_json, char *session_id, size_t len);
+
+/* The status of session `session` as a JSON object, the one `dppctl status
+ * SESSION -o json` prints (docs/cli.md); session NULL or "": the listing,
+ * a JSON array of them (without ranks). *json is the caller's, freed with
+ * dpp_free(). */
+int dpp_session_status(const char *master, const char *token, int timeout_ms, const char *session,
+                       char **json);
+
+/* Cancels a session; its state before the cancel ("running", "done", ...)
+ * goes to state_before[len] when it is not NULL. */
+int dpp_session_cancel(const char *master, const char *token, int timeout_ms, const char *session,
+                       char *state_before, size_t len);
+
+/* Why this thread's last dpp_session_* call failed; "" after a success. */
+const char *dpp_session_error(void);
+
+/* Frees memory the library handed out (dpp_session_status()'s text). */
+void dpp_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

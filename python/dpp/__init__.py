@@ -5,7 +5,8 @@ A ctypes binding of libdppclient (include/dpp/client.h); batches come as
 torch tensors that view the library's memory without a copy::
 
     import dpp
-    with dpp.Client("127.0.0.1:7070", session) as c:
+    session = dpp.submit("spec.json", master="127.0.0.1:7070")   # or a dict
+    with dpp.Client(session) as c:
         for batch in c:                      # every batch of every epoch
             batch.labels                     # float32 [B]; None: the spec has no label
             batch.dense                      # float32 [B, D], spec order (D may be 0)
@@ -14,8 +15,10 @@ torch tensors that view the library's memory without a copy::
             batch.text.input_ids             # text sessions: int64 [B, L], labels,
                                              # position_ids, cu_seqlens (see Text)
 
-    loader = torch.utils.data.DataLoader(dpp.TorchDataset(master, session),
+    loader = torch.utils.data.DataLoader(dpp.TorchDataset(session),
                                          batch_size=None, pin_memory=True)
+    session.status()["state"]                # dppctl status -o json, as a dict
+    session.cancel()
 
 The library is found through DPP_LIB (a path), else <source>/build next to
 this package, else the dynamic linker (see dpp._lib). docs/client.md has the
@@ -26,6 +29,7 @@ from ._client import CHECKPOINT_SIZE, Client
 from ._dataset import WORKERS_MESSAGE, TorchDataset, resolve_rank
 from ._errors import DppError, DppTimeoutError, EndOfData, EpochEnd, SessionEnd
 from ._lib import ERRORS, library_path
+from ._session import Session, cancel, status, submit
 
 __version__ = "0.1.0"
 
@@ -49,13 +53,17 @@ __all__ = [
     "EndOfData",
     "EpochEnd",
     "Jagged",
+    "Session",
     "SessionEnd",
     "Sparse",
     "TensorBatch",
     "Text",
     "TorchDataset",
+    "cancel",
     "WORKERS_MESSAGE",
     "library_path",
     "resolve_rank",
+    "status",
     "strerror",
+    "submit",
 ]  # and the DPP_E* constants, set above

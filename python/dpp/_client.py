@@ -4,7 +4,7 @@ import ctypes
 import math
 from ctypes import c_void_p
 
-from . import _lib
+from . import _lib, _session
 from ._batch import Batch
 from ._errors import DppError, DppTimeoutError, EpochEnd, SessionEnd, check
 
@@ -39,7 +39,8 @@ class Client:
     memory_budget=256 << 20, timeout_s=10.0, token=None,
     prefetch_splits=4, resume=None)`` attaches to the master at ``master``
     ("HOST:PORT") for session ``session`` (the id ``dppctl submit``
-    printed); ``timeout_s`` bounds the wait for the master's first answer.
+    printed; ``Client(session)`` takes the ``dpp.Session`` that
+    ``dpp.submit()`` returned instead); ``timeout_s`` bounds the wait for the master's first answer.
     ``resume`` is a token from ``checkpoint()``: the client continues from
     there (``session`` may then be None). Raises DppError (``code``
     DPP_ENOSESSION, DPP_ERANK, DPP_ETOKEN, DPP_ETIMEDOUT, -ECONNREFUSED, ...;
@@ -59,7 +60,7 @@ class Client:
     def __init__(
         self,
         master,
-        session,
+        session=None,
         rank=0,
         world_size=0,
         prefetch=8,
@@ -71,6 +72,7 @@ class Client:
     ):
         self._lib = lib = _lib.load()
         self._ptr = None
+        master, session, token = _session.unpack(master, session, token)
         self.master = master
         self.session = session
         self.rank = rank

@@ -6,7 +6,7 @@ import torch.distributed
 import torch.utils.data
 
 from ._client import Client
-from . import _lib
+from . import _lib, _session
 from ._errors import DppError, EpochEnd, SessionEnd
 
 WORKERS_MESSAGE = (
@@ -64,7 +64,7 @@ def resolve_rank(rank=None, world_size=None):
 class TorchDataset(torch.utils.data.IterableDataset):
     """The batches of one dpp session rank, one epoch per iteration::
 
-        ds = dpp.TorchDataset(master, session, rank=0)
+        ds = dpp.TorchDataset(master, session, rank=0)  # or TorchDataset(dpp.submit(spec))
         loader = DataLoader(ds, batch_size=None, num_workers=0, pin_memory=True)
         for epoch in range(ds.num_epochs):
             for batch in loader:  # the batches of one epoch
@@ -91,8 +91,12 @@ class TorchDataset(torch.utils.data.IterableDataset):
     preprocessing; see WORKERS_MESSAGE).
     """
 
-    def __init__(self, master, session, rank=None, world_size=None, next_timeout_s=None, **client_kwargs):
+    def __init__(self, master, session=None, rank=None, world_size=None, next_timeout_s=None,
+                 **client_kwargs):
         super().__init__()
+        master, session, token = _session.unpack(master, session, client_kwargs.get("token"))
+        if token is not None:
+            client_kwargs["token"] = token
         self.master = master
         self.session = session
         self.rank, self.world_size, self.rank_source = resolve_rank(rank, world_size)

@@ -164,6 +164,12 @@ _PROTOS = {
     "dpp_batch_sparse_weights": (c_int, [_P, c_char_p, POINTER(c_void_p)]),
     "dpp_batch_kjt": (c_int, [_P, POINTER(Kjt)]),
     "dpp_batch_release": (None, [_P]),
+    "dpp_session_submit": (c_int, [c_char_p, c_char_p, c_int, c_char_p, c_char_p, c_size_t]),
+    # the JSON text comes back as a c_void_p, freed with dpp_free after reading
+    "dpp_session_status": (c_int, [c_char_p, c_char_p, c_int, c_char_p, POINTER(c_void_p)]),
+    "dpp_session_cancel": (c_int, [c_char_p, c_char_p, c_int, c_char_p, c_char_p, c_size_t]),
+    "dpp_session_error": (c_char_p, []),
+    "dpp_free": (None, [c_void_p]),
 }
 
 

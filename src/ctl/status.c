@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "dpp.pb-c.h"
 #include "dpp/error.h"
+#include "client/control.h"
 
 static int fetch(const ctl_t *ctl, const char *session, Dpp__StatusReply **out)
 {
@@ -36,86 +37,15 @@ static double ratio(uint64_t part, uint64_t whole)
     return whole ? (double)part / (double)whole : 0.0;
 }
 
-/* The session as a JSON object: its counters, rejects and ranks. */
+/* The session as a JSON object: the text libdppclient's
+ * dpp_session_status() gives programs (src/client/control.c), so that
+ * both say the same. */
 static json_t *session_json(const Dpp__SessionStatus *s)
 {
-    json_t *o = json_pack(
-        "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
-        "s:i, s:s}",
-        "session", s->session_id, "state", s->state, "table", s->table, "epochs", s->epochs,
-        "epoch", s->current_epoch, "consumers", s->consumers, "files", s->files, "files_indexed",
-        s->files_indexed, "splits_per_epoch", s->splits_per_epoch, "splits_pending",
-        s->splits_pending, "splits_leased", s->splits_leased, "splits_produced", s->splits_produced,
-        "splits_consumed", s->splits_consumed, "rows_produced", (json_int_t)s->rows_produced,
-        "rows_filtered", (json_int_t)s->rows_filtered, "records_rejected",
-        (json_int_t)s->records_rejected, "records_per_epoch", (json_int_t)s->records_per_epoch,
-        "workers", s->workers, "error", s->error);
-    if (o == NULL)
-        return NULL;
-    if (unbounded(s))
-        json_object_set_new(o, "epochs", json_string("unbounded"));
-    /* times: milliseconds since 1970, or null when not known / not set */
-    static const char *const times[] = {"submitted_unix_ms", "planned_unix_ms", "ended_unix_ms",
-                                        "expires_unix_ms", "abandon_unix_ms"};
-    const int64_t values[] = {s->submitted_unix_ms, s->planned_unix_ms, s->ended_unix_ms,
-                              s->expires_unix_ms, s->abandon_unix_ms};
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        json_object_set_new(o, times[i], values[i] ? json_integer(values[i]) : json_null());
-    if (s->planned_unix_ms && s->submitted_unix_ms)
-        json_object_set_new(o, "planning_ms",
-                            json_integer(s->planned_unix_ms - s->submitted_unix_ms));
-    json_object_set_new(o, "splits_per_second", json_integer((json_int_t)s->splits_per_second));
-    json_object_set_new(o, "epochs_done",
-                        json_integer(strcmp(s->state, "done") == 0 ? s->epochs : s->current_epoch));
-    json_object_set_new(o, "takeovers", json_integer(s->takeovers));
-    uint64_t cached = s->splits_from_ram + s->splits_from_disk;
-    if (cached + s->splits_made > 0) { /* workers with a cache served it */
-        json_t *c = json_object();
-        json_object_set_new(c, "splits_from_ram", json_integer((json_int_t)s->splits_from_ram));
-        json_object_set_new(c, "splits_from_disk", json_integer((json_int_t)s->splits_from_disk));
-        json_object_set_new(c, "splits_made", json_integer((json_int_t)s->splits_made));
-        json_object_set_new(c, "hit_ratio",
-                            json_real((double)cached / (double)(cached + s->splits_made)));
-        json_object_set_new(c, "bytes_from_cache", json_integer((json_int_t)s->bytes_from_cache));
-        json_object_set_new(o, "cache", c);
-    }
-    if (s->text_tokens || s->text_documents) { /* a text session's work */
-        json_t *t = json_object();
-        json_object_set_new(t, "documents", json_integer((json_int_t)s->text_documents));
-        json_object_set_new(t, "tokens", json_integer((json_int_t)s->text_tokens));
-        json_object_set_new(t, "padding", json_integer((json_int_t)s->text_padding));
-        json_object_set_new(t, "padding_ratio",
-                            json_real((double)s->text_padding /
-                                      (double)(s->text_tokens + s->text_padding
-                                                   ? s->text_tokens + s->text_padding
-                                                   : 1)));
-        json_object_set_new(t, "tokens_per_second",
-                            json_integer((json_int_t)s->tokens_per_second));
-        json_object_set_new(o, "text", t);
-    }
-    json_object_set_new(o, "rows_redelivered_max",
-                        json_integer((json_int_t)s->rows_redelivered_max));
-    const Dpp__Rejects *rj = s->rejects;
-    if (rj) {
-        json_t *by = json_object();
-#define TO_JSON(name, code, words)                                                                 \
-    json_object_set_new(by, #name, json_integer((json_int_t)rj->name));
-        DPP_REJECT_REASONS(TO_JSON)
-#undef TO_JSON
-        json_object_set_new(o, "rejects", by);
-    }
-    if (s->n_ranks == 0) /* a listing: ranks only in the status of one session */
-        return o;
-    json_t *ranks = json_array();
-    for (size_t i = 0; i < s->n_ranks; i++) {
-        const Dpp__RankStatus *r = s->ranks[i];
-        json_array_append_new(ranks,
-                              json_pack("{s:i, s:i, s:i, s:b, s:I, s:f}", "rank", r->rank, "splits",
-                                        r->splits, "splits_consumed", r->splits_consumed,
-                                        "attached", r->attached, "batches", (json_int_t)r->batches,
-                                        "wait_share", ratio(r->wait_ns, r->open_ns)));
-    }
-    json_object_set_new(o, "ranks", ranks);
+    dpp_jbuf_t b = {0};
+    dpp__session_json(&b, s);
+    json_t *o = b.failed ? NULL : json_loadb(b.text, b.len, 0, NULL);
+    free(b.text);
     return o;
 }
 

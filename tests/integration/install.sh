@@ -2,8 +2,9 @@
 # `cmake --install` into a temporary prefix, then a program built only from
 # what was installed (pkg-config dppclient, libdppclient.so) reads a session
 # from real daemons. Also checks the .so exports nothing but the public API,
-# and that `pip install ./python` gives a package that finds its bundled
-# libdppclient.so without DPP_LIB.
+# and that the README's Python install (a venv, `pip install ./python`)
+# gives a package that finds its bundled libdppclient.so without DPP_LIB,
+# from which a session submitted in Python trains a model.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 dpp_setup install
@@ -25,7 +26,7 @@ so=$(find "$prefix" -name 'libdppclient.so' | head -n 1)
 
 dpp_step "the shared library exports only the public API"
 leaked=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBR]$/ {print $3}' |
-    grep -Ev '^(dpp_client_|dpp_batch_|dpp_strerror|dpp_err_name)' || true)
+    grep -Ev '^(dpp_client_|dpp_batch_|dpp_session_|dpp_free@|dpp_strerror|dpp_err_name)' || true)
 [[ -z $leaked ]] || dpp_fail "libdppclient.so exports internal symbols: $leaked"
 
 dpp_step "build a consumer with pkg-config from the installed tree"
@@ -51,27 +52,27 @@ LD_LIBRARY_PATH=$(dirname "$so") dpp_timeout 120 "$DPP_TMP/consumer" "$DPP_MASTE
 cat -- "$out"
 grep -qx 'rows 5000 batches 2 epochs 1' "$out" || dpp_fail "the consumer did not get every row"
 
-dpp_step "pip install ./python: the package bundles libdppclient.so"
-py=$DPP_TMP/site
-DPP_LIB=$DPP_BIN_DIR/libdppclient.so dpp_timeout 300 /usr/bin/python3 -m pip install --no-deps \
-    --no-build-isolation --no-index --target "$py" "$DPP_SOURCE_DIR/python" \
+dpp_step "the README's Python install: a fresh venv, pip install ./python"
+# the README's two commands, offline (--no-index: this machine has no PyPI)
+venv=$DPP_TMP/venv
+/usr/bin/python3 -m venv --system-site-packages "$venv" >"$DPP_TMP/venv.log" 2>&1 ||
+    { cat -- "$DPP_TMP/venv.log" >&2; dpp_fail "python3 -m venv failed (is python3-venv installed?)"; }
+(cd "$DPP_SOURCE_DIR" && DPP_LIB=$DPP_BIN_DIR/libdppclient.so dpp_timeout 300 \
+    "$venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index ./python) \
     >"$DPP_TMP/pip.log" 2>&1 || { cat -- "$DPP_TMP/pip.log" >&2; dpp_fail "pip install ./python failed"; }
-[[ -f $py/dpp/libdppclient.so.0 ]] || dpp_fail "the installed package holds no libdppclient.so.0"
+bundled=$(find "$venv" -path '*/site-packages/dpp/libdppclient.so.0' | head -n 1)
+[[ -n $bundled ]] || dpp_fail "the installed package holds no libdppclient.so.0"
 preload=()
 if [[ ${DPP_SANITIZE:-OFF} == ON ]]; then
     preload=("LD_PRELOAD=$(cc -print-file-name=libasan.so)" "ASAN_OPTIONS=detect_leaks=0")
 fi
-dpp_submit "$DPP_SOURCE_DIR/examples/criteo.json"
-# from another folder, without DPP_LIB, with only the installed package on the path
-(cd "$DPP_TMP" && timeout -k 5 120 env -u DPP_LIB "${preload[@]}" PYTHONPATH="$py" /usr/bin/python3 -c '
-import sys, dpp
-path = dpp.library_path()
-assert path == sys.argv[1] + "/dpp/libdppclient.so.0", path
-with dpp.Client(sys.argv[2], sys.argv[3]) as c:
-    rows = sum(b.rows for b in c.epoch_iter(timeout_s=60))
-print("python read", rows, "rows through", path)
-assert rows == 5000, rows
-' "$py" "$DPP_MASTER_ADDR" "$DPP_SESSION") >"$DPP_TMP/py.out" 2>&1 ||
-    { cat -- "$DPP_TMP/py.out" >&2; dpp_fail "the pip-installed package did not read the session"; }
+dpp_step "train from a session submitted in Python (dpp.submit), in the venv"
+# from another folder, without DPP_LIB or PYTHONPATH: only the venv's package
+(cd "$DPP_TMP" && timeout -k 5 300 env -u DPP_LIB -u PYTHONPATH "${preload[@]}" \
+    "$venv/bin/python" "$DPP_SOURCE_DIR/tests/integration/venv_train.py" "$DPP_MASTER_ADDR" 5000 \
+    "$DPP_SOURCE_DIR/examples/criteo.json") >"$DPP_TMP/py.out" 2>&1 ||
+    { cat -- "$DPP_TMP/py.out" >&2; dpp_fail "training in the venv failed"; }
+grep -qF "with $bundled" "$DPP_TMP/py.out" ||
+    dpp_fail "the venv's dpp did not load its bundled library: $(head -n 1 "$DPP_TMP/py.out")"
 dpp_log "$(tail -n 1 "$DPP_TMP/py.out")"
 dpp_log "PASS"

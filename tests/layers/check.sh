@@ -20,7 +20,7 @@ allowed() {
     client) echo "base crypto wire format" ;;
     master) echo "base crypto wire format parquet spec daemon" ;;
     worker) echo "base crypto wire format parquet text spec daemon" ;;
-    ctl) echo "base crypto wire format parquet text spec" ;;
+    ctl) echo "base crypto wire format parquet text spec client" ;;
     gen) echo "base format" ;;
     *) echo "?" ;;
     esac
