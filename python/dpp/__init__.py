@@ -26,7 +26,7 @@ whole story.
 """
 from ._batch import Batch, Jagged, Sparse, TensorBatch, Text
 from ._client import CHECKPOINT_SIZE, Client
-from ._dataset import WORKERS_MESSAGE, TorchDataset, resolve_rank
+from ._dataset import WORKERS_MESSAGE, TorchDataset, WorkerProcessError, resolve_rank
 from ._errors import DppError, DppTimeoutError, EndOfData, EpochEnd, SessionEnd
 from ._lib import ERRORS, library_path
 from ._session import Session, cancel, status, submit
@@ -61,6 +61,7 @@ __all__ = [
     "TorchDataset",
     "cancel",
     "WORKERS_MESSAGE",
+    "WorkerProcessError",
     "library_path",
     "resolve_rank",
     "status",

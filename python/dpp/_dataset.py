@@ -10,11 +10,23 @@ from . import _lib, _session
 from ._errors import DppError, EpochEnd, SessionEnd
 
 WORKERS_MESSAGE = (
-    "dpp.TorchDataset cannot run in a DataLoader worker process (num_workers > 0): a dpp "
-    "session already runs the reading and preprocessing in its dpp-worker daemons, and "
-    "each trainer rank must read its batches through one client. Use "
-    "DataLoader(dataset, batch_size=None, num_workers=0) (pin_memory=True is fine)."
+    "dpp.TorchDataset reads with DataLoader(dataset, batch_size=None, num_workers=0) only "
+    "(pin_memory=True is fine): its batches come preprocessed from the session's dpp-worker "
+    "daemons, each trainer rank reads them through one client, and batches fetched ahead "
+    "in worker processes would be lost to checkpoints."
 )
+
+
+class WorkerProcessError(RuntimeError):
+    """A TorchDataset iterated in a DataLoader worker process (num_workers > 0).
+
+    Its message is WORKERS_MESSAGE, one sentence, also where the DataLoader
+    raises it again in the trainer: torch builds the exception anew from a
+    text that holds the worker's whole traceback, which this class drops, so
+    the trainer's error names the cause and the fix in one line."""
+
+    def __init__(self, *_ignored):
+        super().__init__(WORKERS_MESSAGE)
 
 
 def _env_int(name):
@@ -87,8 +99,8 @@ class TorchDataset(torch.utils.data.IterableDataset):
     known (a spec without filters); else it raises TypeError.
 
     Each rank reads with ``num_workers=0``: in a DataLoader worker process
-    ``iter()`` raises RuntimeError (dpp's workers already do the
-    preprocessing; see WORKERS_MESSAGE).
+    ``iter()`` raises WorkerProcessError, a RuntimeError whose message is
+    WORKERS_MESSAGE, and so does the DataLoader in the trainer.
     """
 
     def __init__(self, master, session=None, rank=None, world_size=None, next_timeout_s=None,
@@ -154,7 +166,7 @@ class TorchDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         if torch.utils.data.get_worker_info() is not None:
-            raise RuntimeError(WORKERS_MESSAGE)
+            raise WorkerProcessError()
         return self._epoch(self.client)
 
     def _epoch(self, client):
