@@ -103,8 +103,10 @@ static const command_help_t commands[] = {
     {"status", "usage: dppctl status [SESSION] [-o text|json] [--watch] [--interval-s N]\n"
                "\n"
                "The session's state, epoch (counting from 0: \"2/6\" is epoch 2 of 6), rows,\n"
-               "planning time, splits per second, when it expires or would be abandoned,\n"
-               "and per rank: splits done, batches/s, the trainer's wait share, ETA. On a\n"
+               "planning time, splits per second while it runs (how long it ran once it\n"
+               "ended), when it expires or would be abandoned, and per rank: splits done,\n"
+               "batches/s, the trainer's wait share, ETA (a finished session's ranks: splits\n"
+               "and batches). On a\n"
                "terminal it updates in place until the session ends. Without SESSION: the\n"
                "list. Exit 0, or 3 when the session failed or was cancelled.\n"},
     {"list", "usage: dppctl list [-o text|json]\n"
@@ -610,11 +612,20 @@ static int cmd_read(const ctl_t *ctl, const char *session)
             }
             epoch_reset(&e);
         } else if (rc == DPP_SESSION_END) {
-            if (epochs_read == 0 && batches == 0)
+            if (epochs_read == 0 && batches == 0) {
                 fprintf(stderr,
                         "dppctl: read %s: the session is done: nothing is left to read "
                         "for rank %u\n",
                         session, ctl->rank);
+                /* JSON output says so too: a script gets a line to parse
+                 * (no "epoch" key: no epoch was read) */
+                if (ctl->json) {
+                    fputs("{\"session\":", stdout);
+                    put_json_name(session);
+                    printf(",\"rank\":%u,\"state\":\"done\",\"epochs_read\":0,\"rows\":0}\n",
+                           ctl->rank);
+                }
+            }
             rc = 0;
             break;
         } else {

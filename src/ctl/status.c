@@ -92,12 +92,13 @@ static void lifetime_text(const Dpp__SessionStatus *s, char *out, size_t len)
 }
 
 /* Epochs count from 0 everywhere (read, JSON, the Python binding, tokens):
- * "2/6" is epoch 2 of 6, two epochs done; a done session shows "6/6". */
+ * "2/6" is epoch 2 of 6, two epochs done; a done session shows "6/6", an
+ * unbounded one "100/unbounded". */
 static void epoch_text(const Dpp__SessionStatus *s, char *buf, size_t len)
 {
     int done = strcmp(s->state, "done") == 0;
     if (unbounded(s))
-        snprintf(buf, len, "%u/-", s->current_epoch);
+        snprintf(buf, len, "%u/unbounded", s->current_epoch);
     else
         snprintf(buf, len, "%u/%u", done ? s->epochs : s->current_epoch, s->epochs);
 }
@@ -134,16 +135,25 @@ static void master_line(const Dpp__MasterStatus *ms, int running)
     bound_text(ms->lease_p99_us, l99, sizeof l99);
     bound_text(ms->commit_p50_us, c50, sizeof c50);
     bound_text(ms->commit_p99_us, c99, sizeof c99);
-    printf("master: %.0f splits/s; since start: %" PRIu64 " lease replies, %" PRIu64
-           " journal commits; ",
-           ms->splits_per_second, bucket_sum(ms->lease_buckets, ms->n_lease_buckets),
-           bucket_sum(ms->commit_buckets, ms->n_commit_buckets));
-    if (!running && ms->splits_per_second == 0) {
-        printf("idle (no session running)\n");
+    int idle = !running && ms->splits_per_second == 0;
+    if (idle)
+        printf("master: idle (no session running); ");
+    else
+        printf("master: %.0f splits/s; ", ms->splits_per_second);
+    printf("since start: %" PRIu64 " lease replies, %" PRIu64 " journal commits%s",
+           bucket_sum(ms->lease_buckets, ms->n_lease_buckets),
+           bucket_sum(ms->commit_buckets, ms->n_commit_buckets), idle ? "\n" : "; ");
+    if (idle)
         return;
-    }
     printf("last %u s: ", ms->window_s);
-    if (ms->lease_replies)
+    /* a request waits while there is nothing to lease (the workers are
+     * ahead of the readers): a long wait then is the workers idling, not
+     * a slow master */
+    if (ms->lease_replies && ms->lease_p50_us >= 1000000)
+        printf("%" PRIu64 " lease replies, most after waiting for work (p50 %s): the workers are "
+               "ahead of the readers; ",
+               ms->lease_replies, l50);
+    else if (ms->lease_replies)
         printf("%" PRIu64 " lease replies, wait p50 %s, p99 %s; ", ms->lease_replies, l50, l99);
     else
         printf("no lease replies; ");
@@ -303,12 +313,28 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
     }
     char life[64];
     lifetime_text(s, life, sizeof life);
+    int finished = strcmp(s->state, "done") == 0 || strcmp(s->state, "failed") == 0 ||
+                   strcmp(s->state, "cancelled") == 0;
+    int attached = 0;
+    for (size_t i = 0; i < s->n_ranks; i++)
+        attached |= s->ranks[i]->attached;
     if (s->planned_unix_ms || life[0]) {
-        char plan[64] = "";
+        char plan[64] = "", pace[96] = "";
         if (s->planned_unix_ms && s->submitted_unix_ms)
-            snprintf(plan, sizeof plan, "planned in %.3f s  ",
+            snprintf(plan, sizeof plan, "planned in %.3f s",
                      (double)(s->planned_unix_ms - s->submitted_unix_ms) / 1e3);
-        printf("  %s%" PRIu64 " splits/s%s%s", plan, s->splits_per_second, life, eol);
+        /* a rate only where one is going on: a finished session says how
+         * long it ran, one nobody reads yet that it waits for a reader */
+        if (finished && s->ended_unix_ms && s->planned_unix_ms)
+            snprintf(pace, sizeof pace, "%sran %.3f s", plan[0] ? "  " : "",
+                     (double)(s->ended_unix_ms - s->planned_unix_ms) / 1e3);
+        else if (!finished && s->splits_per_second == 0 && !attached)
+            snprintf(pace, sizeof pace, "%swaiting for a reader (dppctl read, dpp.Client)",
+                     plan[0] ? "  " : "");
+        else if (!finished)
+            snprintf(pace, sizeof pace, "%s%" PRIu64 " splits/s", plan[0] ? "  " : "",
+                     s->splits_per_second);
+        printf("  %s%s%s%s", plan, pace, life, eol);
         lines++;
     }
     for (size_t i = 0; i < s->n_ranks && strcmp(s->state, "indexing") != 0; i++) {
@@ -323,11 +349,23 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
             else if (sps > 0)
                 duration(eta, sizeof eta, (r->splits - r->splits_consumed) / sps);
         }
+        if (finished) {
+            /* no rates, ETA or wait share after the end: a reader that
+             * does nothing but read (dppctl read) waits most of its time,
+             * which says nothing once the data is delivered */
+            printf("  rank %-3u [%s] %4u/%-4u splits  %" PRIu64 " batches%s", r->rank, b,
+                   r->splits_consumed, r->splits, r->batches, eol);
+            lines++;
+            continue;
+        }
         if (prev->have)
             snprintf(bps, sizeof bps, "%.1f", rate_of(r->batches, prev->batches[i], secs));
-        printf("  rank %-3u [%s] %4u/%-4u splits  %6s batches/s  wait %5.1f%%  ETA %s%s%s", r->rank,
-               b, r->splits_consumed, r->splits, bps, 100.0 * ratio(r->wait_ns, r->open_ns), eta,
-               r->attached ? "" : "  (no client)", eol);
+        char wait[16] = "    -"; /* no client has read the rank yet */
+        if (r->open_ns)
+            snprintf(wait, sizeof wait, "%5.1f%%", 100.0 * ratio(r->wait_ns, r->open_ns));
+        printf("  rank %-3u [%s] %4u/%-4u splits  %6s batches/s  wait %s  ETA %s%s%s", r->rank, b,
+               r->splits_consumed, r->splits, bps, wait, eta, r->attached ? "" : "  (no client)",
+               eol);
         lines++;
     }
     if (s->takeovers) {

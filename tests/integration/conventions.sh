@@ -6,7 +6,10 @@
 # feature marked "optional" may be absent. Case 2: a table whose records
 # lack a dense value now and then: over max_reject_ratio the session fails
 # with the reason and the first record; a fill_missing or a higher ratio
-# lets it through. Case 3: reading a finished session ends at once, exit 0.
+# lets it through. Case 3: reading a finished session ends at once, exit 0
+# (-o json: one line saying so); its status reads as finished, without
+# rates or waits; case 3b: an unread session says it waits for a reader, a
+# cancelled unbounded one shows its epoch as N/unbounded.
 # Case 4: Ctrl-C during `read` releases the rank; a new read goes on where
 # it stopped and `status` counts the takeover. Case 5: connection errors
 # (refused, DNS, not an address), unknown sessions, ranks out of range.
@@ -119,7 +122,34 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 expect_line "$DPP_TMP/again.err" \
     "dppctl: read $optional_session: the session is done: nothing is left to read for rank 0"
 ((ms < 5000)) || dpp_fail "case 3: reading a done session took $ms ms"
-dpp_log "case 3: ended in $ms ms"
+dpp_ctl read "$optional_session" -o json >"$DPP_TMP/again.json" 2>/dev/null
+python3 -c 'import json, sys; d = json.loads(open(sys.argv[1]).read()); assert d == {"session": sys.argv[2], "rank": 0, "state": "done", "epochs_read": 0, "rows": 0}, d' \
+    "$DPP_TMP/again.json" "$optional_session" ||
+    dpp_fail "case 3: read -o json of a done session printed: $(cat "$DPP_TMP/again.json")"
+# a finished session's status: how long it ran, no rates, waits or ETAs
+dpp_ctl status "$optional_session" >"$DPP_TMP/done.status"
+grep -Eq '^  planned in [0-9.]+ s  ran [0-9.]+ s  expires in ' "$DPP_TMP/done.status" ||
+    dpp_fail "case 3: the done session's second line: $(cat "$DPP_TMP/done.status")"
+grep -Eq '^  rank 0 +\[#+\] +([0-9]+)/\1 +splits  [1-9][0-9]* batches$' "$DPP_TMP/done.status" ||
+    dpp_fail "case 3: the done session's rank line: $(cat "$DPP_TMP/done.status")"
+! grep -Eq 'splits/s|wait|ETA|no client' "$DPP_TMP/done.status" ||
+    dpp_fail "case 3: a done session shows rates or waits: $(cat "$DPP_TMP/done.status")"
+dpp_log "case 3: ended in $ms ms; status: $(sed -n 2p "$DPP_TMP/done.status")"
+
+dpp_step "case 3b: a session nobody reads yet, then cancelled"
+spec "$DPP_TMP/forever.json" clean label '{"name": "i1"}' "$c1" ' "epochs": "unbounded",'
+dpp_submit "$DPP_TMP/forever.json"
+forever=$DPP_SESSION
+dpp_ctl status "$forever" >"$DPP_TMP/forever.status"
+grep -Eq '^  (planned in [0-9.]+ s  )?waiting for a reader \(dppctl read, dpp.Client\)' "$DPP_TMP/forever.status" ||
+    dpp_fail "case 3b: an unread session: $(cat "$DPP_TMP/forever.status")"
+grep -Eq '^  rank 0 .* wait +-  ETA -  \(no client\)$' "$DPP_TMP/forever.status" ||
+    dpp_fail "case 3b: the rank nobody reads: $(cat "$DPP_TMP/forever.status")"
+dpp_ctl cancel "$forever" >/dev/null
+dpp_ctl status "$forever" >"$DPP_TMP/forever.status" || true
+grep -Eq "^session $forever +cancelled +table clean +epoch 0/unbounded " "$DPP_TMP/forever.status" ||
+    dpp_fail "case 3b: the cancelled session: $(head -n 1 "$DPP_TMP/forever.status")"
+dpp_log "case 3b: $(head -n 1 "$DPP_TMP/forever.status")"
 
 dpp_step "case 4: Ctrl-C during read, then a new read"
 dpp_gen --rows 20000 --shards 4 --partitions 1 --seed 8 --out "$root/long"
