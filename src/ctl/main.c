@@ -106,9 +106,9 @@ static const command_help_t commands[] = {
                "planning time, splits per second while it runs (how long it ran once it\n"
                "ended), when it expires or would be abandoned, and per rank: splits done,\n"
                "batches/s, the trainer's wait share, ETA (a finished session's ranks: splits\n"
-               "and batches). On a\n"
-               "terminal it updates in place until the session ends. Without SESSION: the\n"
-               "list. Exit 0, or 3 when the session failed or was cancelled.\n"},
+               "and batches). On a terminal it updates in place until the session ends.\n"
+               "Without SESSION: the list. Exit 0, or 3 when the session failed or was\n"
+               "cancelled.\n"},
     {"list", "usage: dppctl list [-o text|json]\n"
              "\n"
              "One line per session, newest first: state, epoch, splits done, rows, workers,\n"
