@@ -234,18 +234,23 @@ static int cmd_validate(const ctl_t *ctl, const char *path)
     free(json);
     if (rc)
         return rc;
+    char epochs[32];
+    if (spec.epochs == DPP_EPOCHS_UNBOUNDED)
+        snprintf(epochs, sizeof epochs, "unbounded epochs");
+    else
+        snprintf(epochs, sizeof epochs, "%u epoch%s", spec.epochs, spec.epochs == 1 ? "" : "s");
     if (spec.text)
-        printf("%s: valid (a text session: sequences of %u tokens, %s, batch_size %u, %u epochs, "
-               "%u consumers)\n",
+        printf("%s: valid (a text session: sequences of %u tokens, %s, batch_size %u, %s, "
+               "%u consumer%s)\n",
                path, spec.text->length,
                spec.text->pack == DPP_PACK_KIND_BEST_FIT ? "best_fit" : "concat", spec.batch_size,
-               spec.epochs, spec.consumers);
+               epochs, spec.consumers, spec.consumers == 1 ? "" : "s");
     else
-        printf("%s: valid (%u dense, %u sparse features, %s%s%s, batch_size %u, %u epochs, %u "
-               "consumers)\n",
+        printf("%s: valid (%u dense, %u sparse features, %s%s%s, batch_size %u, %s, %u "
+               "consumer%s)\n",
                path, spec.ndense, spec.nsparse, spec.label ? "label \"" : "no label",
-               spec.label ? spec.label : "", spec.label ? "\"" : "", spec.batch_size, spec.epochs,
-               spec.consumers);
+               spec.label ? spec.label : "", spec.label ? "\"" : "", spec.batch_size, epochs,
+               spec.consumers, spec.consumers == 1 ? "" : "s");
     fflush(stdout); /* before the sample's errors on stderr */
     rc = ctl->table ? ctl_sample_check(&spec, path, ctl->table, ctl->sample) : CTL_OK;
     dpp_spec_close(&spec);
