@@ -41,7 +41,7 @@ typedef struct rank_sum {
     uint64_t hist[16];
 } rank_sum_t;
 
-static void rank_add(rank_sum_t *sum, const dpp_rank_report_t *rep)
+static void rank_add(rank_sum_t *sum, const dpp_rank_counts_t *rep)
 {
     sum->ranks++;
     sum->batches += rep->batches;
@@ -101,8 +101,8 @@ static void session_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_
             continue;
         uint64_t wait = 0, open = 0;
         for (unsigned r = 0; r < s->spec.consumers; r++) {
-            wait += s->reports[r].wait_ns;
-            open += s->reports[r].open_ns;
+            wait += s->reports[r].sum.wait_ns;
+            open += s->reports[r].sum.open_ns;
         }
         if (open == 0)
             continue;
@@ -180,8 +180,8 @@ static void rest_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n
             rank_sum_t rest = {0};
             size_t k = 0;
             for (unsigned r = 0; r < s->spec.consumers; r++)
-                if (s->reports[r].open_ns != 0 && k++ >= shown[i])
-                    rank_add(&rest, &s->reports[r]);
+                if (s->reports[r].sum.open_ns != 0 && k++ >= shown[i])
+                    rank_add(&rest, &s->reports[r].sum);
             if (rest.ranks == 0)
                 continue;
             dpp_metrics_label_t l = {"session", s->id};
@@ -217,7 +217,7 @@ static void rank_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_t n
             size_t k = 0;
             l[0].value = s->id;
             for (unsigned r = 0; r < s->spec.consumers && k < shown[i]; r++) {
-                const dpp_rank_report_t *rep = &s->reports[r];
+                const dpp_rank_counts_t *rep = &s->reports[r].sum;
                 if (rep->open_ns == 0)
                     continue;
                 k++;
@@ -255,7 +255,7 @@ static uint64_t plan_shown(dpp_session_t *const *sessions, size_t n, size_t rank
             if (s->state != st)
                 continue;
             for (unsigned r = 0; r < s->spec.consumers; r++)
-                want[i] += s->reports[r].open_ns != 0;
+                want[i] += s->reports[r].sum.open_ns != 0;
             hungry += want[i] > 0;
         }
         /* each round gives every session that still wants some an equal

@@ -211,12 +211,11 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     if (req->prefetch_splits > 0)
         s->rank_prefetch[req->rank] = req->prefetch_splits;
     if (req->open_ns > 0) { /* the trainer's side, for /metrics */
-        dpp_rank_report_t *rep = &s->reports[req->rank];
-        rep->batches = req->batches;
-        rep->wait_ns = req->wait_ns;
-        rep->open_ns = req->open_ns;
+        dpp_rank_counts_t c = {.batches = req->batches, .wait_ns = req->wait_ns,
+                               .open_ns = req->open_ns};
         for (size_t i = 0; i < 16 && i < req->n_wait_hist; i++)
-            rep->hist[i] = req->wait_hist[i];
+            c.hist[i] = req->wait_hist[i];
+        dpp_session_report(s, req->rank, req->client_id, &c);
     }
     int64_t now = dpp_now_ms();
     int64_t *seen = &s->rank_seen_ms[req->rank];

@@ -212,9 +212,9 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
         for (size_t j = 0; j < rs->splits; j++)
             rs->splits_consumed += s->splits[s->rank_first[r] + j].state == SPLIT_CONSUMED;
         rs->attached = s->rank_seen_ms[r] && now - s->rank_seen_ms[r] <= RANK_ABSENT_MS;
-        rs->batches = s->reports[r].batches;
-        rs->wait_ns = s->reports[r].wait_ns;
-        rs->open_ns = s->reports[r].open_ns;
+        rs->batches = s->reports[r].sum.batches;
+        rs->wait_ns = s->reports[r].sum.wait_ns;
+        rs->open_ns = s->reports[r].sum.open_ns;
         rank_ptrs[r] = rs;
     }
     st->n_ranks = ranks ? s->spec.consumers : 0;

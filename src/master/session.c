@@ -134,6 +134,21 @@ static uint64_t total_records(const dpp_session_t *s)
     return total;
 }
 
+void dpp_session_report(dpp_session_t *s, unsigned r, uint64_t client_id,
+                        const dpp_rank_counts_t *c)
+{
+    dpp_rank_report_t *rep = &s->reports[r];
+    if (client_id != rep->client_id) {
+        rep->before = rep->sum;
+        rep->client_id = client_id;
+    }
+    rep->sum.batches = rep->before.batches + c->batches;
+    rep->sum.wait_ns = rep->before.wait_ns + c->wait_ns;
+    rep->sum.open_ns = rep->before.open_ns + c->open_ns;
+    for (int b = 0; b < 16; b++)
+        rep->sum.hist[b] = rep->before.hist[b] + c->hist[b];
+}
+
 uint64_t dpp_session_pad_batches(const dpp_session_t *s)
 {
     if (s->spec.remainder != DPP_REMAINDER_PAD || s->state == SESSION_INDEXING)

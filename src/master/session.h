@@ -90,12 +90,21 @@ typedef struct dpp_rank_holder {
     int64_t since_ms; /* its first attach */
 } dpp_rank_holder_t;
 
-/* What a rank's client last reported about its trainer (with its attach
- * refreshes): batches handed out, time waiting inside next(), time since it
- * opened, and the wait histogram (bucket i: waits < 2^i * 10 us). */
-typedef struct dpp_rank_report {
+/* What a rank's trainers reported (with their attach refreshes): batches
+ * handed out, time waiting inside next(), time open, and the wait histogram
+ * (bucket i: waits < 2^i * 10 us). */
+typedef struct dpp_rank_counts {
     uint64_t batches, wait_ns, open_ns;
     uint64_t hist[16];
+} dpp_rank_counts_t;
+
+/* A rank's counts over every client that read it: a client reports its own
+ * counts since it opened, so a takeover (or a read of a finished session)
+ * adds to what the clients before it reported instead of replacing it. */
+typedef struct dpp_rank_report {
+    dpp_rank_counts_t sum;    /* every client of the rank so far */
+    dpp_rank_counts_t before; /* the clients before the current one */
+    uint64_t client_id;       /* the current one */
 } dpp_rank_report_t;
 
 typedef struct dpp_session {
@@ -232,6 +241,10 @@ size_t dpp_session_lease_end(dpp_session_t *s, unsigned r);
 /* Batches every rank gets per epoch with remainder "pad" (0 otherwise or
  * while indexing). */
 uint64_t dpp_session_pad_batches(const dpp_session_t *s);
+
+/* Client client_id of rank r reports its counts since it opened (c). */
+void dpp_session_report(dpp_session_t *s, unsigned r, uint64_t client_id,
+                        const dpp_rank_counts_t *c);
 
 /* Rank `rank` resumes from a checkpoint token at split position seq of
  * epoch: its splits before it count as consumed, those from it on are

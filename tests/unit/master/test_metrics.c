@@ -56,11 +56,10 @@ static dpp_session_t *make(const char *id, unsigned consumers, session_state_t s
     else if (st == SESSION_DONE)
         s->state = SESSION_DONE; /* as after its last split; the splits do not matter here */
     for (unsigned r = 0; r < consumers; r++) {
-        dpp_rank_report_t *rep = &s->reports[r];
-        rep->batches = r + 1;
-        rep->wait_ns = (uint64_t)r * 1000000u;
-        rep->open_ns = 10000000000u;
-        rep->hist[r % 16] = 1;
+        dpp_rank_counts_t c = {
+            .batches = r + 1, .wait_ns = (uint64_t)r * 1000000u, .open_ns = 10000000000u};
+        c.hist[r % 16] = 1;
+        dpp_session_report(s, r, 7, &c);
     }
     return s;
 }

@@ -360,7 +360,7 @@ static void test_held_back(void **state)
     s->rank_prefetch[0] = 2;
     assert_int_equal(dpp_session_rank_cursor(s, 0), 0);
     assert_int_equal(dpp_session_lease_end(s, 0), 3); /* positions 0..2 */
-    dpp_session_consumed(s, 1, 0);                       /* out of order: seq 0 still open */
+    dpp_session_consumed(s, 1, 0);                    /* out of order: seq 0 still open */
     assert_int_equal(dpp_session_lease_end(s, 0), 3);
     dpp_session_consumed(s, 0, 0);
     assert_int_equal(dpp_session_rank_cursor(s, 0), 2);
@@ -373,6 +373,33 @@ static void test_held_back(void **state)
     index_all(s, 10);
     s->rank_prefetch[0] = 1;
     assert_int_equal(dpp_session_lease_end(s, 0), 8); /* no window */
+    dpp_session_free(s);
+}
+
+/* A rank's counts add up over its clients: a client's refresh replaces its
+ * own last report, a new client (a takeover, a read of a finished session)
+ * adds to the ones before it. */
+static void test_rank_reports(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_x(3, 1, 2, 100, "keep", "");
+    dpp_rank_counts_t c = {.batches = 5, .wait_ns = 10, .open_ns = 100, .hist = {[3] = 5}};
+    dpp_session_report(s, 1, 11, &c);
+    c.batches = 9, c.wait_ns = 20, c.open_ns = 200, c.hist[3] = 9; /* the same client, later */
+    dpp_session_report(s, 1, 11, &c);
+    assert_int_equal(s->reports[1].sum.batches, 9);
+    assert_int_equal(s->reports[1].sum.hist[3], 9);
+    dpp_rank_counts_t next = {.batches = 0, .wait_ns = 1, .open_ns = 3, .hist = {[0] = 1}};
+    dpp_session_report(s, 1, 12, &next); /* another client takes the rank over */
+    assert_int_equal(s->reports[1].sum.batches, 9);
+    assert_int_equal(s->reports[1].sum.wait_ns, 21);
+    assert_int_equal(s->reports[1].sum.open_ns, 203);
+    assert_int_equal(s->reports[1].sum.hist[0], 1);
+    assert_int_equal(s->reports[1].sum.hist[3], 9);
+    next.batches = 4;
+    dpp_session_report(s, 1, 12, &next);
+    assert_int_equal(s->reports[1].sum.batches, 13);
+    assert_int_equal(s->reports[0].sum.batches, 0); /* the other rank: untouched */
     dpp_session_free(s);
 }
 
@@ -726,13 +753,20 @@ static void test_token_key_journal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_planning),       cmocka_unit_test(test_all_empty_is_done),
-        cmocka_unit_test(test_ranks),          cmocka_unit_test(test_epoch_turnover),
-        cmocka_unit_test(test_release_worker), cmocka_unit_test(test_shuffle_plans),
+        cmocka_unit_test(test_planning),
+        cmocka_unit_test(test_all_empty_is_done),
+        cmocka_unit_test(test_ranks),
+        cmocka_unit_test(test_epoch_turnover),
+        cmocka_unit_test(test_release_worker),
+        cmocka_unit_test(test_shuffle_plans),
         cmocka_unit_test(test_epoch_held_for_reports),
-        cmocka_unit_test(test_held_back),      cmocka_unit_test(test_pad_batches),
-        cmocka_unit_test(test_resume),         cmocka_unit_test(test_token_key),
-        cmocka_unit_test(test_check_token),    cmocka_unit_test(test_token_key_journal),
+        cmocka_unit_test(test_held_back),
+        cmocka_unit_test(test_pad_batches),
+        cmocka_unit_test(test_rank_reports),
+        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_token_key),
+        cmocka_unit_test(test_check_token),
+        cmocka_unit_test(test_token_key_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
