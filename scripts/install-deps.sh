@@ -7,6 +7,8 @@ packages=(
     build-essential cmake pkg-config
     libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev liburing-dev
     libjansson-dev libcmocka-dev
+    # SHA-256 and HMAC (OpenSSL's libcrypto)
+    libssl-dev
     # Parquet codecs, the string hash, the tokenizer's patterns
     libsnappy-dev zlib1g-dev liblz4-dev libbrotli-dev libxxhash-dev libpcre2-dev
     clang libclang-rt-14-dev  # make fuzz: clang 14 (clang-14), libFuzzer and sanitizer runtimes

@@ -49,9 +49,9 @@ int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len)
         t.seq = t.index = t.row = t.batches = 0;
         t.rank_splits = DPP_CKPT_SPLITS_UNKNOWN;
     }
-    dpp_ckpt_token_pack(&t, key, buf);
+    int rc = dpp_ckpt_token_pack(&t, key, buf);
     explicit_bzero(key, sizeof key);
-    return DPP_CHECKPOINT_SIZE;
+    return rc ? rc : DPP_CHECKPOINT_SIZE;
 }
 
 int dpp__token_check_reply(const dpp_ckpt_token_t *t, const uint8_t *raw, const Dpp__AttachReply *r,

@@ -19,8 +19,8 @@ static void put32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_KEY_LEN],
-                         uint8_t out[DPP_CKPT_TOKEN_SIZE])
+int dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_KEY_LEN],
+                        uint8_t out[DPP_CKPT_TOKEN_SIZE])
 {
     memset(out, 0, DPP_CKPT_TOKEN_SIZE);
     memcpy(out, TOKEN_MAGIC, 4);
@@ -29,7 +29,8 @@ void dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_K
     const uint32_t v[] = {t->rank, t->epoch, t->seq, t->index, t->row, t->batches, t->rank_splits};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         put32(out + 32 + 4 * i, v[i]);
-    dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, out, DPP_CKPT_MAC_OFFSET, out + DPP_CKPT_MAC_OFFSET);
+    return dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, out, DPP_CKPT_MAC_OFFSET,
+                           out + DPP_CKPT_MAC_OFFSET);
 }
 
 int dpp_ckpt_token_parse(const void *buf, size_t len, dpp_ckpt_token_t *t, char *why, size_t whylen)
@@ -75,8 +76,8 @@ int dpp_ckpt_token_verify(const uint8_t buf[DPP_CKPT_TOKEN_SIZE],
                           const uint8_t key[DPP_CKPT_KEY_LEN])
 {
     uint8_t mac[DPP_SHA256_LEN];
-    dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, buf, DPP_CKPT_MAC_OFFSET, mac);
-    int ok = dpp_ct_equal(mac, buf + DPP_CKPT_MAC_OFFSET, DPP_SHA256_LEN);
+    int ok = dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, buf, DPP_CKPT_MAC_OFFSET, mac) == 0 &&
+             dpp_ct_equal(mac, buf + DPP_CKPT_MAC_OFFSET, DPP_SHA256_LEN);
     explicit_bzero(mac, sizeof mac);
     return ok;
 }

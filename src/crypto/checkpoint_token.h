@@ -44,9 +44,10 @@ typedef struct dpp_ckpt_token {
 } dpp_ckpt_token_t;
 
 /* Writes t as a signed token to out (DPP_CKPT_TOKEN_SIZE bytes). A session
- * id longer than 23 bytes is cut (session ids are shorter). */
-void dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_KEY_LEN],
-                         uint8_t out[DPP_CKPT_TOKEN_SIZE]);
+ * id longer than 23 bytes is cut (session ids are shorter). Returns 0, or
+ * -ENOMEM when the MAC could not be computed (out is then no token). */
+int dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_KEY_LEN],
+                        uint8_t out[DPP_CKPT_TOKEN_SIZE]);
 
 /* Reads the fields of the token buf[0..len) into *t without checking its
  * MAC (which needs the session's key). Returns 0, or DPP_ETOKEN with why

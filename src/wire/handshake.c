@@ -14,17 +14,19 @@
 #define SERVER_LABEL "dpp-auth-v1 server"
 #define CLIENT_LABEL "dpp-auth-v1 client"
 
-static void server_proof(const dpp_auth_t *a, const dpp_auth_state_t *st, uint8_t out[32])
+/* The MACs return 0 or -ENOMEM (libcrypto could not allocate): a failed one
+ * fails the handshake, never compares. */
+static int server_proof(const dpp_auth_t *a, const dpp_auth_state_t *st, uint8_t out[32])
 {
     uint8_t msg[sizeof SERVER_LABEL - 1 + 2 * DPP_AUTH_NONCE];
     memcpy(msg, SERVER_LABEL, sizeof SERVER_LABEL - 1);
     memcpy(msg + sizeof SERVER_LABEL - 1, st->nonce, DPP_AUTH_NONCE);
     memcpy(msg + sizeof SERVER_LABEL - 1 + DPP_AUTH_NONCE, st->challenge, DPP_AUTH_NONCE);
-    dpp_hmac_sha256(a->token, a->len, msg, sizeof msg, out);
+    return dpp_hmac_sha256(a->token, a->len, msg, sizeof msg, out);
 }
 
-static void client_mac(const dpp_auth_t *a, const dpp_auth_state_t *st, const char *role,
-                       uint8_t out[32])
+static int client_mac(const dpp_auth_t *a, const dpp_auth_state_t *st, const char *role,
+                      uint8_t out[32])
 {
     char role_buf[16];
     size_t rl = strnlen(role, sizeof role_buf - 1);
@@ -40,7 +42,7 @@ static void client_mac(const dpp_auth_t *a, const dpp_auth_state_t *st, const ch
     n += DPP_AUTH_NONCE;
     memcpy(msg + n, st->nonce, DPP_AUTH_NONCE);
     n += DPP_AUTH_NONCE;
-    dpp_hmac_sha256(a->token, a->len, msg, n, out);
+    return dpp_hmac_sha256(a->token, a->len, msg, n, out);
 }
 
 /* A fresh state; with a token, 32 random bytes in *fresh (a nonce or a
@@ -77,7 +79,8 @@ int dpp_auth_reply(const dpp_auth_t *a, dpp_auth_state_t *st, const Dpp__Hello *
     if (h->nonce.len == DPP_AUTH_NONCE) {
         memcpy(st->nonce, h->nonce.data, DPP_AUTH_NONCE);
         st->has_nonce = 1;
-        server_proof(a, st, st->proof);
+        if ((rc = server_proof(a, st, st->proof)) != 0)
+            return rc;
         r->proof.data = st->proof;
         r->proof.len = DPP_AUTH_NONCE;
     }
@@ -94,7 +97,11 @@ int dpp_auth_check(const dpp_auth_t *a, dpp_auth_state_t *st, const char *role, 
         return DPP_EAUTH;
     }
     uint8_t want[DPP_AUTH_NONCE];
-    client_mac(a, st, role, want);
+    int rc = client_mac(a, st, role, want);
+    if (rc != 0) {
+        snprintf(err, errlen, "authentication failed: out of memory computing the MAC");
+        return rc;
+    }
     if (m->mac.len != DPP_AUTH_NONCE || !dpp_ct_equal(m->mac.data, want, DPP_AUTH_NONCE)) {
         snprintf(err, errlen, "authentication failed: wrong cluster token");
         return DPP_EAUTH;
@@ -124,12 +131,17 @@ int dpp_auth_answer(const dpp_auth_t *a, dpp_auth_state_t *st, const char *role,
     }
     memcpy(st->challenge, r->challenge.data, DPP_AUTH_NONCE);
     uint8_t want[DPP_AUTH_NONCE];
-    server_proof(a, st, want);
+    int rc = server_proof(a, st, want);
+    if (rc == 0)
+        rc = client_mac(a, st, role, st->mac);
+    if (rc != 0) {
+        snprintf(err, errlen, "authentication failed: out of memory computing the MAC");
+        return rc;
+    }
     if (!dpp_ct_equal(want, r->proof.data, DPP_AUTH_NONCE)) {
         snprintf(err, errlen, "authentication failed: the server has another cluster token");
         return DPP_EAUTH;
     }
-    client_mac(a, st, role, st->mac);
     out->mac.data = st->mac;
     out->mac.len = DPP_AUTH_NONCE;
     *send = 1;
