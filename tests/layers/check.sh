@@ -14,6 +14,7 @@ allowed() {
     format) echo "base" ;;
     parquet) echo "base format" ;;
     wire) echo "base crypto" ;;
+    storage) echo "base crypto" ;;
     text) echo "base format parquet spec" ;;
     spec) echo "base format" ;;
     daemon) echo "base crypto wire" ;;
