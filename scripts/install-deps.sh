@@ -9,6 +9,8 @@ packages=(
     libjansson-dev libcmocka-dev
     # SHA-256 and HMAC (OpenSSL's libcrypto)
     libssl-dev
+    # S3-compatible object storage (HTTP, TLS)
+    libcurl4-openssl-dev
     # Parquet codecs, the string hash, the tokenizer's patterns
     libsnappy-dev zlib1g-dev liblz4-dev libbrotli-dev libxxhash-dev libpcre2-dev
     clang libclang-rt-14-dev  # make fuzz: clang 14 (clang-14), libFuzzer and sanitizer runtimes
@@ -19,6 +21,8 @@ packages=(
     # tests only: Unicode properties in Python regexes (the tokenizer's reference),
     # zstd(1) for compressed JSON Lines
     python3-regex zstd
+    # tests only: boto3, the independent S3 client of tests/integration/s3.sh
+    python3-boto3
     # the README's Python install (a venv that sees Debian's torch), and
     # `pip install ./python` offline
     python3-venv

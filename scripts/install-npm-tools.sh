@@ -3,8 +3,9 @@
 # cache folder outside the tree ($DPP_NPM_CACHE, default $HOME/.cache/dpp-npm):
 # DuckDB's Node API (Parquet conformance, sums of generated tables) and
 # hyparquet (a second Parquet reader for dpp-gen's files, gen_check.sh),
-# tiktoken (OpenAI's tokenizer, WASM: the reference of tests/text/tiktoken.sh)
-# and @huggingface/tokenizers (Hugging Face's, in JS: tests/text/hf.sh).
+# tiktoken (OpenAI's tokenizer, WASM: the reference of tests/text/tiktoken.sh),
+# @huggingface/tokenizers (Hugging Face's, in JS: tests/text/hf.sh) and
+# s3rver (an S3 server on loopback: tests/integration/s3.sh).
 #
 # Idempotent: when the pinned version is already there it touches no network.
 # When the registry cannot be reached it says so on stderr and exits 0: the
@@ -21,6 +22,7 @@ PACKAGES=(
     "hyparquet-compressors@1.1.2"
     "tiktoken@1.0.22"
     "@huggingface/tokenizers@0.2.0"
+    "s3rver@3.7.1"
 )
 
 cache="${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}"

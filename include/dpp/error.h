@@ -38,7 +38,9 @@ extern "C" {
     X(DPP_EAUTH, -1023, "authentication failed")                                                   \
     X(DPP_EINDEX, -1024, "a file's records disagree with its index")                              \
     X(DPP_EHELD, -1025, "the rank is read by another client")                                     \
-    X(DPP_ERESOLVE, -1026, "the host name does not resolve")
+    X(DPP_ERESOLVE, -1026, "the host name does not resolve")                                       \
+    X(DPP_ESTORAGE, -1027, "the object store refused the request")                                 \
+    X(DPP_ECHANGED, -1028, "the object changed since the session was planned")
 
 enum dpp_error {
 #define DPP_ERROR_ENUM(name, num, msg) name = num,

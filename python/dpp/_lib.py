@@ -66,6 +66,8 @@ ERRORS = {
     "DPP_EINDEX": -1024,
     "DPP_EHELD": -1025,
     "DPP_ERESOLVE": -1026,
+    "DPP_ESTORAGE": -1027,
+    "DPP_ECHANGED": -1028,
 }
 
 

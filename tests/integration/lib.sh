@@ -316,6 +316,42 @@ dpp_wait_log() {
     dpp_fail "$1 never logged $2: $(tail -n 20 "$DPP_TMP/$1.log" 2>/dev/null)"
 }
 
+# dpp_start_s3 [PROXY ARGS...]: an S3 store on loopback (npm's s3rver, from
+# scripts/install-npm-tools.sh's cache) with tests/integration/s3proxy.py in
+# front (botocore checks every request's SigV4 there; PROXY ARGS add faults).
+# Exports AWS_ENDPOINT_URL (the proxy), AWS_ACCESS_KEY_ID/SECRET, AWS_REGION;
+# sets DPP_S3_STORE (s3rver's own host:port) and DPP_S3_STATS (the proxy's
+# counts, JSON). Both are stopped by the cleanup.
+dpp_start_s3() {
+    local bin=${DPP_NPM_CACHE:-$HOME/.cache/dpp-npm}/node_modules/.bin/s3rver
+    [[ -x $bin ]] || dpp_fail "$bin is missing: run scripts/install-npm-tools.sh (needs the npm registry)"
+    mkdir -p "$DPP_TMP/s3data"
+    # s3rver's continuation tokens use DES, which Node's OpenSSL 3 keeps in its legacy provider.
+    NODE_OPTIONS=--openssl-legacy-provider "$bin" -d "$DPP_TMP/s3data" -a 127.0.0.1 -p 0 --silent \
+        >>"$DPP_TMP/s3rver.log" 2>&1 </dev/null &
+    DPP_DAEMON_NAMES+=(s3rver)
+    DPP_DAEMON_PIDS+=("$!")
+    local _
+    DPP_S3_STORE=""
+    for _ in $(seq 1 200); do
+        DPP_S3_STORE=$(sed -n 's/^S3rver listening on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$DPP_TMP/s3rver.log")
+        [[ -n $DPP_S3_STORE ]] && break
+        sleep 0.05
+    done
+    [[ -n $DPP_S3_STORE ]] || dpp_fail "s3rver did not start: $(tail -n 5 "$DPP_TMP/s3rver.log")"
+    export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+    unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL_S3
+    DPP_S3_STATS=$DPP_TMP/s3proxy.json
+    dpp_start_daemon s3proxy /usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/s3proxy.py" \
+        --upstream "$DPP_S3_STORE" --key S3RVER:S3RVER --stats "$DPP_S3_STATS" "$@"
+    export AWS_ENDPOINT_URL=http://$DPP_LAST_ADDR
+}
+
+# dpp_s3_stat NAME: a count of the proxy's (requests, faults, signature_failures).
+dpp_s3_stat() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$DPP_S3_STATS" "$1"
+}
+
 # dpp_track PID: the cleanup also stops PID, a background timeout(1) job.
 dpp_track() { DPP_CHILD_PIDS+=("$1"); }
 

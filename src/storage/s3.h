@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A client of an S3-compatible store, over libcurl's multi interface: GET of
+ * byte ranges, HEAD and ListObjectsV2, each signed with SigV4, several in
+ * flight on kept-alive connections, retried with jittered exponential
+ * backoff where a retry can help (500, 502, 503, 504, 429, a reset or
+ * refused connection, a stalled or short body), failed with an error
+ * naming bucket and key where it cannot (403, 404, 412).
+ *
+ * One dpp_s3_t belongs to one thread (a worker's pipeline thread, the
+ * master's listing): its connections are reused by every request it makes,
+ * so a split costs no new connection or TLS handshake. */
+#ifndef DPP_STORAGE_S3_H
+#define DPP_STORAGE_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/s3_config.h"
+#include "storage/s3_list.h"
+#include "storage/sigv4.h"
+
+typedef struct dpp_s3 dpp_s3_t;
+
+/* An s3:// URL split: s3://bucket/key. */
+typedef struct dpp_s3_url {
+    char bucket[64]; /* S3's bucket names are 3 to 63 bytes */
+    char key[DPP_S3_KEY_MAX + 1];
+} dpp_s3_url_t;
+
+/* 1 when s starts with "s3://". */
+int dpp_s3_is_url(const char *s);
+
+/* Splits "s3://bucket[/key]" into u (key "" when absent). Returns 0, or
+ * DPP_EINVAL with err saying what is wrong (no bucket, a bucket name S3
+ * does not allow, a key over DPP_S3_KEY_MAX bytes). */
+int dpp_s3_url_parse(const char *s, dpp_s3_url_t *u, char *err, size_t errlen);
+
+/* One request. The caller fills the inputs, keeps the struct (and buf)
+ * alive until it is done, and reads the outputs once dpp_s3_wait() (or
+ * dpp_s3_run()) returned for it. */
+typedef struct dpp_s3_req {
+    /* inputs: borrowed */
+    const char *bucket;
+    const char *key;
+    int head;                       /* HEAD instead of GET */
+    uint64_t off, len;              /* GET bytes [off, off + len); len 0: all of it */
+    const char *if_match;           /* an ETag (no quotes): 412 is DPP_ECHANGED */
+    const dpp_sigv4_param_t *query; /* [nquery]: ListObjectsV2's, with key "" */
+    size_t nquery;
+    char *buf; /* the body goes here (cap bytes); NULL: into body, malloc'd */
+    size_t cap;
+
+    /* outputs */
+    int rc;                     /* 0, or the error; err says it in words */
+    long status;                /* the last HTTP status; 0 when none came */
+    size_t got;                 /* body bytes */
+    char *body;                 /* when buf was NULL: malloc'd (the caller frees), NUL-terminated */
+    uint64_t size;              /* HEAD: Content-Length; ranged GET: the object's size */
+    char etag[DPP_S3_ETAG_MAX]; /* without quotes, "" when none came */
+    unsigned attempts;          /* how many were sent */
+    char err[512];
+
+    /* private */
+    struct dpp_s3_xfer *xfer_;
+    struct dpp_s3_req *next_;
+} dpp_s3_req_t;
+
+/* Makes a client of cfg (copied). Returns 0, -ENOMEM, or DPP_EINVAL when
+ * libcurl cannot be set up. */
+int dpp_s3_new(dpp_s3_t **out, const dpp_s3_config_t *cfg);
+/* Cancels what is in flight and frees. Accepts NULL. */
+void dpp_s3_free(dpp_s3_t *s);
+
+/* Starts r. Returns 0 (its outcome comes from dpp_s3_wait) or -ENOMEM. */
+int dpp_s3_start(dpp_s3_t *s, dpp_s3_req_t *r);
+/* Drives every request of s until r is done (retries included) and
+ * returns r->rc. */
+int dpp_s3_wait(dpp_s3_t *s, dpp_s3_req_t *r);
+/* Takes r back unfinished (a reader closed early); r->rc is -ECANCELED. */
+void dpp_s3_cancel(dpp_s3_t *s, dpp_s3_req_t *r);
+/* dpp_s3_start then dpp_s3_wait. */
+int dpp_s3_run(dpp_s3_t *s, dpp_s3_req_t *r);
+
+/* Size and ETag of an object. Returns 0 or the error (err names the URL). */
+int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size, char *etag,
+                char *err, size_t errlen);
+
+/* Every object under prefix (ListObjectsV2, page after page of up to
+ * max_keys, 0: the store's default of 1000) into l, a zeroed listing
+ * (dpp_s3_listing_close frees it). Returns 0 or the error. */
+int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
+                dpp_s3_listing_t *l, char *err, size_t errlen);
+
+/* Retries this process made, over all clients: dpp_storage_retries_total. */
+uint64_t dpp_s3_retries_total(void);
+/* Requests this process sent (attempts, retries included). */
+uint64_t dpp_s3_requests_total(void);
+
+#endif
