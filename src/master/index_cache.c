@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "storage/s3.h"
+
 #include "base/alloc.h"
 #include "index_cache.h"
 #include "master_internal.h"
@@ -41,8 +43,8 @@ static index_entry_t *cache_find(dpp_master_t *m, uint64_t h, const char *path, 
         return NULL;
     for (index_entry_t *e = m->index_cache.buckets[h & (m->index_cache.nbuckets - 1)]; e;
          e = e->next)
-        if (e->hash == h && e->size == size && e->mtime_ns == mtime_ns &&
-            e->key == key && strcmp(e->path, path) == 0)
+        if (e->hash == h && e->size == size && e->mtime_ns == mtime_ns && e->key == key &&
+            strcmp(e->path, path) == 0)
             return e;
     return NULL;
 }
@@ -97,10 +99,21 @@ size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
         dpp_file_t *f = &s->files[i];
         uint64_t h = key_hash(f->path, key);
         struct stat st;
-        if (!cache_has_path(m, h, f->path, key) || stat(f->path, &st) != 0)
+        if (!cache_has_path(m, h, f->path, key))
             continue;
-        int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        const index_entry_t *e = cache_find(m, h, f->path, (uint64_t)st.st_size, mtime_ns, key);
+        uint64_t size;
+        int64_t mtime_ns;
+        if (f->etag != NULL) {
+            /* an object: the listing's size and ETag are its version */
+            size = f->size;
+            mtime_ns = dpp_s3_etag_version(f->etag);
+        } else {
+            if (stat(f->path, &st) != 0)
+                continue;
+            size = (uint64_t)st.st_size;
+            mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        }
+        const index_entry_t *e = cache_find(m, h, f->path, size, mtime_ns, key);
         if (e) {
             dpp_session_file_indexed(s, i, e->records, e->bounds, e->nbounds);
             f->index_size = e->size;

@@ -173,6 +173,8 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
         l->lease_id = f->index_lease.lease_id;
         l->path = f->path;
         l->rel_path = f->rel_path;
+        l->etag = f->etag ? f->etag : "";
+        l->object_size = f->size;
         l->split_rows = s->spec.split_rows;
         DPP_DEBUG("index_leased session=%s file=%s worker=%" PRIu64 " lease=%" PRIu64, s->id,
                   f->rel_path, f->index_lease.worker_id, l->lease_id);
@@ -186,6 +188,8 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     l->rank = dpp_session_rank_of(s, t->i);
     l->path = f->path;
     l->rel_path = f->rel_path;
+    l->etag = f->etag ? f->etag : "";
+    l->object_size = f->size;
     l->byte_start = sp->byte_start;
     l->byte_end = sp->byte_end;
     l->record_start = sp->record_start;

@@ -24,7 +24,9 @@
 #include "peer.h"
 #include "persist.h"
 #include "rpc_worker.h"
+#include "s3_table.h"
 #include "spec/spec.h"
+#include "storage/s3.h"
 #include "wire/conn.h"
 #include "wire/net.h"
 
@@ -276,17 +278,21 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
         cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;
     m->state_dir = dpp_xstrdup(cfg->state_dir);
     m->roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->roots);
+    m->s3_roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->s3_roots);
     for (size_t i = 0; i < cfg->nroots; i++) {
-        m->roots[i] = realpath(cfg->roots[i], NULL);
+        if (dpp_s3_is_url(cfg->roots[i])) {
+            if ((rc = dpp_master_s3_root(m, cfg->roots[i])) != 0)
+                goto fail_early;
+            continue;
+        }
+        char *root = m->roots[m->nroots++] = realpath(cfg->roots[i], NULL);
         struct stat st;
-        if (m->roots[i] == NULL || stat(m->roots[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            rc = m->roots[i] ? -ENOTDIR : -errno;
+        if (root == NULL || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            rc = root ? -ENOTDIR : -errno;
             DPP_ERROR("bad_data_root root=%s error=\"%s\"", cfg->roots[i], dpp_strerror(rc));
-            m->nroots = i + 1;
             goto fail_early;
         }
     }
-    m->nroots = cfg->nroots;
     rc = lock_state_dir(m);
     if (rc) {
         DPP_ERROR("state_dir_unusable dir=%s error=\"%s\"%s", m->state_dir, dpp_strerror(rc),
@@ -385,6 +391,10 @@ void dpp_master_free(dpp_master_t *m)
     for (size_t i = 0; i < m->nroots; i++)
         free(m->roots[i]);
     free(m->roots);
+    for (size_t i = 0; i < m->ns3_roots; i++)
+        free(m->s3_roots[i]);
+    free(m->s3_roots);
+    dpp_s3_free(m->s3);
     free(m->state_dir);
     free(m->grant_picks);
     free(m->grant_leases);

@@ -149,8 +149,13 @@ struct dpp_master {
      * ends (lease.c: DPP_CACHE_WAIT_MS); cache_wake_ns: that moment, 0 none */
     uv_timer_t cache_timer;
     uint64_t cache_wake_ns;
-    char **roots;
+    char **roots; /* the local data roots, resolved */
     size_t nroots;
+    /* the s3:// data roots (no trailing '/'), and the client that lists
+     * them (NULL without such roots) */
+    char **s3_roots;
+    size_t ns3_roots;
+    struct dpp_s3 *s3;
     char *state_dir;
     unsigned heartbeat_ms, worker_timeout_ms;
     char addr[64];

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/s3.h"
 #include "base/alloc.h"
 #include "daemon/http.h"
 #include "base/log.h"
@@ -81,10 +82,9 @@ enum {
 static const char *const family_names[NFAMILIES] = {
     "dpp_session_starvation_ratio",   "dpp_session_epoch",
     "dpp_session_text_tokens_total",  "dpp_session_text_documents_total",
-    "dpp_session_text_padding_ratio",
-    "dpp_trainer_rest_ranks",         "dpp_trainer_rest_wait_seconds",
-    "dpp_trainer_rest_batches_total", "dpp_trainer_wait_seconds",
-    "dpp_trainer_batches_total",
+    "dpp_session_text_padding_ratio", "dpp_trainer_rest_ranks",
+    "dpp_trainer_rest_wait_seconds",  "dpp_trainer_rest_batches_total",
+    "dpp_trainer_wait_seconds",       "dpp_trainer_batches_total",
 };
 
 /* Part 1: the per-session gauges. Adds to series[] what it writes. */
@@ -346,6 +346,14 @@ static void render(void *arg, dpp_metrics_t *m)
     }
     dpp_metrics_counter(m, "dpp_sessions_submitted_total", "Sessions accepted.",
                         n->sessions_submitted);
+    dpp_metrics_counter(m, "dpp_storage_requests_total",
+                        "Requests sent to object storage (listings of s3:// tables), retries "
+                        "included.",
+                        dpp_s3_requests_total());
+    dpp_metrics_counter(m, "dpp_storage_retries_total",
+                        "Object storage requests sent again after a 5xx, a 429, a reset, a "
+                        "stall or a short body.",
+                        dpp_s3_retries_total());
 
     size_t workers = 0;
     for (peer_t *p = first_peer(ms); p; p = next_peer(p))

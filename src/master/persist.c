@@ -74,8 +74,19 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
     js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
     for (size_t i = 0; i < s->nfiles; i++)
         js.files[i] = s->files[i].path;
+    if (s->nfiles > 0 && s->files[0].etag != NULL) {
+        js.n_etags = js.n_sizes = s->nfiles;
+        js.etags = dpp_xcalloc(s->nfiles, sizeof *js.etags);
+        js.sizes = dpp_xcalloc(s->nfiles, sizeof *js.sizes);
+        for (size_t i = 0; i < s->nfiles; i++) {
+            js.etags[i] = s->files[i].etag;
+            js.sizes[i] = s->files[i].size;
+        }
+    }
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_SESSION, &js.base);
     free(js.files);
+    free(js.etags);
+    free(js.sizes);
     return rec;
 }
 
@@ -168,7 +179,11 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
             char **files = dpp_xcalloc(js->n_files + 1, sizeof *files);
             for (size_t i = 0; i < js->n_files; i++)
                 files[i] = dpp_xstrdup(js->files[i]);
-            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files, js->n_files);
+            s = dpp_session_new(js->session_id, &spec, dpp_xstrdup(js->table_path), files,
+                                js->n_files);
+            if (js->n_etags == js->n_files && js->n_sizes == js->n_files)
+                for (size_t i = 0; i < js->n_files; i++)
+                    dpp_session_file_object(s, i, js->etags[i], js->sizes[i]);
             if (js->submitted_unix_ms > 0)
                 s->submitted_ms = js->submitted_unix_ms;
             dpp_master_add_session(m, s);

@@ -17,7 +17,9 @@
 #include "metrics.h"
 #include "persist.h"
 #include "rpc_ctl.h"
+#include "s3_table.h"
 #include "spec/table.h"
+#include "storage/s3.h"
 #include "wire/conn.h"
 
 /* Session ids: "s" and 16 hex digits of randomness. */
@@ -59,6 +61,7 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     char *table_path = NULL;
     char **files = NULL;
     size_t nfiles = 0;
+    dpp_s3_table_t objects = {0}; /* an s3:// table's ETags and sizes */
     size_t len = strlen(req->spec_json);
     int rc = DPP_ESPEC;
     if (len > m->max_spec_bytes) {
@@ -84,13 +87,24 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
                  spec.ndense + spec.nsparse, m->max_features);
         goto reject;
     }
-    rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path, err,
-                           sizeof err);
-    if (rc)
-        goto reject;
-    rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
-    if (rc)
-        goto reject;
+    if (dpp_s3_is_url(spec.table)) {
+        rc = dpp_master_list_s3(m, &spec, &objects, err, sizeof err);
+        if (rc)
+            goto reject;
+        table_path = objects.table_path;
+        files = objects.files;
+        nfiles = objects.n;
+        objects.table_path = NULL;
+        objects.files = NULL;
+    } else {
+        rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path,
+                               err, sizeof err);
+        if (rc)
+            goto reject;
+        rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
+        if (rc)
+            goto reject;
+    }
     if (nfiles == 0) {
         rc = DPP_ESPEC;
         snprintf(err, sizeof err, "table \"%s\": no data files in the selected partitions",
@@ -102,6 +116,9 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
     table_path = NULL;
     files = NULL;
+    for (size_t i = 0; i < objects.n; i++)
+        dpp_session_file_object(s, i, objects.etags[i], objects.sizes[i]);
+    dpp_s3_table_close(&objects); /* its files (NULL here) are the session's now */
     size_t cached = dpp_master_index_cache_apply(m, s);
     /* Journaled (the files indexed from the cache too, so that a replay does
      * not depend on it) before the submit is answered. */
@@ -143,6 +160,7 @@ reject:;
     dpp_spec_close(&spec);
     free(table_path);
     dpp_table_files_free(files, nfiles);
+    dpp_s3_table_close(&objects);
 }
 
 static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)

@@ -69,6 +69,13 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     return s;
 }
 
+void dpp_session_file_object(dpp_session_t *s, size_t i, const char *etag, uint64_t size)
+{
+    free(s->files[i].etag);
+    s->files[i].etag = dpp_xstrdup(etag);
+    s->files[i].size = size;
+}
+
 void dpp_session_free(dpp_session_t *s)
 {
     if (s == NULL)
@@ -79,6 +86,7 @@ void dpp_session_free(dpp_session_t *s)
     for (size_t i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
         free(s->files[i].rel_path);
+        free(s->files[i].etag);
         free(s->files[i].bounds);
     }
     free(s->files);

@@ -51,6 +51,10 @@ typedef struct dpp_file {
     uint64_t index_size;
     int64_t index_mtime_ns;
     dpp_lease_ref_t index_lease;
+    /* An s3:// file: its ETag (malloc'd) and size as the listing gave them;
+     * NULL and 0 for a local file. */
+    char *etag;
+    uint64_t size;
 } dpp_file_t;
 
 /* A split: a window of records of one file, for one rank. The byte range is
@@ -198,6 +202,9 @@ typedef struct dpp_session {
  * when the kernel has no randomness to give (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
                                size_t nfiles);
+
+/* File i of s is an s3:// object listed with etag and size (copied). */
+void dpp_session_file_object(dpp_session_t *s, size_t i, const char *etag, uint64_t size);
 void dpp_session_free(dpp_session_t *s);
 
 /* Records file i's index: `records` records, split boundaries bounds[0..n)

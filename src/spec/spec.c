@@ -1129,8 +1129,12 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
         return rc;
 
     const char *table = get_string(p, NULL, root, "table", &rc);
-    if (table && !dpp_path_is_relative_inside(table)) {
-        fail(p, &table_path, "must be a relative path inside a data root");
+    int s3 = table && strncmp(table, "s3://", 5) == 0;
+    if (s3 && (table[5] == '\0' || table[5] == '/' || strstr(table, "//") != table + 3)) {
+        fail(p, &table_path, "expected s3://BUCKET/PREFIX (no empty segment)");
+    } else if (table && !s3 && !dpp_path_is_relative_inside(table)) {
+        fail(p, &table_path,
+             "must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL");
     } else if (table) {
         s->table = strdup(table);
         if (!s->table)

@@ -603,3 +603,83 @@ void dpp_table_files_free(char **files, size_t nfiles)
         free(files[i]);
     free(files);
 }
+
+/* Whether key (relative to the table) is a data file below a partition
+ * folder, every folder of it a partition (at most MAX_PARTITION_DEPTH), or
+ * a top-level file when top; *first_len: the first folder's length. */
+static int key_wanted(const char *key, int top, size_t *first_len)
+{
+    size_t len = strlen(key);
+    if (len == 0 || key[len - 1] == '/')
+        return 0;
+    int depth = 0;
+    *first_len = 0;
+    for (const char *seg = key;;) {
+        const char *slash = strchr(seg, '/');
+        size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+        char name[256];
+        if (n == 0 || n >= sizeof name)
+            return 0;
+        memcpy(name, seg, n);
+        name[n] = '\0';
+        if (is_skipped_name(name))
+            return 0;
+        if (slash == NULL)
+            return top ? depth == 0 : depth > 0;
+        if (!is_partition_name(name) || ++depth > MAX_PARTITION_DEPTH)
+            return 0;
+        if (depth == 1)
+            *first_len = n;
+        seg = slash + 1;
+    }
+}
+
+int dpp_table_select_keys(const dpp_spec_t *spec, const char *const *keys, size_t n,
+                          unsigned char *keep, char *err, size_t errlen)
+{
+    size_t first = 0, nparts = 0;
+    for (size_t i = 0; i < n; i++) {
+        keep[i] = (unsigned char)key_wanted(keys[i], 0, &first);
+        if (keep[i] == 0 || spec->npartitions == 0) {
+            nparts += keep[i];
+            continue;
+        }
+        keep[i] = 0;
+        for (unsigned p = 0; p < spec->npartitions; p++)
+            if (strlen(spec->partitions[p]) == first &&
+                memcmp(keys[i], spec->partitions[p], first) == 0)
+                keep[i] = 1;
+    }
+    for (unsigned p = 0; p < spec->npartitions; p++) {
+        size_t pl = strlen(spec->partitions[p]), have = 0;
+        for (size_t i = 0; i < n && !have; i++)
+            have = keep[i] && strncmp(keys[i], spec->partitions[p], pl) == 0 && keys[i][pl] == '/';
+        if (!have) {
+            /* the partitions there, for a did-you-mean */
+            const char *names[64];
+            char buf[64][256];
+            size_t nn = 0;
+            for (size_t i = 0; i < n && nn < 64; i++) {
+                size_t fl;
+                if (!key_wanted(keys[i], 0, &fl) || fl >= sizeof buf[0] ||
+                    (nn > 0 && strncmp(buf[nn - 1], keys[i], fl) == 0 && buf[nn - 1][fl] == '\0'))
+                    continue;
+                memcpy(buf[nn], keys[i], fl);
+                buf[nn][fl] = '\0';
+                names[nn] = buf[nn];
+                nn++;
+            }
+            const char *near = dpp_nearest(spec->partitions[p], names, nn);
+            char hint[320] = "";
+            if (near)
+                snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
+            return set_err(err, errlen, DPP_ESPEC,
+                           "partitions[%u]: no partition \"%s\" in table \"%s\"%s", p,
+                           spec->partitions[p], spec->table, hint);
+        }
+    }
+    if (spec->npartitions == 0 && nparts == 0)
+        for (size_t i = 0; i < n; i++)
+            keep[i] = (unsigned char)key_wanted(keys[i], 1, &first);
+    return 0;
+}

@@ -57,4 +57,15 @@ int dpp_table_list_files(const char *table_path, const dpp_spec_t *spec, char **
                          size_t *nfiles, char *err, size_t errlen);
 void dpp_table_files_free(char **files, size_t nfiles);
 
+/* dpp_table_list_files's rules for the keys of an object store's table
+ * (keys[0..n), relative to the table's prefix, '/'-separated): sets keep[i]
+ * to 1 for a data file of the spec's partitions (every `key=value` folder
+ * when spec->npartitions is 0, or the table's own keys when it has none;
+ * sub-partitions at most 8 levels; no segment starting with '.' or '_';
+ * no `.idx` sidecar; no key ending in '/'), else 0. A named partition with
+ * no key is DPP_ESPEC with err `partitions[i]: no partition "..." in table
+ * "..."` (and a did-you-mean among those there). Returns 0 or that. */
+int dpp_table_select_keys(const dpp_spec_t *spec, const char *const *keys, size_t n,
+                          unsigned char *keep, char *err, size_t errlen);
+
 #endif

@@ -63,6 +63,15 @@ uint64_t dpp_s3_requests_total(void)
     return __atomic_load_n(&g_requests, __ATOMIC_RELAXED);
 }
 
+int64_t dpp_s3_etag_version(const char *etag)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)etag; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    h &= INT64_MAX;
+    return h ? (int64_t)h : 1;
+}
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -76,6 +85,38 @@ static CURLcode g_curl_init;
 static void curl_init_once(void)
 {
     g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static dpp_s3_config_t g_process_cfg;
+static int g_process_cfg_set;
+static pthread_key_t g_thread_key;
+static pthread_once_t g_thread_once = PTHREAD_ONCE_INIT;
+
+static void thread_client_free(void *s)
+{
+    dpp_s3_free(s);
+}
+
+static void thread_key_once(void)
+{
+    pthread_key_create(&g_thread_key, thread_client_free);
+}
+
+void dpp_s3_set_process_config(const dpp_s3_config_t *cfg)
+{
+    g_process_cfg = *cfg;
+    __atomic_store_n(&g_process_cfg_set, 1, __ATOMIC_RELEASE);
+}
+
+dpp_s3_t *dpp_s3_thread_client(void)
+{
+    if (!__atomic_load_n(&g_process_cfg_set, __ATOMIC_ACQUIRE))
+        return NULL;
+    pthread_once(&g_thread_once, thread_key_once);
+    dpp_s3_t *s = pthread_getspecific(g_thread_key);
+    if (s == NULL && dpp_s3_new(&s, &g_process_cfg) == 0)
+        pthread_setspecific(g_thread_key, s);
+    return s;
 }
 
 int dpp_s3_is_url(const char *s)

@@ -81,6 +81,14 @@ void dpp_s3_cancel(dpp_s3_t *s, dpp_s3_req_t *r);
 /* dpp_s3_start then dpp_s3_wait. */
 int dpp_s3_run(dpp_s3_t *s, dpp_s3_req_t *r);
 
+/* The client of the calling thread for the process's store: made at the
+ * thread's first call from the configuration given to
+ * dpp_s3_set_process_config (copied), freed when the thread exits. NULL
+ * when no configuration was given (the process reads no s3:// files) or
+ * libcurl cannot be set up. */
+void dpp_s3_set_process_config(const dpp_s3_config_t *cfg);
+dpp_s3_t *dpp_s3_thread_client(void);
+
 /* Size and ETag of an object. Returns 0 or the error (err names the URL). */
 int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size, char *etag,
                 char *err, size_t errlen);
@@ -90,6 +98,10 @@ int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size
  * (dpp_s3_listing_close frees it). Returns 0 or the error. */
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
                 dpp_s3_listing_t *l, char *err, size_t errlen);
+
+/* An object's version as the index cache and the journal key files by (in
+ * the place of a file's mtime): a 63-bit hash of its ETag, never 0. */
+int64_t dpp_s3_etag_version(const char *etag);
 
 /* Retries this process made, over all clients: dpp_storage_retries_total. */
 uint64_t dpp_s3_retries_total(void);

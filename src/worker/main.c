@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "pipeline.h"
+#include "storage/s3.h"
 #include "worker.h"
 
 static const char usage[] =
@@ -68,6 +69,12 @@ static const char usage[] =
     "                        master's roots as this host mounts them); a task for\n"
     "                        a file elsewhere fails (default: any file the master\n"
     "                        names)\n"
+    "  --data-root s3://BUCKET[/PREFIX]\n"
+    "                        read objects under it from an S3-compatible store\n"
+    "                        (credentials and endpoint: AWS_ACCESS_KEY_ID,\n"
+    "                        AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,\n"
+    "                        AWS_PROFILE, AWS_ENDPOINT_URL; docs/operations.md);\n"
+    "                        without one, no s3:// table is read\n"
     "  --log-level LEVEL     debug, info, warn or error (default info)\n"
     "  --version             print the version, commit and build type\n"
     "  -h, --help            show this help\n"
@@ -80,6 +87,7 @@ static const char usage[] =
     "second signal, or SIGINT, stops at once.\n";
 
 static char **data_roots; /* --data-root, resolved */
+static char **s3_roots;   /* --data-root s3://... */
 
 /* What the signal handlers act on. */
 typedef struct worker_main {
@@ -146,6 +154,8 @@ int main(int argc, char **argv)
     /* kept for the process's life (a global: not a leak on early exits) */
     data_roots = dpp_xcalloc((size_t)argc + 1, sizeof *data_roots);
     cfg.roots = data_roots;
+    s3_roots = dpp_xcalloc((size_t)argc + 1, sizeof *s3_roots);
+    cfg.s3_roots = s3_roots;
     dpp_daemon_options_t dopt = {0};
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
@@ -222,6 +232,20 @@ int main(int argc, char **argv)
             break;
         }
         case 'R': {
+            if (dpp_s3_is_url(optarg)) {
+                dpp_s3_url_t u;
+                char err[300];
+                if (dpp_s3_url_parse(optarg, &u, err, sizeof err) != 0) {
+                    fprintf(stderr, "dpp-worker: --data-root %s\n", err);
+                    return 2;
+                }
+                char *root = dpp_xstrdup(optarg);
+                size_t n = strlen(root);
+                while (n > 5 && root[n - 1] == '/')
+                    root[--n] = '\0';
+                s3_roots[cfg.ns3_roots++] = root;
+                break;
+            }
             char *real = realpath(optarg, NULL);
             if (real == NULL) {
                 fprintf(stderr, "dpp-worker: --data-root %s: %s\n", optarg, strerror(errno));
@@ -269,6 +293,21 @@ int main(int argc, char **argv)
         DPP_INFO("threads_capped threads=%zu cores=%u reason=\"--max-buffer-mb\"", fit ? fit : 1,
                  cfg.threads);
         cfg.threads = fit ? (unsigned)fit : 1;
+    }
+    if (cfg.ns3_roots > 0) {
+        /* the pipeline threads' S3 clients take it (dpp_s3_thread_client) */
+        dpp_s3_config_t s3;
+        char err[700];
+        if (dpp_s3_config_load(&s3, err, sizeof err) != 0 ||
+            dpp_s3_config_check(&s3, cfg.s3_roots[0], err, sizeof err) != 0) {
+            fprintf(stderr, "dpp-worker: --data-root %s\n", err);
+            return 2;
+        }
+        dpp_s3_set_process_config(&s3);
+        DPP_INFO("object_storage roots=%zu endpoint=%s region=%s addressing=%s credentials=\"%s\"",
+                 cfg.ns3_roots, s3.endpoint, s3.region, s3.path_style ? "path" : "virtual",
+                 s3.source);
+        memset(&s3, 0, sizeof s3);
     }
     dpp_auth_t auth;
     const char *listens[] = {cfg.listen};

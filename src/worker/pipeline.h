@@ -40,6 +40,10 @@ typedef struct dpp_task {
     int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */
     int text;   /* a text session's task: the text source reads the file (source_text.c) */
     char format_name[32];
+    /* an s3:// file: its ETag and size as the master listed it ("" and 0
+     * for a local file); read with If-Match on that ETag */
+    char etag[128];
+    uint64_t object_size;
 } dpp_task_t;
 
 typedef struct dpp_out_block {
@@ -119,6 +123,10 @@ typedef struct dpp_pipeline_config {
     dpp_stage_t stop_after;
     char **roots; /* resolved data roots a task's file must be under; none: not checked */
     size_t nroots;
+    /* the s3:// roots an object must be under (no trailing '/'); an object
+     * under none is refused, also when there are no such roots */
+    char **s3_roots;
+    size_t ns3_roots;
     struct dpp_cache_store *cache; /* split outputs (cache_store.h); NULL: none */
 } dpp_pipeline_config_t;
 

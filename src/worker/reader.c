@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "base/util.h"
 #include "dpp/error.h"
 #include "reader.h"
+#include "storage/s3.h"
 
 #define HEADER_LEN 12      /* u64 length + masked CRC of it */
 #define DIRECT_ALIGN 4096u /* offsets, lengths and buffers of O_DIRECT reads */
@@ -34,9 +36,10 @@ typedef struct slot {
     size_t got;   /* bytes arrived so far, from buf[0] */
     size_t len;   /* READY: valid bytes in buf */
     int state;
-    int err;    /* READY: the read failed with this -errno */
-    int eof;    /* READY: the file ended before `need` bytes */
-    int direct; /* the last read was issued while fd had O_DIRECT */
+    int err;          /* READY: the read failed with this -errno */
+    int eof;          /* READY: the file ended before `need` bytes */
+    int direct;       /* the last read was issued while fd had O_DIRECT */
+    dpp_s3_req_t req; /* an object's: the ranged GET that fills buf */
 } slot_t;
 
 struct dpp_reader {
@@ -70,6 +73,13 @@ struct dpp_reader {
     uint8_t *scratch;
     size_t scratch_cap;
     size_t scratch_len;
+
+    /* An object open instead of a file (fd -1): its client, name and
+     * version; each slot's chunk is a ranged GET with If-Match. */
+    dpp_s3_t *s3;
+    dpp_s3_url_t obj;
+    char etag[DPP_S3_ETAG_MAX];
+    char obj_err[512]; /* the store's words for the last failed GET */
 
     dpp_reader_stats_t stats;
 };
@@ -304,8 +314,38 @@ static void start_chunk(dpp_reader_t *r, uint64_t k)
     s->err = 0;
     s->eof = 0;
     s->state = SLOT_INFLIGHT;
-    if (r->use_uring)
+    if (r->s3 != NULL) {
+        s->req = (dpp_s3_req_t){.bucket = r->obj.bucket,
+                                .key = r->obj.key,
+                                .off = off,
+                                .len = want,
+                                .if_match = r->etag[0] ? r->etag : NULL,
+                                .buf = (char *)s->buf,
+                                .cap = (size_t)want};
+        if (want == 0 || dpp_s3_start(r->s3, &s->req) != 0) {
+            s->err = want == 0 ? 0 : s->req.rc;
+            s->state = SLOT_READY;
+        }
+    } else if (r->use_uring) {
         submit_uring(r, s);
+    }
+}
+
+/* Books the ranged GET of an object's slot once it is done. */
+static void wait_object(dpp_reader_t *r, slot_t *s)
+{
+    int rc = dpp_s3_wait(r->s3, &s->req);
+    if (rc != 0) {
+        s->err = rc;
+        snprintf(r->obj_err, sizeof r->obj_err, "%s", s->req.err);
+    } else {
+        r->stats.bytes_read += s->req.got;
+        s->got = s->req.got;
+        if (s->got < s->need)
+            s->eof = 1; /* the object is shorter than listed */
+    }
+    s->len = s->got < s->need ? s->got : s->need;
+    s->state = SLOT_READY;
 }
 
 /* Waits for one completion and books it. Returns 0 or the ring's error. */
@@ -344,7 +384,9 @@ static int wait_slot(dpp_reader_t *r, slot_t *s)
     if (s->state == SLOT_READY)
         return s->err;
     uint64_t t0 = dpp_now_ns();
-    if (!r->use_uring) {
+    if (r->s3 != NULL) {
+        wait_object(r, s);
+    } else if (!r->use_uring) {
         read_pread(r, s);
     } else {
         while (s->state != SLOT_READY) {
@@ -482,7 +524,7 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
     const uint8_t *rec;
     int rc;
 
-    if (r->fd < 0)
+    if (r->fd < 0 && r->s3 == NULL)
         return DPP_EINVAL;
     if (r->stuck) {
         *offset = r->stuck_off;
@@ -532,6 +574,31 @@ fail:
     return set_stuck(r, rc, offset);
 }
 
+/* Sets up the range [start, end) of data of `size` bytes (file or object)
+ * and starts its first reads. */
+static void range_begin(dpp_reader_t *r, uint64_t size, uint64_t start, uint64_t end, int direct)
+{
+    r->range_end = end == UINT64_MAX ? size : end;
+    r->data_end = r->range_end < size ? r->range_end : size;
+    if (r->data_end < start)
+        r->data_end = start;
+    r->fpos = start;
+    if (direct) {
+        r->rd_start = start & ~(uint64_t)(DIRECT_ALIGN - 1);
+        r->rd_end = (r->data_end + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
+    } else {
+        r->rd_start = start;
+        r->rd_end = r->data_end;
+    }
+    r->nchunks = (r->rd_end - r->rd_start + r->chunk - 1) / r->chunk;
+    r->cur_chunk = 0;
+    r->pos = (size_t)(start - r->rd_start);
+    r->stuck = 0;
+    r->scratch_len = 0;
+    for (uint64_t k = 0; k < r->depth && k < r->nchunks; k++)
+        start_chunk(r, k);
+}
+
 int dpp_reader_open(dpp_reader_t *r, const char *path, uint64_t start, uint64_t end)
 {
     const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
@@ -568,26 +635,12 @@ int dpp_reader_open(dpp_reader_t *r, const char *path, uint64_t start, uint64_t 
     uint64_t size = (uint64_t)st.st_size;
     r->fd = fd;
     r->fd_direct = direct;
-    r->range_end = end == UINT64_MAX ? size : end;
-    r->data_end = r->range_end < size ? r->range_end : size;
-    if (r->data_end < start)
-        r->data_end = start;
-    r->fpos = start;
-    if (direct) {
-        r->rd_start = start & ~(uint64_t)(DIRECT_ALIGN - 1);
-        r->rd_end = (r->data_end + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
-    } else {
-        r->rd_start = start;
-        r->rd_end = r->data_end;
-        posix_fadvise(fd, (off_t)start, (off_t)(r->data_end - start), POSIX_FADV_SEQUENTIAL);
+    if (!direct) {
+        uint64_t stop = end < size ? end : size;
+        posix_fadvise(fd, (off_t)start, (off_t)(stop > start ? stop - start : 0),
+                      POSIX_FADV_SEQUENTIAL);
     }
-    r->nchunks = (r->rd_end - r->rd_start + r->chunk - 1) / r->chunk;
-    r->cur_chunk = 0;
-    r->pos = (size_t)(start - r->rd_start);
-    r->stuck = 0;
-    r->scratch_len = 0;
-    for (uint64_t k = 0; k < r->depth && k < r->nchunks; k++)
-        start_chunk(r, k);
+    range_begin(r, size, start, end, direct);
     return 0;
 
 fail:
@@ -595,8 +648,47 @@ fail:
     return rc;
 }
 
+int dpp_reader_open_object(dpp_reader_t *r, const char *url, const char *etag, uint64_t size,
+                           uint64_t start, uint64_t end)
+{
+    dpp_reader_close(r);
+    if (start > end)
+        return DPP_EINVAL;
+    r->obj_err[0] = '\0';
+    if (dpp_s3_url_parse(url, &r->obj, r->obj_err, sizeof r->obj_err) != 0)
+        return DPP_EINVAL;
+    dpp_s3_t *s3 = dpp_s3_thread_client();
+    if (s3 == NULL) {
+        snprintf(r->obj_err, sizeof r->obj_err,
+                 "%s: this worker reads no object storage (start it with --data-root s3://...)",
+                 url);
+        return DPP_EPATH;
+    }
+    snprintf(r->etag, sizeof r->etag, "%s", etag ? etag : "");
+    r->s3 = s3;
+    range_begin(r, size, start, end, 0);
+    return 0;
+}
+
+const char *dpp_reader_error_text(const dpp_reader_t *r)
+{
+    return r->obj_err;
+}
+
 void dpp_reader_close(dpp_reader_t *r)
 {
+    if (r->s3 != NULL) {
+        for (unsigned i = 0; i < r->depth; i++) {
+            if (r->slots[i].state == SLOT_INFLIGHT)
+                dpp_s3_cancel(r->s3, &r->slots[i].req);
+            r->slots[i].state = SLOT_IDLE;
+        }
+        r->s3 = NULL;
+        r->nchunks = 0;
+        r->scratch_len = 0;
+        r->stuck = 0;
+        return;
+    }
     if (r->fd < 0)
         return;
     /* The kernel writes into the buffers until each read completes, so every
@@ -660,7 +752,7 @@ static int piece_done(dpp_reader_t *r, piece_t *p, int res)
 
 int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, size_t n)
 {
-    if (r->fd >= 0)
+    if (r->fd >= 0 || r->s3 != NULL)
         return DPP_EINVAL;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {

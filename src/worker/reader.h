@@ -73,6 +73,19 @@ size_t dpp_reader_memory_bound(const dpp_reader_config_t *cfg);
  * non-regular file) or DPP_EINVAL when start > end. */
 int dpp_reader_open(dpp_reader_t *r, const char *path, uint64_t start, uint64_t end);
 
+/* dpp_reader_open for an object of an S3-compatible store: url is
+ * s3://bucket/key, of `size` bytes (as listed) and version etag ("" or
+ * NULL: any). Each chunk is a ranged GET with If-Match on the thread's
+ * client (dpp_s3_thread_client), depth of them in flight; a failed GET is
+ * the -errno or DPP_E* of storage/s3.h at the chunk's first record, its
+ * words in dpp_reader_error_text(). Returns 0, DPP_EINVAL (a bad URL, or
+ * start > end) or DPP_EPATH when the process has no S3 configuration. */
+int dpp_reader_open_object(dpp_reader_t *r, const char *url, const char *etag, uint64_t size,
+                           uint64_t start, uint64_t end);
+
+/* The store's words for the last failed read of an object ("" when none). */
+const char *dpp_reader_error_text(const dpp_reader_t *r);
+
 /* The next record of the range. Returns 1 with *payload and *len (valid until
  * the next call on r, owned by r) and *offset = the file offset of the
  * record's frame; 0 at the clean end of the range (and on every later call)

@@ -28,6 +28,22 @@ void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, si
     snprintf(root, len, "%.*s", (int)(n - rel - tab - 2), t->path);
 }
 
+int dpp_source_object_check(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, char *err,
+                            size_t errlen)
+{
+    for (size_t i = 0; i < cfg->ns3_roots; i++) {
+        size_t n = strlen(cfg->s3_roots[i]);
+        if (strncmp(t->path, cfg->s3_roots[i], n) == 0 && t->path[n] == '/')
+            return 0;
+    }
+    snprintf(err, errlen,
+             "file %s: under no s3:// data root of this worker (%s%s): start it with "
+             "--data-root s3://BUCKET[/PREFIX] covering the table",
+             t->path, cfg->ns3_roots ? cfg->s3_roots[0] : "it has none",
+             cfg->ns3_roots > 1 ? ", ..." : "");
+    return DPP_EPATH;
+}
+
 const dpp_source_ops_t *dpp_source_ops(dpp_format_t format, int text)
 {
     if (text || format == DPP_FORMAT_JSONL || format == DPP_FORMAT_TEXT)

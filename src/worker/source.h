@@ -127,6 +127,11 @@ int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
  * root. Empty when the paths do not end that way. */
 void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len);
 
+/* An s3:// task's object must lie under one of the worker's s3:// data
+ * roots: 0, or DPP_EPATH with err naming the object and the roots. */
+int dpp_source_object_check(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, char *err,
+                            size_t errlen);
+
 /* The source of a format's tables, or (text 1) of a text session over a
  * table of that format (source_text.c reads them all); never NULL for a
  * dpp_format_t value. */

@@ -16,10 +16,11 @@
 #include "format/tfindex.h"
 #include "source.h"
 #include "spec/table.h"
+#include "storage/s3.h"
 
-static int projection_new(void **proj, const char *const *names, size_t n,
-                          const dpp_spec_t *spec, const char *root,
-                          const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
+static int projection_new(void **proj, const char *const *names, size_t n, const dpp_spec_t *spec,
+                          const char *root, const dpp_pipeline_config_t *cfg, char *err,
+                          size_t errlen)
 {
     (void)spec;
     (void)root;
@@ -47,6 +48,13 @@ static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     s->ops = &dpp_source_tfrecord;
     s->reader = reader;
     s->task = t;
+    if (dpp_s3_is_url(t->path)) {
+        int rc = dpp_source_object_check(cfg, t, err, errlen);
+        if (rc == 0 && (rc = dpp_reader_open_object(reader, t->path, t->etag, t->object_size,
+                                                    t->byte_start, t->byte_end)) != 0)
+            snprintf(err, errlen, "file %s: %s", t->path, dpp_reader_error_text(reader));
+        return rc;
+    }
     int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc == 0)
         rc = dpp_reader_open(reader, t->path, t->byte_start, t->byte_end);
@@ -54,6 +62,13 @@ static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
         snprintf(err, errlen, "file %s: %s", t->rel_path,
                  rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
     return rc;
+}
+
+/* Once stuck on an object's failed GET, the store's words. */
+static const char *tf_why(const dpp_source_t *s)
+{
+    const char *text = s->reader ? dpp_reader_error_text(s->reader) : "";
+    return text[0] ? text : NULL;
 }
 
 static int tf_next(dpp_source_t *s, dpp_source_row_t *row)
@@ -77,8 +92,133 @@ static void tf_close(dpp_source_t *s)
         dpp_reader_close(s->reader);
 }
 
-static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res)
+/* Appends a record at off to idx (sizes are filled in later). */
+static int add_offset(dpp_tfindex_t *idx, size_t *cap, uint64_t off)
 {
+    if (idx->n == *cap) {
+        size_t c = *cap ? *cap * 2 : 1024;
+        uint64_t *o = realloc(idx->offsets, c * sizeof *o);
+        if (o == NULL)
+            return -ENOMEM;
+        idx->offsets = o;
+        *cap = c;
+    }
+    idx->offsets[idx->n++] = off;
+    return 0;
+}
+
+/* The index of an object, read whole through the thread's reader (a scan:
+ * every record's framing, and its payload CRC, checked on the way). A
+ * broken tail ends the index where it starts, as the local scan does. */
+static int scan_object(dpp_reader_t *reader, const dpp_task_t *t, dpp_tfindex_t *idx,
+                       dpp_tfindex_scan_result_t *tail, char *err, size_t errlen)
+{
+    memset(idx, 0, sizeof *idx);
+    memset(tail, 0, sizeof *tail);
+    int rc = dpp_reader_open_object(reader, t->path, t->etag, t->object_size, 0, UINT64_MAX);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", dpp_reader_error_text(reader));
+        return rc;
+    }
+    size_t cap = 0;
+    uint64_t end = 0;
+    for (;;) {
+        const uint8_t *payload;
+        size_t len;
+        uint64_t off;
+        rc = dpp_reader_next(reader, &payload, &len, &off);
+        if (rc == 0) {
+            end = off;
+            break;
+        }
+        if (rc < 0 && dpp_reader_stuck(reader)) {
+            if (!dpp_reject_is(rc) || dpp_reader_error_text(reader)[0]) {
+                snprintf(err, errlen, "%s",
+                         dpp_reader_error_text(reader)[0] ? dpp_reader_error_text(reader)
+                                                          : dpp_strerror(rc));
+                goto fail;
+            }
+            tail->error = rc;
+            tail->error_offset = end = off;
+            break;
+        }
+        /* a record (or one with a bad payload CRC: indexed, rejected when read) */
+        if ((rc = add_offset(idx, &cap, off)) != 0) {
+            snprintf(err, errlen, "out of memory after %zu records", idx->n);
+            goto fail;
+        }
+    }
+    dpp_reader_close(reader);
+    if ((idx->sizes = malloc((idx->n ? idx->n : 1) * sizeof *idx->sizes)) == NULL) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < idx->n; i++)
+        idx->sizes[i] = (i + 1 < idx->n ? idx->offsets[i + 1] : end) - idx->offsets[i];
+    return 0;
+fail:
+    dpp_reader_close(reader);
+    dpp_tfindex_close(idx);
+    return rc;
+}
+
+/* An object's .idx sidecar, if the store has one: 0 with idx, -ENOENT when
+ * it has none, else the error with err. */
+static int load_object_sidecar(const dpp_task_t *t, dpp_tfindex_t *idx, char *err, size_t errlen)
+{
+    char url[DPP_S3_KEY_MAX + 80];
+    dpp_s3_url_t u;
+    snprintf(url, sizeof url, "%s.idx", t->path);
+    int rc = dpp_s3_url_parse(url, &u, err, errlen);
+    dpp_s3_t *s3 = dpp_s3_thread_client();
+    if (rc != 0 || s3 == NULL)
+        return rc ? rc : DPP_EPATH;
+    dpp_s3_req_t r = {.bucket = u.bucket, .key = u.key, .cap = DPP_TFINDEX_MAX_TEXT};
+    rc = dpp_s3_run(s3, &r);
+    if (rc == 0)
+        rc = dpp_tfindex_parse(r.body ? r.body : "", r.got, t->object_size, idx, err, errlen);
+    else if (rc != -ENOENT)
+        snprintf(err, errlen, "%s", r.err);
+    free(r.body);
+    return rc;
+}
+
+static int tf_index_one(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader, const dpp_task_t *t,
+                        dpp_split_result_t *res)
+{
+    dpp_tfindex_t idx;
+    char err[600];
+    int rc;
+    if (dpp_s3_is_url(t->path)) {
+        if ((rc = dpp_source_object_check(cfg, t, err, sizeof err)) != 0)
+            return dpp_source_fail(res, rc, "%s", err);
+        /* the listing's size and ETag: what the index is of, and its cache key */
+        res->file_size = t->object_size;
+        res->file_mtime_ns = dpp_s3_etag_version(t->etag);
+        rc = load_object_sidecar(t, &idx, err, sizeof err);
+        if (rc == 0) {
+            res->from_sidecar = 1;
+            goto bounds;
+        }
+        if (rc != -ENOENT)
+            DPP_WARN("index_sidecar_ignored file=%s.idx reason=\"%s\"", t->path, err);
+        dpp_reader_t *own = NULL;
+        if (reader == NULL && (rc = dpp_reader_new(&own, &cfg->reader)) != 0)
+            return dpp_source_fail(res, rc, "index %s: %s", t->path, dpp_strerror(rc));
+        dpp_tfindex_scan_result_t scan;
+        rc = scan_object(reader ? reader : own, t, &idx, &scan, err, sizeof err);
+        dpp_reader_free(own);
+        if (rc)
+            return dpp_source_fail(res, rc, "file %s: %s", t->path, err);
+        if (scan.error) {
+            dpp_rejects_count(&res->rejects, scan.error, 1);
+            snprintf(res->reject_detail, sizeof res->reject_detail,
+                     "file %s: %s at offset %" PRIu64, t->rel_path, dpp_reject_words(scan.error),
+                     scan.error_offset);
+        }
+        goto bounds;
+    }
     struct stat st;
     int prc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, &st);
     if (prc)
@@ -87,11 +227,9 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     res->file_size = (uint64_t)st.st_size;
     res->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 
-    dpp_tfindex_t idx;
-    char err[256];
     char idx_path[4200];
     snprintf(idx_path, sizeof idx_path, "%s.idx", t->path);
-    int rc = dpp_tfindex_load(idx_path, res->file_size, &idx, err, sizeof err);
+    rc = dpp_tfindex_load(idx_path, res->file_size, &idx, err, sizeof err);
     if (rc == 0) {
         res->from_sidecar = 1;
     } else {
@@ -110,6 +248,7 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
                      scan.error_offset);
         }
     }
+bounds:;
     size_t nsplits = (idx.n + t->split_rows - 1) / t->split_rows;
     res->bounds = malloc((nsplits + 1) * sizeof *res->bounds);
     if (res->bounds == NULL) {
@@ -123,6 +262,18 @@ static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     res->records = idx.n;
     dpp_tfindex_close(&idx);
     return 0;
+}
+
+static int tf_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_split_result_t *res)
+{
+    return tf_index_one(cfg, NULL, t, res);
+}
+
+static void tf_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader,
+                          const dpp_task_t *const *t, dpp_split_result_t *const *res, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tf_index_one(cfg, reader, t[i], res[i]);
 }
 
 static size_t tf_names(const dpp_source_t *s, const uint8_t *row, size_t len, char *buf,
@@ -141,5 +292,7 @@ const dpp_source_ops_t dpp_source_tfrecord = {
     .decode = tf_decode,
     .close = tf_close,
     .index = tf_index,
+    .index_many = tf_index_many,
     .names = tf_names,
+    .why = tf_why,
 };

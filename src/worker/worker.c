@@ -28,6 +28,7 @@
 #include "cache_store.h"
 #include "pipeline.h"
 #include "reader.h"
+#include "storage/s3.h"
 #include "worker.h"
 
 #define BACKOFF_MIN_MS 100
@@ -462,6 +463,8 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->seq = l->split_seq;
         t->rank_splits = l->rank_splits;
         t->split_rows = l->split_rows;
+        snprintf(t->etag, sizeof t->etag, "%s", l->etag ? l->etag : "");
+        t->object_size = l->object_size;
         snprintf(t->format_name, sizeof t->format_name, "%s",
                  l->format && l->format[0] ? l->format : dpp_format_names[DPP_FORMAT_TFRECORD]);
         t->format = -1;
@@ -923,6 +926,13 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
     dpp_metrics_counter(m, "dpp_rows_emitted_total", "Rows sent to clients.", n->rows_emitted);
     dpp_metrics_counter(m, "dpp_bytes_read_total", "Bytes read from storage for splits.",
                         n->bytes_read);
+    dpp_metrics_counter(m, "dpp_storage_requests_total",
+                        "Requests sent to object storage (s3:// tables), retries included.",
+                        dpp_s3_requests_total());
+    dpp_metrics_counter(m, "dpp_storage_retries_total",
+                        "Object storage requests sent again after a 5xx, a 429, a reset, a "
+                        "stall or a short body.",
+                        dpp_s3_retries_total());
     dpp_metrics_counter(m, "dpp_bytes_emitted_total",
                         "Block bytes sent to clients (as sent: compressed "
                         "or not).",
@@ -1061,6 +1071,8 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
         .reader = cfg->reader,
         .roots = cfg->roots,
         .nroots = cfg->nroots,
+        .s3_roots = cfg->s3_roots,
+        .ns3_roots = cfg->ns3_roots,
         .cache = w->cache,
     };
     rc = dpp_pipeline_start(&w->pipe, &pc, &w->async);

@@ -28,8 +28,10 @@ typedef struct dpp_worker_config {
     uint32_t max_msg_bytes;      /* a client frame's message (0: 16 MiB) */
     char **roots;                /* resolved data roots task files must be under; none: unchecked */
     size_t nroots;
-    size_t cache_ram_bytes;      /* split outputs kept in memory (cache_store.h); 0: none */
-    const char *cache_dir;       /* ... and on disk here; NULL: no disk tier */
+    char **s3_roots; /* --data-root s3://...: objects must be under one */
+    size_t ns3_roots;
+    size_t cache_ram_bytes; /* split outputs kept in memory (cache_store.h); 0: none */
+    const char *cache_dir;  /* ... and on disk here; NULL: no disk tier */
     uint64_t cache_disk_bytes;
 } dpp_worker_config_t;
 

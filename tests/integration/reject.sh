@@ -118,7 +118,7 @@ grep -q "^error -1015 idle for 7000 ms" "$DPP_TMP/idle-worker.out" || dpp_fail "
 dpp_step "submit: rejected specs"
 dpp_expect_reject "dppctl: $bad_op: features.dense[3].transforms[0].op: unknown op \"logp\"; did you mean \"log1p\"? (ops of dense features: fill_missing, clamp, log1p, standardize, bucketize, cast)" \
     "$DPPCTL" submit "$bad_op" || mismatches=$((mismatches + 1))
-dpp_expect_reject "dppctl: $outside: table: must be a relative path inside a data root" \
+dpp_expect_reject "dppctl: $outside: table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL" \
     "$DPPCTL" submit "$outside" || mismatches=$((mismatches + 1))
 dpp_expect_reject "dppctl: $escape: table \"escape\": path outside the data roots" \
     "$DPPCTL" submit "$escape" || mismatches=$((mismatches + 1))

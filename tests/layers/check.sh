@@ -19,8 +19,8 @@ allowed() {
     spec) echo "base format" ;;
     daemon) echo "base crypto wire" ;;
     client) echo "base crypto wire format" ;;
-    master) echo "base crypto wire format parquet spec daemon" ;;
-    worker) echo "base crypto wire format parquet text spec daemon" ;;
+    master) echo "base crypto wire format parquet spec daemon storage" ;;
+    worker) echo "base crypto wire format parquet text spec daemon storage" ;;
     ctl) echo "base crypto wire format parquet text spec client" ;;
     gen) echo "base format" ;;
     *) echo "?" ;;

@@ -691,15 +691,15 @@ static const bad_case_t bad_cases[] = {
 
     /* table paths that leave their root lexically */
     {"{\"table\":\"/etc\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
     {"{\"table\":\"x/../../etc\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
     {"{\"table\":\"..\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
     {"{\"table\":\"a/..\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
     {"{\"table\":\"a//../b\",\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
 
     /* ops: unknown, on the wrong kind of feature, misplaced */
     {WITH_FEATURES("{\"dense\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\","
@@ -949,7 +949,7 @@ static const bad_case_t bad_cases[] = {
 
     /* only the first error is reported */
     {"{\"table\":\"/abs\",\"batch_size\":0,\"features\":{}}",
-     "table: must be a relative path inside a data root"},
+     "table: must be a relative path inside a data root, or an s3://BUCKET/PREFIX URL"},
 };
 
 #define TEXT_BASE "\"table\":\"c\",\"batch_size\":4,\"format\":\"jsonl\""

@@ -236,8 +236,9 @@ static void test_resolve(void **state)
                         "table \"flat/..\": path outside the data roots");
     check_resolve_fails(roots, 3, "", DPP_EPATH, "table \"\": path outside the data roots");
     check_resolve_fails(roots, 3, "foo", -ENOENT, "table \"foo\": not found under any data root");
-    check_resolve_fails(roots, 3, "flat/part-0.tfrecord/x", -ENOENT,
-                        "table \"flat/part-0.tfrecord/x\": not found under any data root; did you mean \"flat\"?");
+    check_resolve_fails(
+        roots, 3, "flat/part-0.tfrecord/x", -ENOENT,
+        "table \"flat/part-0.tfrecord/x\": not found under any data root; did you mean \"flat\"?");
     check_resolve_fails(roots, 3, "afile", -ENOTDIR, "table \"afile\": not a directory");
     check_resolve_fails(roots, 0, "flat", -ENOENT, "table \"flat\": not found under any data root");
     check_resolve_fails(roots, 1, "flat", -ENOENT, "table \"flat\": not found under any data root");
@@ -253,8 +254,7 @@ static void check_lists(const char *table_rel, const char *name, const char *con
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err,
-                                  sizeof(err));
+    int rc = dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err, sizeof(err));
     if (rc)
         print_error("table \"%s\": %d %s\n", name, rc, err);
     assert_int_equal(rc, 0);
@@ -274,9 +274,9 @@ static void check_list_fails(const char *table_rel, const char *name, const char
     char **files = (char **)"sentinel";
     size_t nfiles = 99;
 
-    assert_int_equal(dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err,
-                                          sizeof(err)),
-                     want_rc);
+    assert_int_equal(
+        dpp_table_list_files(in_base(tp, table_rel), &spec, &files, &nfiles, err, sizeof(err)),
+        want_rc);
     assert_string_equal(err, want_err);
     assert_null(files);
     assert_int_equal(nfiles, 0);
@@ -380,8 +380,10 @@ static void test_list_errors(void **state)
 {
     (void)state;
     const char *missing[] = {"ds=2026-01-01", "ds=2027-01-01"};
-    check_list_fails("root1/events", "events", missing, 2, DPP_ESPEC,
-                     "partitions[1]: no partition \"ds=2027-01-01\" in table \"events\"; did you mean \"ds=2026-01-01\"? (partitions: ds=2026-01-01, ds=2026-01-02, ds=latest)");
+    check_list_fails(
+        "root1/events", "events", missing, 2, DPP_ESPEC,
+        "partitions[1]: no partition \"ds=2027-01-01\" in table \"events\"; did you mean "
+        "\"ds=2026-01-01\"? (partitions: ds=2026-01-01, ds=2026-01-02, ds=latest)");
     const char *file[] = {"ds=2026-01-03"};
     check_list_fails("root1/events", "events", file, 1, DPP_ESPEC,
                      "partitions[0]: \"ds=2026-01-03\" in table \"events\" is not a folder");
@@ -422,12 +424,60 @@ static void test_list_unreadable(void **state)
     assert_int_equal(chmod(p, 0755), 0);
 }
 
+/* An object store's keys under the rules of a folder listing. */
+static void test_select_keys(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {
+        "ds=1/part-0.tfrecord",      /* 0 data */
+        "ds=1/part-0.tfrecord.idx",  /* 1 sidecar */
+        "ds=1/_tmp/part-9.tfrecord", /* 2 '_' folder */
+        "ds=1/h=3/part-1.tfrecord",  /* 3 sub-partition */
+        "ds=2/.hidden",              /* 4 dot file */
+        "ds=2/part-0.tfrecord",      /* 5 data */
+        "notes/readme.txt",          /* 6 not a partition folder */
+        "_SUCCESS",                  /* 7 */
+        "top.tfrecord",              /* 8 a top-level file of a partitioned table */
+        "ds=3/",                     /* 9 a folder marker */
+        "ds=3/a/b.tfrecord",         /* 10 a non-partition folder inside one */
+    };
+    size_t n = sizeof keys / sizeof keys[0];
+    unsigned char keep[sizeof keys / sizeof keys[0]];
+    char err[512];
+    dpp_spec_t spec = {.table = (char *)"s3://b/t"};
+    assert_int_equal(dpp_table_select_keys(&spec, keys, n, keep, err, sizeof err), 0);
+    static const unsigned char all[] = {1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};
+    assert_memory_equal(keep, all, n);
+
+    const char *two[] = {"ds=2"};
+    spec.partitions = (char **)two;
+    spec.npartitions = 1;
+    assert_int_equal(dpp_table_select_keys(&spec, keys, n, keep, err, sizeof err), 0);
+    static const unsigned char only2[] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+    assert_memory_equal(keep, only2, n);
+
+    const char *typo[] = {"ds=1", "ds=22"};
+    spec.partitions = (char **)typo;
+    spec.npartitions = 2;
+    assert_int_equal(dpp_table_select_keys(&spec, keys, n, keep, err, sizeof err), DPP_ESPEC);
+    assert_string_equal(err, "partitions[1]: no partition \"ds=22\" in table \"s3://b/t\"; did "
+                             "you mean \"ds=2\"?");
+
+    /* Unpartitioned: the table's own keys, still without skipped names. */
+    static const char *const flat[] = {"a.tfrecord", "a.tfrecord.idx", "_SUCCESS", "sub/x"};
+    unsigned char k2[4];
+    spec.npartitions = 0;
+    assert_int_equal(dpp_table_select_keys(&spec, flat, 4, k2, err, sizeof err), 0);
+    static const unsigned char flat_keep[] = {1, 0, 0, 0};
+    assert_memory_equal(k2, flat_keep, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve),         cmocka_unit_test(test_list_flat),
         cmocka_unit_test(test_list_partitions), cmocka_unit_test(test_list_stat_all),
-        cmocka_unit_test(test_list_errors),
+        cmocka_unit_test(test_list_errors),     cmocka_unit_test(test_select_keys),
         cmocka_unit_test(test_list_unreadable), cmocka_unit_test(test_check_under),
     };
     return cmocka_run_group_tests(tests, build_tree, remove_tree);

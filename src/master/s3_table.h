@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tables in an S3-compatible store: the master's s3:// data roots and the
+ * listing of a session's table under one. Loop thread only: a listing is
+ * synchronous (its pages one after the other, retried as storage/s3.h says),
+ * like the listing of a local table. */
+#ifndef DPP_MASTER_S3_TABLE_H
+#define DPP_MASTER_S3_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master.h"
+#include "spec/spec.h"
+
+/* A listed table: the data files (s3:// URLs, in key order) with their
+ * ETags and sizes, and the table's own URL (no trailing '/'). */
+typedef struct dpp_s3_table {
+    char *table_path;
+    char **files;
+    char **etags;
+    uint64_t *sizes;
+    size_t n;
+} dpp_s3_table_t;
+
+/* Adds the s3:// data root url (--data-root): sets up the master's S3 client
+ * at the first (credentials and endpoint from the environment, storage/
+ * s3_config.h) and lists one key under it, so that a wrong endpoint, bucket
+ * or credential stops the master at start. Returns 0 or the error (logged). */
+int dpp_master_s3_root(dpp_master_t *m, const char *url);
+
+/* Lists spec->table (an s3:// URL under one of the roots) and keeps the
+ * files of the spec's partitions (dpp_table_select_keys). Returns 0 (t
+ * filled, t->n may be 0), DPP_EPATH for a table under no root, -ENOENT for
+ * a prefix without objects, DPP_ESPEC for a named partition not there, or
+ * the store's error; err says it. */
+int dpp_master_list_s3(dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t, char *err,
+                       size_t errlen);
+void dpp_s3_table_close(dpp_s3_table_t *t);
+
+#endif
