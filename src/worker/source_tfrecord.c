@@ -52,7 +52,10 @@ static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
         int rc = dpp_source_object_check(cfg, t, err, errlen);
         if (rc == 0 && (rc = dpp_reader_open_object(reader, t->path, t->etag, t->object_size,
                                                     t->byte_start, t->byte_end)) != 0)
-            snprintf(err, errlen, "file %s: %s", t->path, dpp_reader_error_text(reader));
+            /* the reader's words name the object already */
+            snprintf(err, errlen, "%s",
+                     dpp_reader_error_text(reader)[0] ? dpp_reader_error_text(reader)
+                                                      : dpp_strerror(rc));
         return rc;
     }
     int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
@@ -117,7 +120,9 @@ static int scan_object(dpp_reader_t *reader, const dpp_task_t *t, dpp_tfindex_t 
     memset(tail, 0, sizeof *tail);
     int rc = dpp_reader_open_object(reader, t->path, t->etag, t->object_size, 0, UINT64_MAX);
     if (rc != 0) {
-        snprintf(err, errlen, "%s", dpp_reader_error_text(reader));
+        snprintf(err, errlen, "%s",
+                 dpp_reader_error_text(reader)[0] ? dpp_reader_error_text(reader)
+                                                  : dpp_strerror(rc));
         return rc;
     }
     size_t cap = 0;

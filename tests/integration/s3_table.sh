@@ -140,6 +140,18 @@ grep -q 's3://tables/warehouse/one/ds=1/part-0.tfrecord: changed since the sessi
     dpp_fail "case 4: rows were delivered from a changed object"
 dpp_log "case 4: $(grep -o 's3://[^ ]*: changed since the session was planned[^;]*' "$DPP_TMP/one.err" | head -1)"
 
+dpp_step "case 4b: a worker started without an s3:// root says so"
+for n in "${DPP_DAEMON_NAMES[@]}"; do [[ $n == worker-* ]] && dpp_stop "$n"; done
+spec_for "s3://tables/warehouse/idx" "$DPP_TMP/noroot.json"
+dpp_submit "$DPP_TMP/noroot.json"
+dpp_start_worker --threads 1
+if dpp_ctl read "$DPP_SESSION" --output json >/dev/null 2>"$DPP_TMP/noroot.err"; then
+    dpp_fail "case 4b: read through a worker without an s3:// root"
+fi
+grep -q 'under no s3:// data root of this worker (it has none): start it with --data-root s3://BUCKET\[/PREFIX\]' "$DPP_TMP/noroot.err" ||
+    dpp_fail "case 4b: $(cat "$DPP_TMP/noroot.err")"
+dpp_log "case 4b: $(grep -o 'file s3://[^;]*' "$DPP_TMP/noroot.err" | head -1)"
+
 dpp_step "case 5: tables outside the roots, and prefixes without objects, are refused"
 dpp_expect_reject "dppctl: $DPP_TMP/out.json: table \"s3://other/t\": not under an s3:// data root of this master (s3://tables/warehouse): start it with --data-root s3://BUCKET[/PREFIX] covering the table" \
     bash -c "sed 's|s3://tables/warehouse/one|s3://other/t|' '$DPP_TMP/one.json' >'$DPP_TMP/out.json' && '$DPPCTL' submit '$DPP_TMP/out.json'" ||
