@@ -87,7 +87,7 @@ int ctl_sample_text(const dpp_spec_t *spec, const char *spec_path, const char *d
                                           : 0);
         dpp_text_docs_t *d = NULL;
         char err[1024];
-        int rc = dpp_text_docs_open(&d, &counting, files[f], rel, NULL, 0, 0, UINT64_MAX,
+        int rc = dpp_text_docs_open(&d, &counting, files[f], NULL, rel, NULL, 0, 0, UINT64_MAX,
                                     SAMPLE_MAX_DOC, err, sizeof err);
         if (rc) {
             fprintf(stderr, "dppctl: %s: %s\n", spec_path, err);

@@ -80,22 +80,11 @@ struct dpp_pq_col {
 
 /* ---- files ------------------------------------------------------------------ */
 
-static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
+/* What a failed read of f says: the store's words for an object, the
+ * system's for a file. */
+static const char *read_why(const dpp_pq_file_t *f, int rc)
 {
-    while (len > 0) {
-        ssize_t n = pread(fd, buf, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return DPP_ETRUNCATED;
-        buf += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
+    return rc != DPP_ETRUNCATED && f->in->why[0] ? f->in->why : dpp_strerror(rc);
 }
 
 int dpp_pq_file_start(dpp_pq_file_t *f, const char *path, const char *name, char *err,
@@ -103,20 +92,29 @@ int dpp_pq_file_start(dpp_pq_file_t *f, const char *path, const char *name, char
 {
     memset(f, 0, sizeof *f);
     f->name = name;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (f->fd < 0) {
-        int e = errno;
-        f->fd = -1;
-        return dpp_errf(-e, err, errlen, "file %s: %s", name, strerror(e));
-    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return dpp_errf(-errno, err, errlen, "file %s: %s", name, strerror(errno));
+    dpp_rfile_local(&f->local, fd, 0, 0);
+    f->in = &f->local;
     struct stat st;
-    if (fstat(f->fd, &st) != 0)
+    if (fstat(fd, &st) != 0)
         return dpp_errf(-errno, err, errlen, "file %s: %s", name, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return dpp_errf(-EINVAL, err, errlen, "file %s: not a regular file", name);
-    f->size = (uint64_t)st.st_size;
-    f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    f->size = f->local.size = (uint64_t)st.st_size;
+    f->mtime_ns = f->local.version =
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     return 0;
+}
+
+void dpp_pq_file_attach(dpp_pq_file_t *f, dpp_rfile_t *in, const char *name)
+{
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    f->in = in;
+    f->size = in->size;
+    f->mtime_ns = in->version;
 }
 
 int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, char *err,
@@ -130,9 +128,9 @@ int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, c
     if (tail && tail_len >= 8 && f->size >= 8)
         memcpy(last, tail + tail_len - 8, 8);
     else if (f->size >= 8)
-        rc = pread_full(f->fd, last, 8, f->size - 8);
+        rc = dpp_rfile_read_full(f->in, last, 8, f->size - 8);
     if (rc < 0 && rc != DPP_ETRUNCATED)
-        return dpp_errf(rc, err, errlen, "file %s: %s", name, strerror(-rc));
+        return dpp_errf(rc, err, errlen, "file %s: %s", name, read_why(f, rc));
     if (f->size < 8)
         memset(last, 0, sizeof last);
     if ((rc = dpp_pq_footer_locate(last, f->size, &flen, why, sizeof why)) != 0)
@@ -146,10 +144,10 @@ int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, c
         if ((footer = malloc(flen ? flen : 1)) == NULL)
             return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory for a %u-byte footer",
                             name, flen);
-        if ((rc = pread_full(f->fd, footer, flen, at)) != 0) {
+        if ((rc = dpp_rfile_read_full(f->in, footer, flen, at)) != 0) {
             free(footer);
             return dpp_errf(rc, err, errlen, "file %s: reading the footer: %s", name,
-                            dpp_strerror(rc));
+                            read_why(f, rc));
         }
         bytes = footer;
     }
@@ -168,9 +166,9 @@ int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char 
 
 void dpp_pq_file_close(dpp_pq_file_t *f)
 {
-    if (f->fd >= 0)
-        close(f->fd);
-    f->fd = -1;
+    if (f->in == &f->local && f->local.fd >= 0)
+        close(f->local.fd);
+    f->in = NULL;
     dpp_pq_meta_free(&f->meta);
 }
 
@@ -368,11 +366,11 @@ static int fetch(dpp_pq_col_t *c, uint64_t off, size_t len, const uint8_t **p)
             c->win = w;
             c->win_cap = want;
         }
-        int rc = pread_full(c->f->fd, c->win, want, off);
+        int rc = dpp_rfile_read_full(c->f->in, c->win, want, off);
         if (rc == DPP_ETRUNCATED)
             return fail(c, DPP_ECORRUPT, "the file is shorter than its footer says");
         if (rc)
-            return fail(c, rc, "read: %s", strerror(-rc));
+            return fail(c, rc, "read: %s", read_why(c->f, rc));
         c->win_off = off;
         c->win_len = want;
         c->bytes_read += want;
@@ -901,7 +899,7 @@ static void load_locs(dpp_pq_col_t *c)
     uint8_t *buf = NULL;
     if (in_spans(c->f, (uint64_t)k->offset_index_offset, &bytes) < len) {
         if ((buf = malloc(len)) == NULL ||
-            pread_full(c->f->fd, buf, len, (uint64_t)k->offset_index_offset) != 0) {
+            dpp_rfile_read_full(c->f->in, buf, len, (uint64_t)k->offset_index_offset) != 0) {
             free(buf);
             return;
         }

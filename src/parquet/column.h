@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a Parquet file row by row for dpp: the footer (dpp_pq_file_t) and,
  * per projected field, a column chunk streamed page by page (dpp_pq_col_t):
- * read with pread through a window of at most one page plus its header,
+ * read by offset (a local file, or an object of a store: base/rfile.h)
+ * through a window of at most one page plus its header,
  * decompressed (codec.c), levels and values decoded (encoding.c), and one
  * row's value or list appended to a row buffer in the form
  * dpp_pq_row_decode() turns into feature references (format/
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rfile.h"
 #include "format/example_decode.h"
 #include "parquet/codec.h"
 #include "parquet/encoding.h"
@@ -28,7 +30,8 @@ typedef struct dpp_pq_span {
 
 /* An open file and its footer. */
 typedef struct dpp_pq_file {
-    int fd;
+    dpp_rfile_t *in;   /* where its bytes come from: &local, or the caller's */
+    dpp_rfile_t local; /* the file dpp_pq_file_start opened */
     uint64_t size;
     int64_t mtime_ns;
     const char *name; /* for messages: the caller's, e.g. the path relative to the table */
@@ -49,12 +52,15 @@ int dpp_pq_file_open(dpp_pq_file_t *f, const char *path, const char *name, char 
                      size_t errlen);
 
 /* dpp_pq_file_open() in two halves, for a caller that reads many files'
- * tails at once: start opens path (f's fd, size and mtime; -errno with err
- * naming `name`), footer decodes the footer, taken from tail when the
+ * tails at once: start opens path (f's local file, size and mtime; -errno
+ * with err naming `name`), or attach reads from `in` instead (an object;
+ * the caller keeps it open until dpp_pq_file_close), footer decodes the
+ * footer, taken from tail when the
  * caller read the file's last tail_len bytes already and it lies in them
  * (tail NULL: it is read here). Both: close with dpp_pq_file_close. */
 int dpp_pq_file_start(dpp_pq_file_t *f, const char *path, const char *name, char *err,
                       size_t errlen);
+void dpp_pq_file_attach(dpp_pq_file_t *f, dpp_rfile_t *in, const char *name);
 int dpp_pq_file_footer(dpp_pq_file_t *f, const uint8_t *tail, size_t tail_len, char *err,
                        size_t errlen);
 void dpp_pq_file_close(dpp_pq_file_t *f);

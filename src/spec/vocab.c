@@ -60,39 +60,10 @@ void dpp_vocab_free(dpp_vocab_t *v)
     free(v);
 }
 
-int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err, size_t errlen)
+/* Indexes the lines of v->text[0..size) (allocated with a byte to spare). */
+static int vocab_index(dpp_vocab_t *v, size_t size, const char *name, char *err, size_t errlen)
 {
-    *out = NULL;
     int rc = 0;
-    dpp_vocab_t *v = calloc(1, sizeof *v);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (v == NULL)
-        return dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", name);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        rc = dpp_errf(-errno, err, errlen, "vocabulary %s: %s", name, strerror(errno));
-        goto out;
-    }
-    if ((uint64_t)st.st_size >= DPP_VOCAB_MAX_BYTES) {
-        rc = dpp_errf(DPP_EINVAL, err, errlen, "vocabulary %s: %lld bytes, over the 4 GiB limit",
-                      name, (long long)st.st_size);
-        goto out;
-    }
-    size_t size = (size_t)st.st_size;
-    /* one byte more: a '\n' is added after a last line that lacks one */
-    if ((v->text = malloc(size + 1)) == NULL) {
-        rc = dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", name);
-        goto out;
-    }
-    for (size_t got = 0; got < size;) {
-        ssize_t r = read(fd, v->text + got, size - got);
-        if (r <= 0) {
-            rc = dpp_errf(r < 0 ? -errno : -EIO, err, errlen, "vocabulary %s: %s", name,
-                          r < 0 ? strerror(errno) : "the file shrank while read");
-            goto out;
-        }
-        got += (size_t)r;
-    }
     if (size > 0 && v->text[size - 1] != '\n')
         v->text[size++] = '\n';
     size_t lines = 0;
@@ -136,8 +107,68 @@ int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *
         v->n = i + 1;
     }
 out:
+    return rc;
+}
+
+int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = 0;
+    dpp_vocab_t *v = calloc(1, sizeof *v);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (v == NULL)
+        return dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", name);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        rc = dpp_errf(-errno, err, errlen, "vocabulary %s: %s", name, strerror(errno));
+        goto out;
+    }
+    if ((uint64_t)st.st_size >= DPP_VOCAB_MAX_BYTES) {
+        rc = dpp_errf(DPP_EINVAL, err, errlen, "vocabulary %s: %lld bytes, over the 4 GiB limit",
+                      name, (long long)st.st_size);
+        goto out;
+    }
+    size_t size = (size_t)st.st_size;
+    /* one byte more: a '\n' is added after a last line that lacks one */
+    if ((v->text = malloc(size + 1)) == NULL) {
+        rc = dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", name);
+        goto out;
+    }
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, v->text + got, size - got);
+        if (r <= 0) {
+            rc = dpp_errf(r < 0 ? -errno : -EIO, err, errlen, "vocabulary %s: %s", name,
+                          r < 0 ? strerror(errno) : "the file shrank while read");
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    rc = vocab_index(v, size, name, err, errlen);
+out:
     if (fd >= 0)
         close(fd);
+    if (rc) {
+        dpp_vocab_free(v);
+        return rc;
+    }
+    *out = v;
+    return 0;
+}
+
+int dpp_vocab_new(const uint8_t *buf, size_t len, const char *name, dpp_vocab_t **out, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    if ((uint64_t)len >= DPP_VOCAB_MAX_BYTES)
+        return dpp_errf(DPP_EINVAL, err, errlen, "vocabulary %s: %zu bytes, over the 4 GiB limit",
+                        name, len);
+    dpp_vocab_t *v = calloc(1, sizeof *v);
+    if (v == NULL || (v->text = malloc(len + 1)) == NULL) {
+        dpp_vocab_free(v);
+        return dpp_errf(-ENOMEM, err, errlen, "vocabulary %s: out of memory", name);
+    }
+    memcpy(v->text, buf, len);
+    int rc = vocab_index(v, len, name, err, errlen);
     if (rc) {
         dpp_vocab_free(v);
         return rc;

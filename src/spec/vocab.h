@@ -20,6 +20,9 @@ typedef struct dpp_vocab dpp_vocab_t;
  * with dpp_vocab_free), or -errno / DPP_EINVAL (a line repeated, too large)
  * / -ENOMEM with a sentence in err naming the file and line. */
 int dpp_vocab_load(const char *path, const char *name, dpp_vocab_t **out, char *err, size_t errlen);
+/* dpp_vocab_load of the bytes buf[0..len) (copied), e.g. an object's. */
+int dpp_vocab_new(const uint8_t *buf, size_t len, const char *name, dpp_vocab_t **out, char *err,
+                  size_t errlen);
 void dpp_vocab_free(dpp_vocab_t *v);
 
 size_t dpp_vocab_size(const dpp_vocab_t *v);

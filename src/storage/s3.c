@@ -780,3 +780,131 @@ int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned ma
     free(token);
     return rc;
 }
+
+/* ---- objects read by offset ------------------------------------------- */
+
+dpp_s3_rfile_t *dpp_s3_rfile_of(dpp_rfile_t *f)
+{
+    return f != NULL && f->fd < 0 && f->read == dpp_s3_rfile_read ? (dpp_s3_rfile_t *)f : NULL;
+}
+
+/* Starts the GET of block b ([off, off + DPP_S3_BLOCK) of the object). */
+static int block_start(dpp_s3_rfile_t *o, struct dpp_s3_block *b, uint64_t off)
+{
+    if (b->buf == NULL && (b->buf = malloc(DPP_S3_BLOCK)) == NULL)
+        return -ENOMEM;
+    uint64_t len = o->rf.size - off < DPP_S3_BLOCK ? o->rf.size - off : DPP_S3_BLOCK;
+    b->off = off;
+    b->len = 0;
+    b->req = (dpp_s3_req_t){.bucket = o->url.bucket,
+                            .key = o->url.key,
+                            .off = off,
+                            .len = len,
+                            .if_match = o->etag[0] ? o->etag : NULL,
+                            .buf = (char *)b->buf,
+                            .cap = (size_t)len};
+    int rc = dpp_s3_start(o->s3, &b->req);
+    b->state = rc == 0 ? 1 : 0;
+    return rc;
+}
+
+/* Waits for block b's GET: 0 with its bytes, or the error (in o's why). */
+static int block_wait(dpp_s3_rfile_t *o, struct dpp_s3_block *b)
+{
+    if (b->state != 1)
+        return b->state == 2 ? 0 : DPP_EINVAL;
+    int rc = dpp_s3_wait(o->s3, &b->req);
+    b->state = 0;
+    if (rc != 0) {
+        snprintf(o->rf.why, sizeof o->rf.why, "%s", b->req.err);
+        return rc;
+    }
+    b->len = b->req.got;
+    b->state = 2;
+    return 0;
+}
+
+ssize_t dpp_s3_rfile_read(dpp_rfile_t *f, void *buf, size_t len, uint64_t off)
+{
+    dpp_s3_rfile_t *o = (dpp_s3_rfile_t *)f;
+    f->why[0] = '\0';
+    if (off >= f->size)
+        return 0;
+    if (len > f->size - off)
+        len = (size_t)(f->size - off);
+    size_t done = 0;
+    while (done < len) {
+        uint64_t at = off + done;
+        struct dpp_s3_block *cur = &o->blocks[o->cur], *next = &o->blocks[!o->cur];
+        if (cur->state == 2 && at >= cur->off && at < cur->off + cur->len) {
+            size_t n = (size_t)(cur->off + cur->len - at);
+            if (n > len - done)
+                n = len - done;
+            memcpy((char *)buf + done, cur->buf + (at - cur->off), n);
+            done += n;
+            continue;
+        }
+        int rc;
+        if (next->state == 1 && next->off == at) {
+            /* the block read ahead: take it, and read ahead the one after */
+            o->cur = !o->cur;
+            if ((rc = block_wait(o, next)) != 0)
+                return rc;
+            if (next->len == 0)
+                break; /* shorter than listed */
+            if (next->off + next->len < f->size)
+                block_start(o, cur, next->off + next->len); /* a failure shows when needed */
+            continue;
+        }
+        /* A miss: read from `at`. Reading on from where the last block
+         * ended is a stream (a text file's lines, a zstd stream): the next
+         * block is read ahead while this one is used. */
+        int streaming = cur->state == 2 && at == cur->off + cur->len;
+        if (next->state == 1)
+            dpp_s3_cancel(o->s3, &next->req);
+        next->state = 0;
+        if ((rc = block_start(o, cur, at)) != 0 || (rc = block_wait(o, cur)) != 0) {
+            if (!f->why[0])
+                snprintf(f->why, sizeof f->why, "s3://%s/%.400s: %s", o->url.bucket, o->url.key,
+                         dpp_strerror(rc));
+            return rc;
+        }
+        if (cur->len == 0)
+            break;
+        if (streaming && cur->off + cur->len < f->size)
+            block_start(o, next, cur->off + cur->len);
+    }
+    return (ssize_t)done;
+}
+
+int dpp_s3_rfile_open(dpp_s3_rfile_t *o, dpp_s3_t *s3, const char *url, const char *etag,
+                       uint64_t size, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->rf.fd = -1;
+    o->rf.read = dpp_s3_rfile_read;
+    o->rf.size = size;
+    int rc = dpp_s3_url_parse(url, &o->url, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (s3 == NULL)
+        return dpp_errf(DPP_EPATH, err, errlen,
+                        "%s: this process reads no object storage (start it with --data-root "
+                        "s3://...)",
+                        url);
+    o->s3 = s3;
+    snprintf(o->etag, sizeof o->etag, "%s", etag ? etag : "");
+    o->rf.version = dpp_s3_etag_version(o->etag);
+    return 0;
+}
+
+void dpp_s3_rfile_close(dpp_s3_rfile_t *o)
+{
+    for (int i = 0; i < 2; i++) {
+        if (o->blocks[i].state == 1)
+            dpp_s3_cancel(o->s3, &o->blocks[i].req);
+        free(o->blocks[i].buf);
+        o->blocks[i].buf = NULL;
+        o->blocks[i].state = 0;
+    }
+}

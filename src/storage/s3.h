@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rfile.h"
 #include "storage/s3_config.h"
 #include "storage/s3_list.h"
 #include "storage/sigv4.h"
@@ -107,5 +108,40 @@ int64_t dpp_s3_etag_version(const char *etag);
 uint64_t dpp_s3_retries_total(void);
 /* Requests this process sent (attempts, retries included). */
 uint64_t dpp_s3_requests_total(void);
+
+/* An object read by offset (base/rfile.h), for the readers of Parquet and
+ * text (a TFRecord reader streams its chunks itself: worker/reader.h). A
+ * read is served from a block of DPP_S3_BLOCK bytes, got with one ranged GET
+ * (If-Match the ETag listed); a read that goes on where the last block
+ * ended is a stream, and the block after it is read ahead meanwhile. At
+ * most two blocks are held. One thread at a time, the client's. */
+#define DPP_S3_BLOCK (1u << 20)
+struct dpp_s3_block {
+    uint8_t *buf;
+    uint64_t off;
+    size_t len;
+    int state; /* 0 empty, 1 in flight, 2 holds [off, off + len) */
+    dpp_s3_req_t req;
+};
+typedef struct dpp_s3_rfile {
+    dpp_rfile_t rf; /* first: what readers take */
+    dpp_s3_t *s3;
+    dpp_s3_url_t url;
+    char etag[DPP_S3_ETAG_MAX];
+    struct dpp_s3_block blocks[2];
+    int cur; /* the block reads are served from */
+} dpp_s3_rfile_t;
+
+/* Sets o up to read url (s3://bucket/key) of `size` bytes at version etag
+ * ("" or NULL: any) with s3 (NULL: DPP_EPATH, the process has no store).
+ * Returns 0 or DPP_EINVAL for a bad URL, err saying it; close with
+ * dpp_s3_rfile_close either way. */
+int dpp_s3_rfile_open(dpp_s3_rfile_t *o, dpp_s3_t *s3, const char *url, const char *etag,
+                       uint64_t size, char *err, size_t errlen);
+void dpp_s3_rfile_close(dpp_s3_rfile_t *o);
+ssize_t dpp_s3_rfile_read(dpp_rfile_t *f, void *buf, size_t len, uint64_t off);
+
+/* The object f reads, or NULL when f is no object (a local file). */
+dpp_s3_rfile_t *dpp_s3_rfile_of(dpp_rfile_t *f);
 
 #endif

@@ -41,7 +41,8 @@ struct dpp_text_docs {
     uint64_t max_doc;
     const char *fields[MAX_FIELDS]; /* the text field, then the where fields */
     size_t nfields;
-    int fd;
+    dpp_rfile_t *in;   /* the lines' bytes: &local, or the caller's object */
+    dpp_rfile_t local; /* the file opened here (fd -1: none) */
     uint64_t size;
     int64_t mtime_ns;
     uint64_t last; /* position of the input read last */
@@ -81,8 +82,8 @@ void dpp_text_docs_close(dpp_text_docs_t *d)
 {
     if (d == NULL)
         return;
-    if (d->fd >= 0)
-        close(d->fd);
+    if (d->local.fd >= 0)
+        close(d->local.fd);
     ZSTD_freeDCtx(d->zctx);
     free(d->zin);
     free(d->buf);
@@ -97,6 +98,19 @@ void dpp_text_docs_close(dpp_text_docs_t *d)
 
 /* ---- lines of a byte range --------------------------------------------- */
 
+/* Up to n bytes of the file at off, as pread: a read error breaks the
+ * reader for good, with the system's or the store's words in why. */
+static ssize_t read_at(dpp_text_docs_t *d, void *buf, size_t n, uint64_t off)
+{
+    ssize_t got = dpp_rfile_read(d->in, buf, n, off);
+    if (got < 0) {
+        snprintf(d->why, sizeof d->why, "reading at byte %" PRIu64 ": %.460s", off,
+                 d->in->why[0] ? d->in->why : dpp_strerror((int)got));
+        d->broken = (int)got;
+    }
+    return got;
+}
+
 /* Decompresses up to n bytes of a .zst file into out: how many (0 at the
  * end of the file, after a whole frame), or DPP_ETRUNCATED / DPP_ECORRUPT
  * (the stream ends inside a frame, or is not zstd), or -errno. */
@@ -105,9 +119,9 @@ static ssize_t unzstd(dpp_text_docs_t *d, uint8_t *out, size_t n)
     ZSTD_outBuffer o = {out, n, 0};
     while (o.pos == 0) {
         if (d->zin_at == d->zin_len) {
-            ssize_t got = pread(d->fd, d->zin, ZSTD_DStreamInSize(), (off_t)d->zpos);
+            ssize_t got = read_at(d, d->zin, ZSTD_DStreamInSize(), d->zpos);
             if (got < 0)
-                return -errno;
+                return got;
             if (got == 0 && d->zlast != 0) {
                 snprintf(d->why, sizeof d->why,
                          "the zstd stream ends inside a frame after %" PRIu64
@@ -167,9 +181,9 @@ static int fill(dpp_text_docs_t *d)
     if (d->end - d->pos < want)
         want = (size_t)(d->end - d->pos);
     ssize_t got = d->zctx ? unzstd(d, d->buf + d->len, want)
-                          : pread(d->fd, d->buf + d->len, want, (off_t)d->pos);
+                          : read_at(d, d->buf + d->len, want, d->pos);
     if (got < 0)
-        return d->zctx ? (int)got : -errno;
+        return (int)got;
     if (got == 0) {
         d->eof = 1;
         return 0;
@@ -467,11 +481,16 @@ static int step_parquet(dpp_text_docs_t *d, const uint8_t **out, size_t *out_len
 
 /* The columns a Parquet text session reads: each a string (BYTE_ARRAY)
  * column of one value a row, named by text.field or a where key. */
-static int open_parquet(dpp_text_docs_t *d, const char *path, uint64_t start, uint64_t end,
-                        char *err, size_t errlen)
+static int open_parquet(dpp_text_docs_t *d, const char *path, dpp_rfile_t *object,
+                        uint64_t start, uint64_t end, char *err, size_t errlen)
 {
-    d->pq.fd = -1;
-    int rc = dpp_pq_file_open(&d->pq, path, d->rel_path, err, errlen);
+    int rc;
+    if (object) {
+        dpp_pq_file_attach(&d->pq, object, d->rel_path);
+        rc = dpp_pq_file_footer(&d->pq, NULL, 0, err, errlen);
+    } else {
+        rc = dpp_pq_file_open(&d->pq, path, d->rel_path, err, errlen);
+    }
     if (rc)
         return rc;
     d->size = d->pq.size;
@@ -514,16 +533,16 @@ static int open_parquet(dpp_text_docs_t *d, const char *path, uint64_t start, ui
 /* ---- the interface ---------------------------------------------------- */
 
 int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const char *path,
-                       const char *rel_path, char *const *roots, size_t nroots, uint64_t start,
-                       uint64_t end, uint64_t max_doc, char *err, size_t errlen)
+                       dpp_rfile_t *object, const char *rel_path, char *const *roots,
+                       size_t nroots, uint64_t start, uint64_t end, uint64_t max_doc, char *err,
+                       size_t errlen)
 {
     *out = NULL;
     dpp_text_docs_t *d = calloc(1, sizeof *d);
     if (d == NULL)
         return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", rel_path);
     *out = d;
-    d->fd = -1;
-    d->pq.fd = -1;
+    d->local.fd = -1;
     d->text = spec->text;
     d->kind = spec->format == DPP_FORMAT_PARQUET ? KIND_PARQUET
               : spec->format == DPP_FORMAT_JSONL ? KIND_JSONL
@@ -535,21 +554,28 @@ int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const char
     d->fields[d->nfields++] = spec->text->field;
     for (unsigned w = 0; w < spec->text->nwhere; w++)
         d->fields[d->nfields++] = spec->text->where_keys[w];
-    int rc = dpp_path_check_under(path, roots, nroots, NULL);
+    int rc = object ? 0 : dpp_path_check_under(path, roots, nroots, NULL);
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", rel_path,
                         rc == DPP_EPATH ? "outside the worker's data roots, or a symlink appeared "
                                           "since the master resolved it"
                                         : dpp_strerror(rc));
     if (d->kind == KIND_PARQUET)
-        return open_parquet(d, path, start, end, err, errlen);
+        return open_parquet(d, path, object, start, end, err, errlen);
     d->pos = d->buf_off = start;
     d->end = end;
-    struct stat sb;
-    if ((d->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fd, &sb) != 0)
-        return dpp_errf(-errno, err, errlen, "file %s: %s", rel_path, strerror(errno));
-    d->size = (uint64_t)sb.st_size;
-    d->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    if (object) {
+        d->in = object;
+    } else {
+        struct stat sb;
+        if ((d->local.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->local.fd, &sb) != 0)
+            return dpp_errf(-errno, err, errlen, "file %s: %s", rel_path, strerror(errno));
+        dpp_rfile_local(&d->local, d->local.fd, (uint64_t)sb.st_size,
+                        (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec);
+        d->in = &d->local;
+    }
+    d->size = d->in->size;
+    d->mtime_ns = d->in->version;
     if (end == UINT64_MAX && !is_zst(path))
         d->end = d->size; /* the file as it was when looked at (.zst: its stream's end) */
     if ((d->buf = malloc(READ_CHUNK)) == NULL ||

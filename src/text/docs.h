@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/reject.h"
+#include "base/rfile.h"
 #include "spec/spec.h"
 
 typedef struct dpp_text_docs dpp_text_docs_t;
@@ -34,7 +35,9 @@ typedef struct dpp_text_docs_counts {
 } dpp_text_docs_counts_t;
 
 /* Opens the file at path (absolute; with roots, nroots > 0, it must lie
- * under one of them and be no symlink: spec/table.h) to read the documents
+ * under one of them and be no symlink: spec/table.h), or reads object
+ * instead when not NULL (an object of a store, path its URL; the caller
+ * keeps it open until dpp_text_docs_close), to read the documents
  * of positions [start, end) (end UINT64_MAX: to the end of the file) as
  * spec's text section says; spec->on_corrupt_fail makes a reject end the
  * split. rel_path names the file in messages; max_doc bounds a line or a
@@ -43,8 +46,9 @@ typedef struct dpp_text_docs_counts {
  * file does not have, with "did you mean"); close with dpp_text_docs_close
  * either way (*out may be NULL). */
 int dpp_text_docs_open(dpp_text_docs_t **out, const dpp_spec_t *spec, const char *path,
-                       const char *rel_path, char *const *roots, size_t nroots, uint64_t start,
-                       uint64_t end, uint64_t max_doc, char *err, size_t errlen);
+                       dpp_rfile_t *object, const char *rel_path, char *const *roots,
+                       size_t nroots, uint64_t start, uint64_t end, uint64_t max_doc, char *err,
+                       size_t errlen);
 void dpp_text_docs_close(dpp_text_docs_t *d);
 
 /* Reads the range's next input: 1 with *text, *len set to a document

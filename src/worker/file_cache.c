@@ -15,6 +15,7 @@
 #include "base/errtext.h"
 #include "dpp/error.h"
 #include "spec/table.h"
+#include "storage/s3.h"
 #include "file_cache.h"
 
 #define MAX_IDLE 8
@@ -71,18 +72,84 @@ static int same_arg(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* The version of object url: st's size, and mtime (the ETag's hash),
+ * from a HEAD; etag for the GET. */
+static int object_head(const dpp_file_kind_t *kind, const char *url, struct stat *st, char *etag,
+                       char *err, size_t errlen)
+{
+    dpp_s3_url_t u;
+    dpp_s3_t *s3 = dpp_s3_thread_client();
+    int rc = dpp_s3_url_parse(url, &u, err, errlen);
+    if (rc)
+        return rc;
+    if (s3 == NULL)
+        return dpp_errf(DPP_EPATH, err, errlen,
+                        "%s %s: this worker reads no object storage (start it with --data-root "
+                        "s3://...)",
+                        kind->what, url);
+    uint64_t size;
+    char why[512];
+    if ((rc = dpp_s3_head(s3, u.bucket, u.key, &size, etag, why, sizeof why)) != 0)
+        return dpp_errf(rc, err, errlen, "%s %s", kind->what, why);
+    if (size > kind->max_bytes)
+        return dpp_errf(DPP_ESPEC, err, errlen, "%s %s: %llu bytes, more than the %llu dpp takes",
+                        kind->what, url, (unsigned long long)size,
+                        (unsigned long long)kind->max_bytes);
+    memset(st, 0, sizeof *st);
+    st->st_size = (off_t)size;
+    st->st_mtim.tv_sec = (time_t)dpp_s3_etag_version(etag);
+    return 0;
+}
+
+/* The object url whole, at version etag and size bytes, into *buf
+ * (malloc'd). */
+static int object_get(const dpp_file_kind_t *kind, const char *url, const char *etag,
+                      uint64_t size, uint8_t **buf, char *err, size_t errlen)
+{
+    dpp_s3_url_t u;
+    int rc = dpp_s3_url_parse(url, &u, err, errlen);
+    if (rc)
+        return rc;
+    if ((*buf = malloc(size ? size : 1)) == NULL)
+        return dpp_errf(-ENOMEM, err, errlen, "%s %s: out of memory", kind->what, url);
+    dpp_s3_req_t r = {.bucket = u.bucket,
+                      .key = u.key,
+                      .len = size,
+                      .if_match = etag,
+                      .buf = (char *)*buf,
+                      .cap = (size_t)size};
+    if (size > 0 && (rc = dpp_s3_run(dpp_s3_thread_client(), &r)) == 0 && r.got != size)
+        rc = dpp_errf(DPP_ETRUNCATED, r.err, sizeof r.err, "%s: %zu of %llu bytes came", url,
+                      r.got, (unsigned long long)size);
+    if (rc) {
+        free(*buf);
+        *buf = NULL;
+        return dpp_errf(rc, err, errlen, "%s %s", kind->what, r.err);
+    }
+    return 0;
+}
+
 int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char *root,
                        char *const *roots, size_t nroots, const char *file, void **out, char *err,
                        size_t errlen)
 {
     char real[PATH_MAX];
     struct stat st;
+    uint8_t *bytes = NULL; /* an object's, fetched */
+    char etag[DPP_S3_ETAG_MAX];
     *out = NULL;
-    int rc = resolve(kind->what, root, roots, nroots, file, real, err, errlen);
-    if (rc)
-        return rc;
-    if (stat(real, &st) != 0)
-        return dpp_errf(-errno, err, errlen, "%s %s: %s", kind->what, file, strerror(errno));
+    int rc, object = dpp_s3_is_url(root);
+    if (object) {
+        if (snprintf(real, sizeof real, "%s/%s", root, file) >= (int)sizeof real)
+            return dpp_errf(-ENAMETOOLONG, err, errlen, "%s %s: name too long", kind->what, file);
+        if ((rc = object_head(kind, real, &st, etag, err, errlen)) != 0)
+            return rc;
+    } else {
+        if ((rc = resolve(kind->what, root, roots, nroots, file, real, err, errlen)) != 0)
+            return rc;
+        if (stat(real, &st) != 0)
+            return dpp_errf(-errno, err, errlen, "%s %s: %s", kind->what, file, strerror(errno));
+    }
     pthread_mutex_lock(&mu);
     for (entry_t *e = entries; e; e = e->next) {
         if (e->kind == kind && same_arg(e->arg, arg) && strcmp(e->path, real) == 0 &&
@@ -106,7 +173,12 @@ int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char 
         free(e);
         return dpp_errf(-ENOMEM, err, errlen, "%s %s: out of memory", kind->what, file);
     }
-    if ((rc = kind->load(real, file, arg, &e->obj, err, errlen)) != 0) {
+    if (!object)
+        rc = kind->load(real, file, arg, &e->obj, err, errlen);
+    else if ((rc = object_get(kind, real, etag, (uint64_t)st.st_size, &bytes, err, errlen)) == 0)
+        rc = kind->load_bytes(bytes, (size_t)st.st_size, file, arg, &e->obj, err, errlen);
+    free(bytes);
+    if (rc != 0) {
         free(e->path);
         free(e->arg);
         free(e);

@@ -7,6 +7,7 @@
 #define DPP_WORKER_FILE_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A kind of file: how to load one (from its real path; name, as the spec
  * spells it, for messages; arg, a string that changes what is loaded, e.g.
@@ -17,11 +18,18 @@ typedef struct dpp_file_kind {
     int (*load)(const char *real, const char *name, const char *arg, void **out, char *err,
                 size_t errlen);
     void (*unload)(void *obj);
+    /* The same from bytes: an object of a store, fetched whole (at most
+     * max_bytes of it). */
+    int (*load_bytes)(const uint8_t *buf, size_t len, const char *name, const char *arg,
+                      void **out, char *err, size_t errlen);
+    uint64_t max_bytes;
 } dpp_file_kind_t;
 
 /* The file `file`, relative to root (the data root the session's table is
  * in), loaded as `kind` with arg, or taken from the cache. A file whose
- * size or mtime changed is loaded again. With roots (n > 0) the file's real
+ * size or mtime changed is loaded again. Under an s3:// root it is the
+ * object root/file: its size and ETag (HEAD) key the cache, and one GET
+ * fetches it for load_bytes. With roots (n > 0) the file's real
  * path must lie under one of them. Returns 0 with *out (give it back with
  * dpp_file_cache_put), or an error with a sentence in err naming the file
  * (DPP_EPATH when it resolves outside every root). */

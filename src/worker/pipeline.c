@@ -124,7 +124,18 @@ static void vocab_unload(void *v)
     dpp_vocab_free(v);
 }
 
-static const dpp_file_kind_t vocab_files = {"vocabulary", vocab_load, vocab_unload};
+static int vocab_bytes(const uint8_t *buf, size_t len, const char *name, const char *arg,
+                       void **out, char *err, size_t errlen)
+{
+    (void)arg;
+    dpp_vocab_t *v = NULL;
+    int rc = dpp_vocab_new(buf, len, name, &v, err, errlen);
+    *out = v;
+    return rc;
+}
+
+static const dpp_file_kind_t vocab_files = {"vocabulary", vocab_load, vocab_unload, vocab_bytes,
+                                            DPP_VOCAB_MAX_BYTES - 1};
 
 static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t *cfg, char *err,
                      size_t errlen)
@@ -134,7 +145,7 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     if (rc)
         return rc;
     char root[4096];
-    dpp_source_data_root(t, p->spec.table, root, sizeof root);
+    dpp_source_data_root(cfg, t, p->spec.table, root, sizeof root);
     for (unsigned k = 0; k < p->spec.nsparse; k++) {
         dpp_transform_t *op = p->spec.sparse[k].ops;
         char why[256];
@@ -1193,7 +1204,7 @@ int dpp_pipeline_run_split(const dpp_pipeline_config_t *cfg, void *reader_ptr, v
     if (cfg->cache && !plan.spec.cache_off && cfg->stop_after == DPP_STAGE_ALL) {
         char root[4096];
         uint64_t k[2];
-        dpp_source_data_root(t, plan.spec.table, root, sizeof root);
+        dpp_source_data_root(cfg, t, plan.spec.table, root, sizeof root);
         dpp_spec_split_key(dpp_spec_cache_fingerprint(&plan.spec), t->path, t->byte_start,
                            t->byte_end, t->record_start, t->range_records, t->record_skip,
                            t->record_take, k);

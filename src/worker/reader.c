@@ -23,6 +23,9 @@
 #define HEADER_LEN 12      /* u64 length + masked CRC of it */
 #define DIRECT_ALIGN 4096u /* offsets, lengths and buffers of O_DIRECT reads */
 #define SCRATCH_MIN (64u << 10)
+/* The longest ranged GET of dpp_reader_read_ranges: an object store's
+ * request costs a round trip of milliseconds, so pieces are MiB-scale. */
+#define OBJECT_PIECE (8u << 20)
 
 enum slot_state { SLOT_IDLE, SLOT_INFLIGHT, SLOT_READY };
 
@@ -750,6 +753,94 @@ static int piece_done(dpp_reader_t *r, piece_t *p, int res)
     return p->left > 0;
 }
 
+/* The object range i is of, or NULL (a file's). */
+static dpp_s3_rfile_t *range_object(const dpp_read_range_t *rr)
+{
+    return rr->src ? dpp_s3_rfile_of(rr->src) : NULL;
+}
+
+/* The file descriptor range i is read from. */
+static int range_fd(const dpp_read_range_t *rr, int fd)
+{
+    return fd >= 0 ? fd : rr->src ? rr->src->fd : rr->fd;
+}
+
+/* Reads the ranges of objects among ranges[0..n): ranged GETs of at most
+ * OBJECT_PIECE bytes, DPP_READER_RANGES_DEPTH in flight on the objects'
+ * (the thread's) client. Returns 0 or the first error, its words in
+ * r->obj_err. */
+static int read_object_ranges(dpp_reader_t *r, dpp_read_range_t *ranges, size_t n)
+{
+    enum { SLOTS = DPP_READER_RANGES_DEPTH };
+    dpp_s3_req_t *req = calloc(SLOTS, sizeof *req);
+    dpp_s3_t **client = calloc(SLOTS, sizeof *client);
+    uint64_t *want = calloc(SLOTS, sizeof *want);
+    if (req == NULL || client == NULL || want == NULL) {
+        free(req);
+        free(client);
+        free(want);
+        return -ENOMEM;
+    }
+    size_t ri = 0, rdone = 0;
+    unsigned busy = 0;
+    int rc = 0;
+    for (;;) {
+        for (unsigned k = 0; k < SLOTS && rc == 0; k++) {
+            while (ri < n && (range_object(&ranges[ri]) == NULL || ranges[ri].len == 0))
+                ri++;
+            if (ri == n)
+                break;
+            if (client[k] != NULL)
+                continue;
+            dpp_s3_rfile_t *o = range_object(&ranges[ri]);
+            size_t len = ranges[ri].len - rdone;
+            if (len > OBJECT_PIECE)
+                len = OBJECT_PIECE;
+            req[k] = (dpp_s3_req_t){.bucket = o->url.bucket,
+                                    .key = o->url.key,
+                                    .off = ranges[ri].off + rdone,
+                                    .len = len,
+                                    .if_match = o->etag[0] ? o->etag : NULL,
+                                    .buf = (char *)ranges[ri].data + rdone,
+                                    .cap = len};
+            if ((rc = dpp_s3_start(o->s3, &req[k])) != 0)
+                break;
+            client[k] = o->s3;
+            want[k] = len;
+            busy++;
+            if ((rdone += len) == ranges[ri].len) {
+                ri++;
+                rdone = 0;
+            }
+        }
+        if (busy == 0)
+            break;
+        for (unsigned k = 0; k < SLOTS; k++) {
+            if (client[k] == NULL)
+                continue;
+            int e = dpp_s3_wait(client[k], &req[k]);
+            if (e == 0 && req[k].got < want[k]) {
+                e = DPP_ETRUNCATED;
+                snprintf(req[k].err, sizeof req[k].err,
+                         "s3://%s/%s: the object ends before byte %llu", req[k].bucket,
+                         req[k].key, (unsigned long long)(req[k].off + want[k]));
+            }
+            r->stats.bytes_read += req[k].got;
+            if (e != 0 && rc == 0) {
+                rc = e;
+                snprintf(r->obj_err, sizeof r->obj_err, "%s", req[k].err);
+            }
+            client[k] = NULL;
+            busy--;
+            break; /* one done: refill (the others moved on meanwhile) */
+        }
+    }
+    free(req);
+    free(client);
+    free(want);
+    return rc;
+}
+
 int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, size_t n)
 {
     if (r->fd >= 0 || r->s3 != NULL)
@@ -768,12 +859,22 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
         ranges[i].data = r->scratch + at;
         at += ranges[i].len;
     }
+    r->obj_err[0] = '\0';
+    size_t nobj = 0;
+    for (size_t i = 0; fd < 0 && i < n; i++)
+        nobj += range_object(&ranges[i]) != NULL;
+    if (nobj > 0 && (rc = read_object_ranges(r, ranges, n)) != 0)
+        return rc;
+    if (nobj == n)
+        return 0;
     /* Pieces in file order: range i cut into reads of at most chunk bytes. */
     size_t ri = 0, rdone = 0;
     int failed = 0;
     if (!r->use_uring) {
         for (size_t i = 0; i < n && rc == 0; i++) {
-            piece_t p = {fd >= 0 ? fd : ranges[i].fd, (uint8_t *)ranges[i].data, ranges[i].off,
+            if (nobj > 0 && range_object(&ranges[i]) != NULL)
+                continue;
+            piece_t p = {range_fd(&ranges[i], fd), (uint8_t *)ranges[i].data, ranges[i].off,
                          ranges[i].len};
             while (p.left > 0 && rc == 0) {
                 ssize_t got = pread(p.fd, p.dst, p.left, (off_t)p.off);
@@ -783,6 +884,8 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
         }
         return rc;
     }
+    while (ri < n && (ranges[ri].len == 0 || (nobj > 0 && range_object(&ranges[ri]))))
+        ri++;
     unsigned slots = r->ring_entries;
     piece_t *inflight = calloc(slots, sizeof *inflight);
     if (inflight == NULL)
@@ -796,9 +899,8 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
             size_t len = ranges[ri].len - rdone;
             if (len > r->chunk)
                 len = r->chunk;
-            inflight[k] =
-                (piece_t){fd >= 0 ? fd : ranges[ri].fd, (uint8_t *)ranges[ri].data + rdone,
-                          ranges[ri].off + rdone, len};
+            inflight[k] = (piece_t){range_fd(&ranges[ri], fd), (uint8_t *)ranges[ri].data + rdone,
+                                    ranges[ri].off + rdone, len};
             if ((rc = submit_piece(r, &inflight[k], k)) != 0) {
                 inflight[k].left = 0;
                 failed = 1;
@@ -810,7 +912,7 @@ int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, si
                 ri++;
                 rdone = 0;
             }
-            while (ri < n && ranges[ri].len == 0)
+            while (ri < n && (ranges[ri].len == 0 || (nobj > 0 && range_object(&ranges[ri]))))
                 ri++;
         }
         if (busy == 0)

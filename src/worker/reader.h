@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rfile.h"
+
 /* Defaults, from bench/reader.c (figures in reader.c, above dpp_reader_new):
  * 2 MiB of buffers per pipeline thread. */
 #define DPP_READER_DEFAULT_CHUNK (512u << 10)
@@ -114,7 +116,11 @@ void dpp_reader_close(dpp_reader_t *r);
 
 /* A byte range of a file, for dpp_reader_read_ranges(). */
 typedef struct dpp_read_range {
-    int fd; /* with dpp_reader_read_ranges(r, -1, ...): the file to read it from */
+    /* with dpp_reader_read_ranges(r, -1, ...): what to read it from, src
+     * when set (a local file, or an object: ranged GETs of up to 8 MiB on
+     * the thread's client, as many in flight as with a ring), else fd */
+    dpp_rfile_t *src;
+    int fd;
     uint64_t off;
     size_t len;
     const uint8_t *data; /* out: where its bytes are */
@@ -136,7 +142,8 @@ size_t dpp_reader_ranges_max(const dpp_reader_t *r);
  * r (the scratch is shared with straddling records). Returns 0;
  * DPP_ETOOBIG when the lengths add up to more than dpp_reader_ranges_max()
  * (nothing read); DPP_ETRUNCATED when the file ends inside a range; -errno
- * for a read error; DPP_EINVAL with a file open; -ENOMEM. */
+ * for a read error (an object's: the storage/s3.h error, its words in
+ * dpp_reader_error_text()); DPP_EINVAL with a file open; -ENOMEM. */
 int dpp_reader_read_ranges(dpp_reader_t *r, int fd, dpp_read_range_t *ranges, size_t n);
 
 /* Counters since dpp_reader_new(). */

@@ -17,8 +17,22 @@ int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
 }
 
 /* source.h */
-void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len)
+void dpp_source_data_root(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                          const char *table, char *root, size_t len)
 {
+    root[0] = '\0';
+    if (dpp_s3_is_url(t->path)) {
+        /* the longest s3:// root the object is under */
+        size_t best = 0;
+        for (size_t i = 0; i < cfg->ns3_roots; i++) {
+            size_t k = strlen(cfg->s3_roots[i]);
+            if (k > best && strncmp(t->path, cfg->s3_roots[i], k) == 0 && t->path[k] == '/') {
+                best = k;
+                snprintf(root, len, "%s", cfg->s3_roots[i]);
+            }
+        }
+        return;
+    }
     size_t n = strlen(t->path), rel = strlen(t->rel_path), tab = strlen(table);
     root[0] = '\0';
     if (n < rel + tab + 2 || strcmp(t->path + n - rel, t->rel_path) != 0 ||
@@ -42,6 +56,17 @@ int dpp_source_object_check(const dpp_pipeline_config_t *cfg, const dpp_task_t *
              t->path, cfg->ns3_roots ? cfg->s3_roots[0] : "it has none",
              cfg->ns3_roots > 1 ? ", ..." : "");
     return DPP_EPATH;
+}
+
+int dpp_source_object_open(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                           dpp_s3_rfile_t *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->rf.fd = -1;
+    int rc = dpp_source_object_check(cfg, t, err, errlen);
+    return rc ? rc
+              : dpp_s3_rfile_open(o, dpp_s3_thread_client(), t->path, t->etag, t->object_size,
+                                   err, errlen);
 }
 
 const dpp_source_ops_t *dpp_source_ops(dpp_format_t format, int text)

@@ -20,6 +20,7 @@
 #include "pipeline.h"
 #include "spec/spec.h"
 #include "reader.h"
+#include "storage/s3.h"
 
 /* One row as a source hands it over. data is valid until the next call of
  * next() or close() on the same source; copy it to keep it. Rows are
@@ -124,13 +125,22 @@ int dpp_source_fail(dpp_split_result_t *res, int err, const char *fmt, ...)
 
 /* The data root the master found task t's table (spec `table`) under: its
  * path without the file's path in the table and the table's path in the
- * root. Empty when the paths do not end that way. */
-void dpp_source_data_root(const dpp_task_t *t, const char *table, char *root, size_t len);
+ * root; for an object, the worker's s3:// root it is under. Empty when the
+ * paths do not end that way. */
+void dpp_source_data_root(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                          const char *table, char *root, size_t len);
 
 /* An s3:// task's object must lie under one of the worker's s3:// data
  * roots: 0, or DPP_EPATH with err naming the object and the roots. */
 int dpp_source_object_check(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, char *err,
                             size_t errlen);
+
+/* An s3:// task's object, checked so and set up in o (zeroed here) to be
+ * read by offset on the thread's client at the version the master listed.
+ * Returns 0 or the error, err naming the object; close o with
+ * dpp_s3_rfile_close either way. */
+int dpp_source_object_open(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
+                           dpp_s3_rfile_t *o, char *err, size_t errlen);
 
 /* The source of a format's tables, or (text 1) of a text session over a
  * table of that format (source_text.c reads them all); never NULL for a

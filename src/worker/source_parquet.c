@@ -21,6 +21,7 @@
 #include "dpp/error.h"
 #include "parquet/column.h"
 #include "source.h"
+#include "storage/s3.h"
 #include "spec/table.h"
 
 /* The projection: feature names in slot order. */
@@ -31,11 +32,14 @@ typedef struct pq_proj {
 
 /* Reads this close together are one read: a request costs more than the
  * gap's bytes (a network filesystem's round trip, a syscall), as DuckDB's
- * and Arrow's readers coalesce. */
+ * and Arrow's readers coalesce. An object store's GET costs milliseconds,
+ * a MiB of bandwidth or more. */
 #define HOLE_BYTES (64u << 10)
+#define OBJECT_HOLE_BYTES (1u << 20)
 
 typedef struct pq_split {
     dpp_pq_file_t file;
+    dpp_s3_rfile_t obj; /* an s3:// file's: what file reads from */
     dpp_pq_span_t *spans; /* what was read ahead, in the reader's scratch */
     dpp_pq_dctx_t dctx;
     const pq_proj_t *proj;
@@ -110,16 +114,17 @@ static int by_offset(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sorts w[0..n) and merges ranges that overlap or lie within HOLE_BYTES of
- * each other. Returns the ranges left. */
-static size_t coalesce(want_t *w, size_t n)
+/* Sorts w[0..n) and merges ranges that overlap or lie within the hole of
+ * f (HOLE_BYTES, OBJECT_HOLE_BYTES) of each other. Returns the ranges left. */
+static size_t coalesce(const dpp_pq_file_t *f, want_t *w, size_t n)
 {
+    uint64_t hole = dpp_s3_rfile_of(f->in) ? OBJECT_HOLE_BYTES : HOLE_BYTES;
     if (n == 0)
         return 0;
     qsort(w, n, sizeof *w, by_offset);
     size_t k = 0;
     for (size_t i = 1; i < n; i++) {
-        if (w[i].off <= w[k].end + HOLE_BYTES) {
+        if (w[i].off <= w[k].end + hole) {
             if (w[i].end > w[k].end)
                 w[k].end = w[i].end;
         } else {
@@ -133,7 +138,7 @@ static size_t coalesce(want_t *w, size_t n)
  * in file order; fills spans[0..) and returns how many were read (0 when
  * the reads failed: the columns then read for themselves and report what
  * is wrong, with the offset). */
-static size_t read_wants(dpp_reader_t *reader, int fd, const want_t *w, size_t n,
+static size_t read_wants(dpp_reader_t *reader, dpp_rfile_t *src, const want_t *w, size_t n,
                          dpp_pq_span_t *spans, uint64_t *bytes)
 {
     dpp_read_range_t *rr = calloc(n + 1, sizeof *rr);
@@ -144,10 +149,10 @@ static size_t read_wants(dpp_reader_t *reader, int fd, const want_t *w, size_t n
         size_t len = (size_t)(w[i].end - w[i].off);
         if (len > max - total)
             continue; /* streamed by its columns' windows instead */
-        rr[k++] = (dpp_read_range_t){.off = w[i].off, .len = len};
+        rr[k++] = (dpp_read_range_t){.src = src, .off = w[i].off, .len = len};
         total += len;
     }
-    int rc = dpp_reader_read_ranges(reader, fd, rr, k);
+    int rc = dpp_reader_read_ranges(reader, -1, rr, k);
     if (rc) {
         DPP_DEBUG("parquet_read_ahead_failed error=\"%s\" effect=\"columns read for themselves\"",
                   dpp_strerror(rc));
@@ -232,7 +237,7 @@ static void read_ahead(pq_split_t *x, dpp_reader_t *reader, uint32_t g, uint64_t
             w[nw++] = (want_t){(uint64_t)k->offset_index_offset,
                                (uint64_t)k->offset_index_offset + (uint64_t)k->offset_index_length};
     }
-    size_t nidx = read_wants(reader, x->file.fd, w, coalesce(w, nw), spans, bytes);
+    size_t nidx = read_wants(reader, x->file.in, w, coalesce(&x->file, w, nw), spans, bytes);
     x->file.spans = spans;
     x->file.nspans = nidx;
     nw = 0;
@@ -257,7 +262,7 @@ static void read_ahead(pq_split_t *x, dpp_reader_t *reader, uint32_t g, uint64_t
     /* the offset indexes' bytes are about to be overwritten */
     x->file.spans = NULL;
     x->file.nspans = 0;
-    x->file.nspans = read_wants(reader, x->file.fd, w, coalesce(w, nw), spans, bytes);
+    x->file.nspans = read_wants(reader, x->file.in, w, coalesce(&x->file, w, nw), spans, bytes);
     x->file.spans = spans;
     x->spans = spans;
     spans = NULL;
@@ -275,7 +280,8 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
 {
     s->ops = &dpp_source_parquet;
     s->task = t;
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
+    int object = dpp_s3_is_url(t->path);
+    int rc = object ? 0 : dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
                         rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
@@ -290,8 +296,15 @@ static int pq_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     }
     s->state = x;
     x->proj = p;
-    x->file.fd = -1;
-    if ((rc = dpp_pq_file_open(&x->file, t->path, t->rel_path, err, errlen)) != 0)
+    if (object) {
+        if ((rc = dpp_source_object_open(cfg, t, &x->obj, err, errlen)) != 0)
+            return rc;
+        dpp_pq_file_attach(&x->file, &x->obj.rf, t->rel_path);
+        rc = dpp_pq_file_footer(&x->file, NULL, 0, err, errlen);
+    } else {
+        rc = dpp_pq_file_open(&x->file, t->path, t->rel_path, err, errlen);
+    }
+    if (rc)
         return rc;
     const dpp_pq_meta_t *m = &x->file.meta;
     /* the range the index cut (a split may be a window of it) */
@@ -440,6 +453,7 @@ static void pq_close(dpp_source_t *s)
     free(x->leaf);
     free(x->spans);
     dpp_pq_file_close(&x->file);
+    dpp_s3_rfile_close(&x->obj);
     dpp_pq_dctx_free(&x->dctx);
     dpp_pq_buf_free(&x->row);
     free(x);
@@ -450,7 +464,7 @@ static void pq_close(dpp_source_t *s)
  * one whose pages cost most to decode twice), from its offset index: at
  * most cap of them into rows, in order. Returns how many (0: no usable
  * offset index). */
-static size_t page_starts(const dpp_pq_file_t *f, uint32_t g, uint64_t *rows, size_t cap)
+static size_t page_starts(dpp_pq_file_t *f, uint32_t g, uint64_t *rows, size_t cap)
 {
     const dpp_pq_row_group_t *rg = &f->meta.row_groups[g];
     const dpp_pq_chunk_t *big = NULL;
@@ -463,7 +477,7 @@ static size_t page_starts(const dpp_pq_file_t *f, uint32_t g, uint64_t *rows, si
     uint8_t *buf = malloc(len);
     dpp_pq_page_loc_t *locs = NULL;
     char why[128];
-    if (buf && pread(f->fd, buf, len, (off_t)big->offset_index_offset) == (ssize_t)len &&
+    if (buf && dpp_rfile_read_full(f->in, buf, len, (uint64_t)big->offset_index_offset) == 0 &&
         dpp_pq_offset_index_parse(buf, len, &locs, &nlocs, why, sizeof why) == 0)
         for (size_t i = 0; i < nlocs && n < cap; i++)
             if (locs[i].first_row_index > 0 && locs[i].first_row_index < rg->num_rows)
@@ -495,7 +509,7 @@ static uint64_t cut_near(const uint64_t *starts, size_t n, uint64_t target, uint
 /* The index of a Parquet file is its footer: the row count, and a range
  * starting at every row group and about every split_rows rows inside one,
  * at a page boundary where the group's largest chunk has an offset index. */
-static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_result_t *res)
+static int pq_index(dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_result_t *res)
 {
     const dpp_pq_meta_t *m = &f->meta;
     size_t n = 1;
@@ -538,19 +552,27 @@ static int pq_index(const dpp_pq_file_t *f, const dpp_task_t *t, dpp_split_resul
     return 0;
 }
 
-/* An index task's file is checked and opened (f's fd and size; rc, err:
- * what the open said). */
+/* An index task's file (an object: through o) is checked and opened (f's
+ * size; rc, err: what the open said). */
 static int index_start(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_pq_file_t *f,
-                       dpp_split_result_t *res, char *err, size_t errlen)
+                       dpp_s3_rfile_t *o, dpp_split_result_t *res, char *err, size_t errlen)
 {
-    f->fd = -1;
-    int rc = dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
+    memset(f, 0, sizeof *f);
+    memset(o, 0, sizeof *o);
+    int object = dpp_s3_is_url(t->path);
+    int rc = object ? 0 : dpp_path_check_under(t->path, cfg->roots, cfg->nroots, NULL);
     if (rc)
         return dpp_source_fail(res, rc, "file %s: %s", t->rel_path,
                                rc == DPP_EPATH ? outside_roots : dpp_strerror(rc));
     if (t->split_rows == 0)
         return dpp_source_fail(res, DPP_EINVAL, "index %s: split_rows 0", t->rel_path);
-    if ((rc = dpp_pq_file_start(f, t->path, t->rel_path, err, errlen)) != 0)
+    if (object) {
+        if ((rc = dpp_source_object_open(cfg, t, o, err, errlen)) == 0)
+            dpp_pq_file_attach(f, &o->rf, t->rel_path);
+    } else {
+        rc = dpp_pq_file_start(f, t->path, t->rel_path, err, errlen);
+    }
+    if (rc)
         dpp_source_fail(res, rc, "%s", err);
     return rc;
 }
@@ -589,13 +611,15 @@ static int pq_index_task(const dpp_pipeline_config_t *cfg, const dpp_task_t *t,
                          dpp_split_result_t *res)
 {
     dpp_pq_file_t f;
+    dpp_s3_rfile_t o;
     char err[512];
-    int rc = index_start(cfg, t, &f, res, err, sizeof err);
-    if (rc) {
+    int rc = index_start(cfg, t, &f, &o, res, err, sizeof err);
+    if (rc)
         dpp_pq_file_close(&f);
-        return rc;
-    }
-    return index_finish(t, &f, NULL, 0, res);
+    else
+        rc = index_finish(t, &f, NULL, 0, res);
+    dpp_s3_rfile_close(&o);
+    return rc;
 }
 
 /* Bytes of each file's end read with it: the footer of a file of a hundred
@@ -613,34 +637,37 @@ static void pq_index_many(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader
                           const dpp_task_t *const *t, dpp_split_result_t *const *res, size_t n)
 {
     dpp_pq_file_t *f = calloc(n + 1, sizeof *f);
+    dpp_s3_rfile_t *o = calloc(n + 1, sizeof *o);
     dpp_read_range_t *rr = calloc(n + 1, sizeof *rr);
     size_t *of = calloc(n + 1, sizeof *of), nr = 0;
     char err[512];
-    if (f == NULL || rr == NULL || of == NULL) {
+    if (f == NULL || o == NULL || rr == NULL || of == NULL) {
         for (size_t i = 0; i < n; i++)
             pq_index_task(cfg, t[i], res[i]);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        if (index_start(cfg, t[i], &f[i], res[i], err, sizeof err) != 0) {
+        if (index_start(cfg, t[i], &f[i], &o[i], res[i], err, sizeof err) != 0) {
             dpp_pq_file_close(&f[i]);
-            f[i].fd = -1;
             continue;
         }
         size_t len = f[i].size < INDEX_TAIL ? (size_t)f[i].size : INDEX_TAIL;
         if (len == 0)
             continue;
-        rr[nr] = (dpp_read_range_t){.fd = f[i].fd, .off = f[i].size - len, .len = len};
+        rr[nr] = (dpp_read_range_t){.src = f[i].in, .off = f[i].size - len, .len = len};
         of[i] = ++nr; /* 0: no tail read */
     }
     int rc = nr ? dpp_reader_read_ranges(reader, -1, rr, nr) : 0;
     for (size_t i = 0; i < n; i++) {
-        if (f[i].fd < 0)
+        if (f[i].in == NULL)
             continue; /* failed to open: res says why */
         const dpp_read_range_t *r = rc == 0 && of[i] ? &rr[of[i] - 1] : NULL;
         index_finish(t[i], &f[i], r ? r->data : NULL, r ? r->len : 0, res[i]);
     }
 out:
+    for (size_t i = 0; o && i < n; i++)
+        dpp_s3_rfile_close(&o[i]);
+    free(o);
     free(f);
     free(rr);
     free(of);

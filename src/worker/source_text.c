@@ -66,13 +66,34 @@ static int hf_load(const char *real, const char *name, const char *arg, void **o
     return rc;
 }
 
+static int tiktoken_bytes(const uint8_t *buf, size_t len, const char *name, const char *pattern,
+                          void **out, char *err, size_t errlen)
+{
+    dpp_bpe_t *b = NULL;
+    int rc = dpp_bpe_new(&b, name, buf, len, dpp_bpe_pattern(pattern), err, errlen);
+    *out = b;
+    return rc;
+}
+
+static int hf_bytes(const uint8_t *buf, size_t len, const char *name, const char *arg, void **out,
+                    char *err, size_t errlen)
+{
+    (void)arg;
+    dpp_bpe_t *b = NULL;
+    int rc = dpp_bpe_new_hf(&b, name, buf, len, err, errlen);
+    *out = b;
+    return rc;
+}
+
 static void bpe_unload(void *b)
 {
     dpp_bpe_free(b);
 }
 
-static const dpp_file_kind_t tiktoken_files = {"tokenizer", tiktoken_load, bpe_unload};
-static const dpp_file_kind_t hf_files = {"tokenizer", hf_load, bpe_unload};
+static const dpp_file_kind_t tiktoken_files = {"tokenizer", tiktoken_load, bpe_unload,
+                                               tiktoken_bytes, DPP_BPE_MAX_FILE};
+static const dpp_file_kind_t hf_files = {"tokenizer", hf_load, bpe_unload, hf_bytes,
+                                         DPP_BPE_MAX_FILE};
 
 /* ---- the projection: what a split's rows are made with ---- */
 
@@ -187,6 +208,7 @@ static int projection_new(void **proj, const char *const *names, size_t n, const
 /* ---- reading a range's documents, making sequences ---- */
 
 typedef struct jl_state {
+    dpp_s3_rfile_t obj; /* an s3:// file's: what docs reads from */
     const jl_proj_t *proj;
     dpp_text_docs_t *docs;
     uint64_t tokens, padding; /* of the sequences made */
@@ -202,6 +224,7 @@ typedef struct jl_state {
 static void state_close(jl_state_t *st)
 {
     dpp_text_docs_close(st->docs);
+    dpp_s3_rfile_close(&st->obj);
     free(st->ids);
     free(st->row);
     dpp_bpe_scratch_free(st->scratch);
@@ -215,8 +238,12 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
 {
     memset(st, 0, sizeof *st);
     st->proj = p;
-    int rc = dpp_text_docs_open(&st->docs, p->spec, t->path, t->rel_path, cfg->roots, cfg->nroots,
-                                start, end, p->max_line, err, errlen);
+    int object = dpp_s3_is_url(t->path);
+    int rc = object ? dpp_source_object_open(cfg, t, &st->obj, err, errlen) : 0;
+    if (rc == 0)
+        rc = dpp_text_docs_open(&st->docs, p->spec, t->path, object ? &st->obj.rf : NULL,
+                                t->rel_path, cfg->roots, cfg->nroots, start, end, p->max_line, err,
+                                errlen);
     if (rc)
         return rc;
     rc = dpp_packer_new(&st->packer, &p->pack);
@@ -435,7 +462,7 @@ static int jl_index(const dpp_pipeline_config_t *cfg, const dpp_task_t *t, dpp_s
     jl_state_t st = {0};
     uint64_t *bounds = NULL;
     size_t nb = 0, cap = 0;
-    dpp_source_data_root(t, spec.table, root, sizeof root);
+    dpp_source_data_root(cfg, t, spec.table, root, sizeof root);
     if ((rc = projection_new(&proj, NULL, 0, &spec, root, cfg, err, sizeof err)) != 0 ||
         (rc = state_open(&st, proj, t, cfg, 0, UINT64_MAX, err, sizeof err)) != 0) {
         dpp_source_fail(res, rc, "%s", err);

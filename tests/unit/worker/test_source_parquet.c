@@ -226,7 +226,7 @@ static void test_index_cuts_at_pages(void **state)
             big = &rg->chunks[c];
     uint8_t *buf = malloc((size_t)big->offset_index_length);
     assert_int_equal(
-        pread(f.fd, buf, (size_t)big->offset_index_length, (off_t)big->offset_index_offset),
+        pread(f.in->fd, buf, (size_t)big->offset_index_length, (off_t)big->offset_index_offset),
         big->offset_index_length);
     dpp_pq_page_loc_t *locs;
     size_t nlocs;
