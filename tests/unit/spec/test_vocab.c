@@ -115,6 +115,33 @@ static void test_refused(void **state)
     assert_string_equal(err, "vocabulary nope.txt: No such file or directory");
 }
 
+/* dpp_vocab_new (an object's bytes) reads as dpp_vocab_load does, and
+ * refuses the same. */
+static void test_from_bytes(void **state)
+{
+    (void)state;
+    char err[256];
+    dpp_vocab_t *v;
+    static const char text[] = "apple\nbanana\n\nc\r\nd";
+    assert_int_equal(dpp_vocab_new((const uint8_t *)text, sizeof text - 1, "s3://b/v.txt", &v, err,
+                                   sizeof err),
+                     0);
+    assert_int_equal(dpp_vocab_size(v), 5);
+    assert_int_equal(find(v, "banana"), 1);
+    assert_int_equal(find(v, ""), 2);
+    assert_int_equal(find(v, "c\r"), 3);
+    assert_int_equal(find(v, "d"), 4);
+    assert_int_equal(find(v, "c"), -1);
+    dpp_vocab_free(v);
+    v = (dpp_vocab_t *)1;
+    assert_int_equal(dpp_vocab_new((const uint8_t *)"a\nb\na\n", 6, "s3://b/dup.txt", &v, err,
+                                   sizeof err),
+                     DPP_EINVAL);
+    assert_null(v);
+    assert_string_equal(err, "vocabulary s3://b/dup.txt: line 3 repeats line 1; every string must "
+                             "have one id");
+}
+
 static void test_string_hash(void **state)
 {
     (void)state;
@@ -201,7 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),   cmocka_unit_test(test_many),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_string_hash),
-        cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_spec),    cmocka_unit_test(test_from_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
