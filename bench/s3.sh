@@ -30,16 +30,7 @@ dpp_gen --rows "$rows" --shards "$shards" --partitions 1 --seed 3 --out "$root/c
 bytes=$(find "$root/criteo" -type f -name '*.tfrecord' -printf '%s\n' | awk '{s += $1} END {print s}')
 dpp_start_s3
 export AWS_ENDPOINT_URL=http://$DPP_S3_STORE # past the checking proxy: its CPU is no store's
-/usr/bin/python3 - "$root/criteo" <<'PY'
-import boto3, os, sys
-top = sys.argv[1]
-s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
-s3.create_bucket(Bucket="bench")
-for d, _, fs in os.walk(top):
-    for f in fs:
-        p = os.path.join(d, f)
-        s3.upload_file(p, "bench", "t/criteo/" + os.path.relpath(p, top))
-PY
+dpp_s3_put bench "$root/criteo" t/criteo
 mb() { awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}'; }
 per_cpu() { awk -v b="$bytes" -v c="$1" 'BEGIN {printf "%.1f MiB per CPU-s", b / 1048576 / c}'; }
 cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, in ticks

@@ -36,16 +36,7 @@ data_root=$root
 if [[ $store == s3 ]]; then
     dpp_start_s3
     export AWS_ENDPOINT_URL=http://$DPP_S3_STORE # past the checking proxy: its CPU is no store's
-    /usr/bin/python3 - "$root/criteo" <<'PY'
-import boto3, os, sys
-from concurrent.futures import ThreadPoolExecutor
-top = sys.argv[1]
-s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
-s3.create_bucket(Bucket="bench")
-paths = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs if f != ".complete"]
-with ThreadPoolExecutor(16) as ex:
-    list(ex.map(lambda p: s3.upload_file(p, "bench", "t/criteo/" + os.path.relpath(p, top)), paths))
-PY
+    dpp_s3_put bench "$root/criteo" t/criteo
     table=s3://bench/t/criteo
     data_root=s3://bench/t
 fi

@@ -347,6 +347,23 @@ dpp_start_s3() {
     export AWS_ENDPOINT_URL=http://$DPP_LAST_ADDR
 }
 
+# dpp_s3_put BUCKET DIR PREFIX: uploads every file under DIR as
+# PREFIX/relative path with boto3 (the independent client), 16 at a time;
+# makes the bucket when missing.
+dpp_s3_put() {
+    /usr/bin/python3 - "$@" <<'PY' || dpp_fail "boto3 could not upload $2 to s3://$1/$3"
+import boto3, os, sys
+from concurrent.futures import ThreadPoolExecutor
+bucket, top, prefix = sys.argv[1:4]
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+    s3.create_bucket(Bucket=bucket)
+paths = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(lambda p: s3.upload_file(p, bucket, prefix + "/" + os.path.relpath(p, top)), paths))
+PY
+}
+
 # dpp_s3_stat NAME: a count of the proxy's (requests, faults, signature_failures).
 dpp_s3_stat() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$DPP_S3_STATS" "$1"

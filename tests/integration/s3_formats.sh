@@ -17,16 +17,7 @@ dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 77 --format parquet --row-
 dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 77 --strings --out "$tfroot/pq"
 dpp_gen --format jsonl --rows 3000 --shards 4 --partitions 1 --seed 78 --out "$root/corpus" >/dev/null
 dpp_start_s3
-/usr/bin/python3 - "$root" <<'PY'
-import boto3, os, sys
-top = sys.argv[1]
-s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
-s3.create_bucket(Bucket="tables")
-for d, _, files in os.walk(top):
-    for f in files:
-        p = os.path.join(d, f)
-        s3.upload_file(p, "tables", "warehouse/" + os.path.relpath(p, top))
-PY
+dpp_s3_put tables "$root" warehouse
 
 dpp_start_master --data-root "$root" --data-root s3://tables/warehouse
 workers() { # N: starts N workers reading both roots

@@ -12,26 +12,13 @@ dpp_setup s3_table
 DPP_LOG_LEVEL=debug # the master's file_indexed lines say where each index came from
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || dpp_fail "python3-boto3 is not installed (scripts/install-deps.sh)"
 
-put() { # BUCKET DIR PREFIX: every file under DIR, as PREFIX/relative path
-    /usr/bin/python3 - "$@" <<'PY'
-import boto3, os, sys
-bucket, top, prefix = sys.argv[1:4]
-s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
-if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-    s3.create_bucket(Bucket=bucket)
-for root, _, files in os.walk(top):
-    for f in files:
-        p = os.path.join(root, f)
-        s3.upload_file(p, bucket, prefix + "/" + os.path.relpath(p, top))
-PY
-}
 
 local_root=$DPP_TMP/root
 dpp_gen --rows 40000 --shards 3 --partitions 2 --seed 5 --index --out "$local_root/idx"
 dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 6 --out "$local_root/noidx"
 dpp_start_s3
-put tables "$local_root/idx" warehouse/idx
-put tables "$local_root/noidx" warehouse/noidx
+dpp_s3_put tables "$local_root/idx" warehouse/idx
+dpp_s3_put tables "$local_root/noidx" warehouse/noidx
 # A folder that is no partition and a '_' file: skipped, as on local disk.
 printf 'not data' >"$DPP_TMP/junk"
 /usr/bin/python3 -c '
@@ -124,12 +111,12 @@ dpp_step "case 4: an object rewritten after the listing fails the session, namin
 # and only then is anything read.
 mkdir -p "$DPP_TMP/one/ds=1"
 cp "$(find "$local_root/noidx" -name '*.tfrecord' | head -1)" "$DPP_TMP/one/ds=1/part-0.tfrecord"
-put tables "$DPP_TMP/one" warehouse/one
+dpp_s3_put tables "$DPP_TMP/one" warehouse/one
 for n in "${DPP_DAEMON_NAMES[@]}"; do [[ $n == worker-* ]] && dpp_stop "$n"; done
 spec_for "s3://tables/warehouse/one" "$DPP_TMP/one.json"
 dpp_submit "$DPP_TMP/one.json"
 cp "$(find "$local_root/noidx" -name '*.tfrecord' | tail -1)" "$DPP_TMP/one/ds=1/part-0.tfrecord"
-put tables "$DPP_TMP/one" warehouse/one
+dpp_s3_put tables "$DPP_TMP/one" warehouse/one
 dpp_start_worker --threads 1 --data-root s3://tables/warehouse
 if dpp_ctl read "$DPP_SESSION" --output json >"$DPP_TMP/one.out" 2>"$DPP_TMP/one.err"; then
     dpp_fail "case 4: a session over a changed object read to the end"
