@@ -37,7 +37,7 @@ int dpp_master_s3_root(dpp_master_t *m, const char *url)
         char prefix[DPP_S3_KEY_MAX + 2];
         snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
         dpp_s3_listing_t l = {0};
-        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, &l, err, sizeof err);
+        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, 1, &l, err, sizeof err);
         dpp_s3_listing_close(&l);
     }
     if (rc != 0) {
@@ -89,7 +89,7 @@ int dpp_master_list_s3(dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *
     snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
     size_t plen = strlen(prefix);
     dpp_s3_listing_t l = {0};
-    if ((rc = dpp_s3_list(m->s3, u.bucket, prefix, 0, &l, err, errlen)) != 0)
+    if ((rc = dpp_s3_list(m->s3, u.bucket, prefix, 0, 0, &l, err, errlen)) != 0)
         goto out;
     if (l.n == 0) {
         rc = dpp_errf(-ENOENT, err, errlen, "table \"%s\": no objects under s3://%s/%s",

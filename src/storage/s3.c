@@ -740,12 +740,12 @@ int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size
 }
 
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
-                dpp_s3_listing_t *l, char *err, size_t errlen)
+                unsigned max_pages, dpp_s3_listing_t *l, char *err, size_t errlen)
 {
     char *token = NULL, keys[16];
     int rc = 0;
     snprintf(keys, sizeof keys, "%u", max_keys);
-    for (;;) {
+    for (unsigned page = 1;; page++) {
         dpp_sigv4_param_t q[5] = {{"list-type", "2"}, {"encoding-type", "url"}, {"prefix", prefix}};
         size_t nq = 3;
         if (max_keys > 0)
@@ -772,7 +772,7 @@ int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned ma
             rc = dpp_errf(rc, err, errlen, "listing s3://%s/%s: page %s", bucket, prefix, perr);
             break;
         }
-        if (!l->truncated)
+        if (!l->truncated || page == max_pages)
             break;
         token = l->next_token;
         l->next_token = NULL;

@@ -94,11 +94,12 @@ dpp_s3_t *dpp_s3_thread_client(void);
 int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size, char *etag,
                 char *err, size_t errlen);
 
-/* Every object under prefix (ListObjectsV2, page after page of up to
+/* The objects under prefix (ListObjectsV2, page after page of up to
  * max_keys, 0: the store's default of 1000) into l, a zeroed listing
- * (dpp_s3_listing_close frees it). Returns 0 or the error. */
+ * (dpp_s3_listing_close frees it): every one, or those of the first
+ * max_pages pages when max_pages > 0. Returns 0 or the error. */
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
-                dpp_s3_listing_t *l, char *err, size_t errlen);
+                unsigned max_pages, dpp_s3_listing_t *l, char *err, size_t errlen);
 
 /* An object's version as the index cache and the journal key files by (in
  * the place of a file's mtime): a 63-bit hash of its ETag, never 0. */

@@ -34,7 +34,11 @@ spec_for() { # TABLE OUT [EPOCHS]: examples/criteo.json on TABLE with small spli
     grep -q "\"table\": \"$1\"" "$2" || dpp_fail "could not set the table in $2"
 }
 
+before=$(dpp_s3_stat requests)
 dpp_start_master --data-root s3://tables/warehouse --http 127.0.0.1:0
+# Its start checks the root with one page of one key, not a listing of all.
+checks=$(($(dpp_s3_stat requests) - before))
+[[ $checks == 1 ]] || dpp_fail "the master's start made $checks requests to check its root, expected 1"
 dpp_start_worker --threads 2 --data-root s3://tables/warehouse --http 127.0.0.1:0
 dpp_start_worker --threads 2 --data-root s3://tables/warehouse --http 127.0.0.1:0
 

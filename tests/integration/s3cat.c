@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     int rc = 0;
     if (strcmp(cmd, "ls") == 0) {
         dpp_s3_listing_t l = {0};
-        if (dpp_s3_list(s, u.bucket, u.key, max_keys, &l, err, sizeof err) != 0)
+        if (dpp_s3_list(s, u.bucket, u.key, max_keys, 0, &l, err, sizeof err) != 0)
             rc = fail(err);
         for (size_t i = 0; i < l.n; i++)
             printf("%s\t%llu\t%s\n", l.objs[i].key, (unsigned long long)l.objs[i].size,
