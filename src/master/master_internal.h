@@ -58,6 +58,7 @@ typedef struct peer {
     struct peer *prev, *next; /* on the master's waiting list while lease_want > 0 */
     int waiting;
     dpp_u64set_t cache_keys; /* a worker: the split outputs its cache holds (key[1]) */
+    struct dpp_submit_job *submit; /* dppctl: its submit whose table is being listed */
 } peer_t;
 
 static inline peer_role_t peer_role(const peer_t *p)

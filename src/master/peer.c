@@ -33,6 +33,7 @@ static void on_peer_closed(dpp_peer_t *base)
     dpp_master_t *m = base->lst->cfg.data;
     dpp_master_unwait_lease(m, p);
     dpp_master_forget_cache(m, p);
+    dpp_master_ctl_submit_gone(p);
     if (peer_role(p) == ROLE_WORKER && p->worker_id != 0 && !m->stopping)
         dpp_master_release_worker(m, p->worker_id);
     if (p->held_session[0]) { /* its rank may be taken over from now on */
@@ -43,11 +44,13 @@ static void on_peer_closed(dpp_peer_t *base)
 }
 
 /* Clients refresh every second and dppctl asks once: silence is a peer gone
- * without closing. Workers have their own timeout (rpc_worker.c). */
+ * without closing, unless its submit's table is still being listed (the
+ * silence is the master's). Workers have their own timeout (rpc_worker.c). */
 static int idle_applies(const dpp_peer_t *base)
 {
-    peer_role_t r = peer_role((const peer_t *)base);
-    return r == ROLE_CTL || r == ROLE_CLIENT;
+    const peer_t *p = (const peer_t *)base;
+    peer_role_t r = peer_role(p);
+    return (r == ROLE_CTL && p->submit == NULL) || r == ROLE_CLIENT;
 }
 
 static int expect_role(peer_t *p, uint16_t type, peer_role_t role)

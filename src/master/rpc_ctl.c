@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The master's dppctl requests: submit (validate, list, journal a new
  * session), status (sessions, ranks and workers), cancel. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,73 +53,87 @@ static void add_problem(void *arg, const char *problem)
     ps->n++;
 }
 
-void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
+/* A submit's table is listed on libuv's threadpool: a prefix of 100,000
+ * objects is 100 pages of a store's listing (seconds), a local table as many
+ * directory entries, and the loop thread meanwhile serves workers, clients
+ * and other submits. The job owns the parsed spec until the listing is in. */
+struct dpp_submit_job {
+    uv_work_t work;
+    dpp_master_t *m;
+    peer_t *peer; /* NULL once it closed: the answer has no one to go to */
+    dpp_spec_t spec;
+    char *table_path;
+    char **files;
+    size_t nfiles;
+    dpp_s3_table_t objects; /* an s3:// table's ETags and sizes */
+    int rc;
+    char err[DPP_SPEC_ERRLEN];
+};
+
+static void reject_submit(peer_t *p, int rc, const char *text, unsigned nproblems)
+{
+    char q[DPP_SPEC_ERRLEN + 64];
+    DPP_INFO("session_rejected peer=%s error=%s problems=%u", p->base.conn.peer,
+             dpp_log_quote(text, q, sizeof q), nproblems);
+    dpp_conn_send_error(&p->base.conn, rc, "%s", text);
+}
+
+static void submit_job_free(struct dpp_submit_job *j)
+{
+    dpp_spec_close(&j->spec);
+    free(j->table_path);
+    dpp_table_files_free(j->files, j->nfiles);
+    dpp_s3_table_close(&j->objects);
+    free(j);
+}
+
+/* Threadpool: the table's files, or the error in j->rc and j->err. Reads
+ * only what the master fixed at start (its roots). */
+static void list_table(uv_work_t *w)
+{
+    struct dpp_submit_job *j = w->data;
+    const dpp_master_t *m = j->m;
+    if (dpp_s3_is_url(j->spec.table)) {
+        j->rc = dpp_master_list_s3(m, &j->spec, &j->objects, j->err, sizeof j->err);
+        if (j->rc == 0) {
+            j->table_path = j->objects.table_path;
+            j->files = j->objects.files;
+            j->nfiles = j->objects.n;
+            j->objects.table_path = NULL;
+            j->objects.files = NULL;
+        }
+        return;
+    }
+    j->rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, j->spec.table,
+                              &j->table_path, j->err, sizeof j->err);
+    if (j->rc == 0)
+        j->rc = dpp_table_list_files(j->table_path, &j->spec, &j->files, &j->nfiles, j->err,
+                                     sizeof j->err);
+}
+
+/* Loop thread, the table listed: journals the new session and answers. */
+static void start_session(peer_t *p, struct dpp_submit_job *j)
 {
     dpp_master_t *m = p->m;
-    problems_t ps = {.len = 0};
-    char err[DPP_SPEC_ERRLEN];
-    dpp_spec_t spec;
-    char *table_path = NULL;
-    char **files = NULL;
-    size_t nfiles = 0;
-    dpp_s3_table_t objects = {0}; /* an s3:// table's ETags and sizes */
-    size_t len = strlen(req->spec_json);
-    int rc = DPP_ESPEC;
-    if (len > m->max_spec_bytes) {
-        snprintf(err, sizeof err,
-                 "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)", len,
-                 m->max_spec_bytes);
-        memset(&spec, 0, sizeof spec);
-        goto reject;
+    if (j->rc != 0) {
+        reject_submit(p, j->rc, j->err, 1);
+        return;
     }
-    rc = dpp_spec_parse_report(req->spec_json, len, &spec, err, sizeof err, add_problem, &ps);
-    if (rc == DPP_ESPEC && ps.n > 1) {
-        if (ps.left_out)
-            snprintf(ps.text + ps.len, sizeof ps.text - ps.len, "\n(%u more problems)",
-                     ps.left_out);
-        goto reject;
-    }
-    ps.n = 0; /* one problem, or none: err says it */
-    if (rc)
-        goto reject;
-    if (spec.ndense + spec.nsparse > m->max_features) {
-        rc = DPP_ESPEC;
-        snprintf(err, sizeof err, "features: %u, this master takes at most %u (--max-features)",
-                 spec.ndense + spec.nsparse, m->max_features);
-        goto reject;
-    }
-    if (dpp_s3_is_url(spec.table)) {
-        rc = dpp_master_list_s3(m, &spec, &objects, err, sizeof err);
-        if (rc)
-            goto reject;
-        table_path = objects.table_path;
-        files = objects.files;
-        nfiles = objects.n;
-        objects.table_path = NULL;
-        objects.files = NULL;
-    } else {
-        rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec.table, &table_path,
-                               err, sizeof err);
-        if (rc)
-            goto reject;
-        rc = dpp_table_list_files(table_path, &spec, &files, &nfiles, err, sizeof err);
-        if (rc)
-            goto reject;
-    }
-    if (nfiles == 0) {
-        rc = DPP_ESPEC;
-        snprintf(err, sizeof err, "table \"%s\": no data files in the selected partitions",
-                 spec.table);
-        goto reject;
+    if (j->nfiles == 0) {
+        snprintf(j->err, sizeof j->err, "table \"%s\": no data files in the selected partitions",
+                 j->spec.table);
+        reject_submit(p, DPP_ESPEC, j->err, 1);
+        return;
     }
     char id[24];
     new_session_id(id, sizeof id);
-    dpp_session_t *s = dpp_session_new(id, &spec, table_path, files, nfiles);
-    table_path = NULL;
-    files = NULL;
-    for (size_t i = 0; i < objects.n; i++)
-        dpp_session_file_object(s, i, objects.etags[i], objects.sizes[i]);
-    dpp_s3_table_close(&objects); /* its files (NULL here) are the session's now */
+    dpp_session_t *s = dpp_session_new(id, &j->spec, j->table_path, j->files, j->nfiles);
+    memset(&j->spec, 0, sizeof j->spec); /* the session's now, as are the files */
+    j->table_path = NULL;
+    j->files = NULL;
+    j->nfiles = 0;
+    for (size_t i = 0; i < j->objects.n; i++)
+        dpp_session_file_object(s, i, j->objects.etags[i], j->objects.sizes[i]);
     size_t cached = dpp_master_index_cache_apply(m, s);
     /* Journaled (the files indexed from the cache too, so that a replay does
      * not depend on it) before the submit is answered. */
@@ -128,12 +143,14 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].indexed)
             recs[nrecs++] = dpp_master_indexed_rec(s, i);
-    rc = dpp_master_journal_put_now(m, recs, nrecs);
+    int rc = dpp_master_journal_put_now(m, recs, nrecs);
     free(recs);
     if (rc) {
-        snprintf(err, sizeof err, "state dir %s: journal: %s", m->state_dir, dpp_strerror(rc));
+        snprintf(j->err, sizeof j->err, "state dir %s: journal: %s", m->state_dir,
+                 dpp_strerror(rc));
         dpp_session_free(s);
-        goto reject;
+        reject_submit(p, rc, j->err, 1);
+        return;
     }
     dpp_master_add_session(m, s);
     m->n.sessions_submitted++;
@@ -150,17 +167,80 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     dpp_conn_send(&p->base.conn, DPP_MSG_SUBMIT_REPLY, &reply.base);
     dpp_master_grant_soon(m);
     dpp_master_maybe_compact(m);
-    return;
+}
 
-reject:;
-    char q[DPP_SPEC_ERRLEN + 64];
-    DPP_INFO("session_rejected peer=%s error=%s problems=%u", p->base.conn.peer,
-             dpp_log_quote(err, q, sizeof q), ps.n ? ps.n + ps.left_out : 1);
-    dpp_conn_send_error(&p->base.conn, rc, "%s", ps.n ? ps.text : err);
-    dpp_spec_close(&spec);
-    free(table_path);
-    dpp_table_files_free(files, nfiles);
-    dpp_s3_table_close(&objects);
+static void table_listed(uv_work_t *w, int status)
+{
+    (void)status; /* the master cancels nothing: the listing always ran */
+    struct dpp_submit_job *j = w->data;
+    peer_t *p = j->peer;
+    if (p != NULL) {
+        p->submit = NULL;
+        if (!j->m->stopping)
+            start_session(p, j);
+    } else {
+        DPP_INFO("submit_dropped table=%s reason=\"its connection closed while the table was "
+                 "listed\"",
+                 j->spec.table);
+    }
+    submit_job_free(j);
+}
+
+void dpp_master_ctl_submit_gone(peer_t *p)
+{
+    if (p->submit != NULL)
+        p->submit->peer = NULL;
+    p->submit = NULL;
+}
+
+void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
+{
+    dpp_master_t *m = p->m;
+    problems_t ps = {.len = 0};
+    char err[DPP_SPEC_ERRLEN];
+    dpp_spec_t spec;
+    size_t len = strlen(req->spec_json);
+    int rc = DPP_ESPEC;
+    if (len > m->max_spec_bytes) {
+        snprintf(err, sizeof err,
+                 "the spec is %zu bytes, this master takes at most %zu (--max-spec-kb)", len,
+                 m->max_spec_bytes);
+        reject_submit(p, rc, err, 1);
+        return;
+    }
+    rc = dpp_spec_parse_report(req->spec_json, len, &spec, err, sizeof err, add_problem, &ps);
+    if (rc == DPP_ESPEC && ps.n > 1) {
+        if (ps.left_out)
+            snprintf(ps.text + ps.len, sizeof ps.text - ps.len, "\n(%u more problems)",
+                     ps.left_out);
+        reject_submit(p, rc, ps.text, ps.n + ps.left_out);
+        dpp_spec_close(&spec);
+        return;
+    }
+    if (rc == 0 && spec.ndense + spec.nsparse > m->max_features) {
+        rc = DPP_ESPEC;
+        snprintf(err, sizeof err, "features: %u, this master takes at most %u (--max-features)",
+                 spec.ndense + spec.nsparse, m->max_features);
+    }
+    if (rc == 0 && p->submit != NULL) {
+        rc = -EBUSY;
+        snprintf(err, sizeof err,
+                 "table \"%s\": this connection's earlier submit is still listing its table: "
+                 "wait for its answer, or submit on another connection",
+                 spec.table);
+    }
+    if (rc) {
+        reject_submit(p, rc, err, 1);
+        dpp_spec_close(&spec);
+        return;
+    }
+    struct dpp_submit_job *j = dpp_xcalloc(1, sizeof *j);
+    j->m = m;
+    j->peer = p;
+    j->spec = spec;
+    j->work.data = j;
+    p->submit = j;
+    uv_queue_work(m->loop, &j->work, list_table, table_listed);
 }
 
 static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)

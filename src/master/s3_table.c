@@ -26,6 +26,8 @@ int dpp_master_s3_root(dpp_master_t *m, const char *url)
             (rc = dpp_s3_config_check(&cfg, url, err, sizeof err)) == 0 &&
             (rc = dpp_s3_new(&m->s3, &cfg)) != 0)
             snprintf(err, sizeof err, "%s: cannot set up libcurl", url);
+        if (rc == 0) /* the listings' threads make their clients of it */
+            dpp_s3_set_process_config(&cfg);
         memset(&cfg, 0, sizeof cfg);
     }
     if (rc == 0) {
@@ -63,8 +65,8 @@ static const char *root_of(const dpp_master_t *m, const char *table)
     return NULL;
 }
 
-int dpp_master_list_s3(dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t, char *err,
-                       size_t errlen)
+int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
+                       char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     if (root_of(m, spec->table) == NULL) {
@@ -89,7 +91,12 @@ int dpp_master_list_s3(dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *
     snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
     size_t plen = strlen(prefix);
     dpp_s3_listing_t l = {0};
-    if ((rc = dpp_s3_list(m->s3, u.bucket, prefix, 0, 0, &l, err, errlen)) != 0)
+    dpp_s3_t *s3 = dpp_s3_thread_client();
+    if (s3 == NULL) {
+        rc = dpp_errf(-ENOMEM, err, errlen, "table \"%s\": cannot set up libcurl", spec->table);
+        goto out;
+    }
+    if ((rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, &l, err, errlen)) != 0)
         goto out;
     if (l.n == 0) {
         rc = dpp_errf(-ENOENT, err, errlen, "table \"%s\": no objects under s3://%s/%s",

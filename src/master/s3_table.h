@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tables in an S3-compatible store: the master's s3:// data roots and the
- * listing of a session's table under one. Loop thread only: a listing is
- * synchronous (its pages one after the other, retried as storage/s3.h says),
- * like the listing of a local table. */
+ * listing of a session's table under one. A listing is synchronous (its
+ * pages one after the other, retried as storage/s3.h says): a submit's runs
+ * on libuv's threadpool (rpc_ctl.c), on that thread's own S3 client. */
 #ifndef DPP_MASTER_S3_TABLE_H
 #define DPP_MASTER_S3_TABLE_H
 
@@ -33,8 +33,8 @@ int dpp_master_s3_root(dpp_master_t *m, const char *url);
  * filled, t->n may be 0), DPP_EPATH for a table under no root, -ENOENT for
  * a prefix without objects, DPP_ESPEC for a named partition not there, or
  * the store's error; err says it. */
-int dpp_master_list_s3(dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t, char *err,
-                       size_t errlen);
+int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
+                       char *err, size_t errlen);
 void dpp_s3_table_close(dpp_s3_table_t *t);
 
 #endif

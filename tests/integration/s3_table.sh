@@ -16,7 +16,7 @@ DPP_LOG_LEVEL=debug # the master's file_indexed lines say where each index came 
 local_root=$DPP_TMP/root
 dpp_gen --rows 40000 --shards 3 --partitions 2 --seed 5 --index --out "$local_root/idx"
 dpp_gen --rows 30000 --shards 2 --partitions 2 --seed 6 --out "$local_root/noidx"
-dpp_start_s3
+dpp_start_s3 --hold-listings "$DPP_TMP/hold"
 dpp_s3_put tables "$local_root/idx" warehouse/idx
 dpp_s3_put tables "$local_root/noidx" warehouse/noidx
 # A folder that is no partition and a '_' file: skipped, as on local disk.
@@ -56,6 +56,28 @@ for t in idx noidx; do
         dpp_fail "case 1: $t: $sidecars of $want files indexed from an .idx sidecar"
 done
 dpp_log "case 1: both tables exact (idx's sidecars read, noidx's $files objects scanned)"
+
+dpp_step "case 1b: while a submit's table is listed, the master answers everyone else"
+touch "$DPP_TMP/hold" # the proxy keeps listings waiting while this file exists
+held=$(dpp_s3_stat held)
+dpp_ctl submit "$DPP_TMP/idx.json" >"$DPP_TMP/held.out" 2>&1 &
+submitter=$!
+dpp_track "$submitter"
+for _ in $(seq 1 600); do
+    (($(dpp_s3_stat held) > held)) && break
+    kill -0 "$submitter" 2>/dev/null || break
+    sleep 0.05
+done
+(($(dpp_s3_stat held) > held)) || dpp_fail "case 1b: the submit's listing never reached the store"
+# With the listing on the master's loop thread, this would wait for it.
+DPP_CTL_TIMEOUT=30 dpp_ctl list >"$DPP_TMP/list.out" ||
+    dpp_fail "case 1b: dppctl list got no answer while a submit's table was being listed"
+kill -0 "$submitter" 2>/dev/null || dpp_fail "case 1b: the submit ended while its listing was held"
+rm -f "$DPP_TMP/hold"
+wait "$submitter" || dpp_fail "case 1b: the held submit failed: $(cat "$DPP_TMP/held.out")"
+held_id=$(tail -n 1 "$DPP_TMP/held.out")
+dpp_ctl cancel "$held_id" >/dev/null
+dpp_log "case 1b: dppctl list answered while the listing was held; the submit then made $held_id"
 
 dpp_step "case 2: two workers killed mid-epoch: every row exactly once in each of 3 epochs"
 spec_for "s3://tables/warehouse/idx" "$DPP_TMP/kill.json" 3

@@ -12,8 +12,10 @@ With --fault-every N, every Nth request (1-based: N, 2N, ...) gets a fault
 instead of the store's answer, in turn: 503 SlowDown, 500 InternalError, a
 connection reset after a partial status line, and a body cut short (a
 response with no body gets a 503 instead). --fault-only-get limits faults to
-GETs. --always-503 answers every request 503. Counts go to --stats (JSON),
-rewritten after each request: requests, faults, signature_failures.
+GETs. --always-503 answers every request 503. With --hold-listings FILE, a
+listing (ListObjectsV2) waits while FILE exists. Counts go to --stats (JSON),
+rewritten after each request: requests, faults, signature_failures, and
+held (listings that waited).
 """
 import argparse
 import http.client
@@ -24,6 +26,7 @@ import signal
 import socket
 import struct
 import threading
+import time
 from urllib.parse import urlsplit
 
 from botocore.auth import S3SigV4Auth
@@ -101,6 +104,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             srv.save()
             self.reply(403, BADSIG)
             return
+        if srv.hold and "list-type=" in urlsplit(self.path).query and os.path.exists(srv.hold):
+            with srv.lock:
+                srv.stats["held"] += 1
+            srv.save()
+            while os.path.exists(srv.hold):
+                time.sleep(0.02)
         fault = None
         if srv.always_503:
             fault = "503"
@@ -181,13 +190,15 @@ def main():
     ap.add_argument("--fault-every", type=int, default=0)
     ap.add_argument("--fault-only-get", action="store_true")
     ap.add_argument("--always-503", action="store_true")
+    ap.add_argument("--hold-listings", metavar="FILE")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", 0), Proxy)
     host, port = a.upstream.rsplit(":", 1)
     srv.upstream_host, srv.upstream_port = host, int(port)
     srv.secrets = dict(k.split(":", 1) for k in a.key)
     srv.every, srv.only_get, srv.always_503 = a.fault_every, a.fault_only_get, a.always_503
-    srv.stats = {"requests": 0, "faults": 0, "signature_failures": 0}
+    srv.hold = a.hold_listings
+    srv.stats = {"requests": 0, "faults": 0, "signature_failures": 0, "held": 0}
     srv.stats_path = a.stats
     srv.lock = threading.Lock()
     srv.local = threading.local()
