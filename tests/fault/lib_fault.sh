@@ -9,6 +9,10 @@
 # in row groups of 3,000 rows cut into splits of 2,000 (ctest runs the core
 # cases both ways: fault/parquet_*). DPP_FAULT_SPLIT_ROWS=N cuts splits of N
 # rows instead of 2,000 (fault/*_small_splits: many splits at a high rate).
+# With DPP_FAULT_STORE=s3 the table is uploaded to a loopback S3 store
+# (dpp_start_s3) and read from there: FAULT_ROOT becomes s3://faults/w, the
+# spec names the table by URL, and every worker gets that root
+# (DPP_WORKER_ARGS).
 fault_setup() {
     local rows=$1 format=${DPP_FAULT_FORMAT:-tfrecord}
     shift
@@ -17,10 +21,18 @@ fault_setup() {
         set -- --format parquet --row-group-rows 3000 "$@"
     fi
     dpp_gen --rows "$rows" --shards 4 --partitions 2 --seed 5150 "$@" --out "$FAULT_ROOT/criteo"
+    local table=criteo
+    if [[ ${DPP_FAULT_STORE:-} == s3 ]]; then
+        dpp_start_s3
+        dpp_s3_put faults "$FAULT_ROOT/criteo" w/criteo
+        FAULT_ROOT=s3://faults/w
+        table=$FAULT_ROOT/criteo
+        DPP_WORKER_ARGS=(--data-root "$FAULT_ROOT")
+    fi
     FAULT_SPEC=$DPP_TMP/spec.json
     cat >"$FAULT_SPEC" <<JSON
 {
-  "table": "criteo",
+  "table": "$table",
   "format": "$format",
   "batch_size": 500,
   "remainder": "keep",

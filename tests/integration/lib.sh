@@ -32,6 +32,7 @@ DPP_SESSION=""
 DPP_DAEMON_NAMES=()
 DPP_DAEMON_PIDS=()
 DPP_NWORKERS=0
+DPP_WORKER_ARGS=() # given to every worker before its own arguments
 DPP_CHILD_PIDS=() # bounded steps in progress (dpp_timeout, dpp_track)
 DPP_CLEANUP=()    # commands run at exit once the daemons are stopped (dpp_on_cleanup)
 
@@ -267,12 +268,13 @@ dpp_start_master() {
     export DPP_MASTER=$DPP_MASTER_ADDR
 }
 
-# dpp_start_worker [ARGS...]: starts worker-N against the master; sets DPP_LAST_ADDR.
+# dpp_start_worker [ARGS...]: starts worker-N against the master, with
+# DPP_WORKER_ARGS and ARGS; sets DPP_LAST_ADDR.
 # shellcheck disable=SC2120 # the arguments are optional
 dpp_start_worker() {
     [[ -n $DPP_MASTER_ADDR ]] || dpp_fail "dpp_start_worker: start the master first"
     dpp_start_daemon "worker-$DPP_NWORKERS" "$DPP_WORKER_BIN" --master "$DPP_MASTER_ADDR" \
-        --listen 127.0.0.1:0 "$@"
+        --listen 127.0.0.1:0 "${DPP_WORKER_ARGS[@]}" "$@"
     DPP_NWORKERS=$((DPP_NWORKERS + 1))
 }
 
