@@ -329,7 +329,9 @@ dpp_start_s3() {
     [[ -x $bin ]] || dpp_fail "$bin is missing: run scripts/install-npm-tools.sh (needs the npm registry)"
     mkdir -p "$DPP_TMP/s3data"
     # s3rver's continuation tokens use DES, which Node's OpenSSL 3 keeps in its legacy provider.
+    # --service-endpoint: BUCKET.s3.localhost is virtual-hosted addressing
     NODE_OPTIONS=--openssl-legacy-provider "$bin" -d "$DPP_TMP/s3data" -a 127.0.0.1 -p 0 --silent \
+        --service-endpoint localhost \
         >>"$DPP_TMP/s3rver.log" 2>&1 </dev/null &
     DPP_DAEMON_NAMES+=(s3rver)
     DPP_DAEMON_PIDS+=("$!")

@@ -14,8 +14,9 @@ connection reset after a partial status line, and a body cut short (a
 response with no body gets a 503 instead). --fault-only-get limits faults to
 GETs. --always-503 answers every request 503. With --hold-listings FILE, a
 listing (ListObjectsV2) waits while FILE exists. Counts go to --stats (JSON),
-rewritten after each request: requests, faults, signature_failures, and
-held (listings that waited).
+rewritten after each request: requests, faults, signature_failures, held
+(listings that waited) and virtual_host (requests to BUCKET.s3.localhost,
+which s3rver takes as virtual-hosted: dpp_start_s3 starts it so).
 """
 import argparse
 import http.client
@@ -98,6 +99,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.stats["requests"] += 1
             n = srv.stats["requests"]
+            if self.headers.get("Host", "").split(":")[0].endswith(".s3.localhost"):
+                srv.stats["virtual_host"] += 1
         if not signature_ok(self.command, self.path, self.headers, srv.secrets):
             with srv.lock:
                 srv.stats["signature_failures"] += 1
@@ -198,7 +201,8 @@ def main():
     srv.secrets = dict(k.split(":", 1) for k in a.key)
     srv.every, srv.only_get, srv.always_503 = a.fault_every, a.fault_only_get, a.always_503
     srv.hold = a.hold_listings
-    srv.stats = {"requests": 0, "faults": 0, "signature_failures": 0, "held": 0}
+    srv.stats = {"requests": 0, "faults": 0, "signature_failures": 0, "held": 0,
+                 "virtual_host": 0}
     srv.stats_path = a.stats
     srv.lock = threading.Lock()
     srv.local = threading.local()
