@@ -424,6 +424,8 @@ static int send_attempt(dpp_s3_t *s, dpp_s3_req_t *r)
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (s->cfg.ca_bundle[0] != '\0')
+        curl_easy_setopt(e, CURLOPT_CAINFO, s->cfg.ca_bundle);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     /* A body that stops moving is a stalled connection: retried. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -596,8 +598,13 @@ static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
             return;
         }
         int rc = c == CURLE_COULDNT_RESOLVE_HOST ? DPP_ERESOLVE : DPP_ESTORAGE;
-        dpp_errf(rc, r->err, sizeof r->err, "%s: %s (endpoint %s)", url_of(r, u, sizeof u), why,
-                 s->cfg.endpoint);
+        const char *hint = "";
+        if (c == CURLE_PEER_FAILED_VERIFICATION)
+            hint = s->cfg.ca_bundle[0] ? ": is AWS_CA_BUNDLE the CA that signed the store's "
+                                         "certificate?"
+                                       : ": a store with a private CA needs AWS_CA_BUNDLE=PEM file";
+        dpp_errf(rc, r->err, sizeof r->err, "%s: %s (endpoint %s)%s", url_of(r, u, sizeof u), why,
+                 s->cfg.endpoint, hint);
         finish(s, r, rc);
         return;
     }

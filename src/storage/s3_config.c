@@ -301,6 +301,21 @@ int dpp_s3_config_load(dpp_s3_config_t *c, char *err, size_t errlen)
             goto fail;
         }
     }
+    const char *ca = getenv("AWS_CA_BUNDLE");
+    if (ca != NULL && *ca != '\0') {
+        if (strlen(ca) >= sizeof c->ca_bundle) {
+            rc = dpp_errf(DPP_EINVAL, err, errlen, "AWS_CA_BUNDLE: longer than %zu bytes",
+                          sizeof c->ca_bundle - 1);
+            goto fail;
+        }
+        if (access(ca, R_OK) != 0) {
+            rc = dpp_errf(DPP_EINVAL, err, errlen,
+                          "AWS_CA_BUNDLE=%s: %s: expected a readable PEM file of CA certificates",
+                          ca, strerror(errno));
+            goto fail;
+        }
+        snprintf(c->ca_bundle, sizeof c->ca_bundle, "%s", ca);
+    }
     if ((rc = load_tuning("DPP_S3_MAX_ATTEMPTS", 1, 100, &c->max_attempts, err, errlen)) != 0 ||
         (rc = load_tuning("DPP_S3_BACKOFF_BASE_MS", 1, 60000, &c->backoff_base_ms, err, errlen)) !=
             0 ||

@@ -20,6 +20,9 @@ typedef struct dpp_s3_config {
      * path|virtual; path by default with an endpoint URL (S3-compatible
      * stores), virtual for AWS itself. */
     int path_style;
+    /* AWS_CA_BUNDLE: a PEM file of the CAs that https endpoints are checked
+     * against instead of the system's ("" for the system's). */
+    char ca_bundle[512];
     /* Where the key came from, for messages: "the environment" or
      * "profile default of /root/.aws/credentials"; "" when none was found. */
     char source[640];

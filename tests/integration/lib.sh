@@ -344,7 +344,7 @@ dpp_start_s3() {
     done
     [[ -n $DPP_S3_STORE ]] || dpp_fail "s3rver did not start: $(tail -n 5 "$DPP_TMP/s3rver.log")"
     export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-    unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL_S3
+    unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL_S3 AWS_CA_BUNDLE
     DPP_S3_STATS=$DPP_TMP/s3proxy.json
     dpp_start_daemon s3proxy /usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/s3proxy.py" \
         --upstream "$DPP_S3_STORE" --key S3RVER:S3RVER --stats "$DPP_S3_STATS" "$@"

@@ -97,6 +97,33 @@ virtual=$(dpp_s3_stat virtual_host)
 [[ $(dpp_s3_stat signature_failures) == 0 ]] || dpp_fail "case 2b: the proxy refused a virtual-hosted signature"
 dpp_log "case 2b: $virtual requests to tables.s3.localhost, listing and bodies equal, signatures accepted"
 
+dpp_step "case 2c: https with a private CA (AWS_CA_BUNDLE): equal; without it, a clear refusal"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$DPP_TMP/tls.key" -out "$DPP_TMP/tls.pem" 2>"$DPP_TMP/openssl.err" ||
+    dpp_fail "case 2c: openssl req: $(cat "$DPP_TMP/openssl.err")"
+dpp_start_daemon s3tls /usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/s3proxy.py" \
+    --upstream "$DPP_S3_STORE" --key S3RVER:S3RVER --tls "$DPP_TMP/tls.pem" "$DPP_TMP/tls.key"
+tls=(env "AWS_ENDPOINT_URL=https://localhost:${DPP_LAST_ADDR##*:}" "AWS_CA_BUNDLE=$DPP_TMP/tls.pem")
+dpp_timeout 60 "${tls[@]}" "$S3CAT" ls s3://tables/ >"$DPP_TMP/tls.ls" 2>"$DPP_TMP/tls.err" ||
+    dpp_fail "case 2c: ls over https: $(cat "$DPP_TMP/tls.err")"
+diff "$DPP_TMP/boto.ls" "$DPP_TMP/tls.ls" || dpp_fail "case 2c: the listings differ"
+sum=$(dpp_timeout 60 "${tls[@]}" "$S3CAT" get s3://tables/big.bin --chunk 65536 --depth 4 \
+    2>"$DPP_TMP/tls.err" | sha256sum | cut -d' ' -f1)
+[[ $sum == "$("${BOTO[@]}" sha tables big.bin)" ]] || dpp_fail "case 2c: big.bin reads $sum: $(cat "$DPP_TMP/tls.err")"
+if dpp_timeout 60 env -u AWS_CA_BUNDLE "AWS_ENDPOINT_URL=https://localhost:${DPP_LAST_ADDR##*:}" \
+    "$S3CAT" head s3://tables/big.bin 2>"$DPP_TMP/tls.err"; then
+    dpp_fail "case 2c: a certificate no system CA signed was accepted"
+fi
+grep -q 'a store with a private CA needs AWS_CA_BUNDLE=PEM file' "$DPP_TMP/tls.err" ||
+    dpp_fail "case 2c: the refusal does not say what to do: $(cat "$DPP_TMP/tls.err")"
+if dpp_timeout 60 "${tls[@]}" AWS_CA_BUNDLE=/nonexistent.pem "$S3CAT" head s3://tables/big.bin 2>"$DPP_TMP/tls.err"; then
+    dpp_fail "case 2c: a missing AWS_CA_BUNDLE file was accepted"
+fi
+grep -q 'AWS_CA_BUNDLE=/nonexistent.pem: No such file or directory' "$DPP_TMP/tls.err" ||
+    dpp_fail "case 2c: a missing bundle is not named: $(cat "$DPP_TMP/tls.err")"
+dpp_log "case 2c: https listing and body equal; refused without the CA: $(tail -n 1 "$DPP_TMP/tls.err")"
+
 dpp_step "case 3: faults on every 5th request (503, 500, reset, short body): retried, exact, counted"
 dpp_stop s3proxy
 dpp_start_daemon s3proxy /usr/bin/python3 "$DPP_SOURCE_DIR/tests/integration/s3proxy.py" \

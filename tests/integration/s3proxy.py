@@ -12,7 +12,7 @@ With --fault-every N, every Nth request (1-based: N, 2N, ...) gets a fault
 instead of the store's answer, in turn: 503 SlowDown, 500 InternalError, a
 connection reset after a partial status line, and a body cut short (a
 response with no body gets a 503 instead). --fault-only-get limits faults to
-GETs. --always-503 answers every request 503. With --hold-listings FILE, a
+GETs. --always-503 answers every request 503. --tls CERT KEY serves https. With --hold-listings FILE, a
 listing (ListObjectsV2) waits while FILE exists. Counts go to --stats (JSON),
 rewritten after each request: requests, faults, signature_failures, held
 (listings that waited) and virtual_host (requests to BUCKET.s3.localhost,
@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -194,8 +195,13 @@ def main():
     ap.add_argument("--fault-only-get", action="store_true")
     ap.add_argument("--always-503", action="store_true")
     ap.add_argument("--hold-listings", metavar="FILE")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https with these PEM files")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", 0), Proxy)
+    if a.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*a.tls)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     host, port = a.upstream.rsplit(":", 1)
     srv.upstream_host, srv.upstream_port = host, int(port)
     srv.secrets = dict(k.split(":", 1) for k in a.key)

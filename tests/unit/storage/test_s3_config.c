@@ -97,7 +97,8 @@ static void clear_env(void)
                                        "AWS_DEFAULT_REGION",      "AWS_ENDPOINT_URL",
                                        "AWS_ENDPOINT_URL_S3",     "AWS_PROFILE",
                                        "DPP_S3_ADDRESSING_STYLE", "DPP_S3_MAX_ATTEMPTS",
-                                       "DPP_S3_BACKOFF_BASE_MS",  "DPP_S3_STALL_S"};
+                                       "DPP_S3_BACKOFF_BASE_MS",  "DPP_S3_STALL_S",
+                                       "AWS_CA_BUNDLE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     char path[128];
@@ -166,6 +167,15 @@ static void test_config_order(void **state)
     assert_string_equal(c.endpoint, "https://s3.example.com:8443");
     assert_int_equal(c.path_style, 0);
     assert_int_equal(c.max_attempts, 3);
+    assert_string_equal(c.ca_bundle, "");
+    char pem[128];
+    snprintf(pem, sizeof pem, "%s/ca.pem", dir);
+    write_file("ca.pem", "-----BEGIN CERTIFICATE-----\n");
+    setenv("AWS_CA_BUNDLE", pem, 1);
+    assert_int_equal(dpp_s3_config_load(&c, err, sizeof err), 0);
+    assert_string_equal(c.ca_bundle, pem);
+    unsetenv("AWS_CA_BUNDLE");
+    unlink(pem);
 
     /* Refusals name the variable or the file and line. */
     static const struct {
@@ -176,6 +186,8 @@ static void test_config_order(void **state)
         {"DPP_S3_ADDRESSING_STYLE", "vhost", "expected path or virtual"},
         {"AWS_ENDPOINT_URL_S3", "s3.example.com", "expected http://host[:port]"},
         {"AWS_ENDPOINT_URL_S3", "http://h:1/bucket", "expected no path after host[:port]"},
+        {"AWS_CA_BUNDLE", "/no/such/ca.pem",
+         "AWS_CA_BUNDLE=/no/such/ca.pem: No such file or directory: expected a readable PEM"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *old = getenv(bad[i].var) ? strdup(getenv(bad[i].var)) : NULL;
