@@ -21,8 +21,9 @@ packages=(
     # tests only: Unicode properties in Python regexes (the tokenizer's reference),
     # zstd(1) for compressed JSON Lines
     python3-regex zstd
-    # tests only: boto3, the independent S3 client of tests/integration/s3.sh
-    python3-boto3
+    # tests only: boto3, the independent S3 client of tests/integration/s3.sh,
+    # and openssl(1) for its https case's certificate
+    python3-boto3 openssl
     # the README's Python install (a venv that sees Debian's torch), and
     # `pip install ./python` offline
     python3-venv
