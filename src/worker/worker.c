@@ -1039,8 +1039,12 @@ int dpp_worker_new(dpp_worker_t **out, uv_loop_t *loop, const dpp_worker_config_
     if (cfg->advertise)
         snprintf(w->data_addr, sizeof w->data_addr, "%s", cfg->advertise);
     /* The budget covers the readers' buffers too: what is left of it is for
-     * finished blocks. */
-    size_t readers = (size_t)cfg->threads * dpp_reader_memory_bound(&cfg->reader);
+     * finished blocks. A thread reading a JSON Lines or text object holds
+     * its two blocks (dpp_s3_rfile_t) beside the reader's ring. */
+    size_t per_thread = dpp_reader_memory_bound(&cfg->reader);
+    if (cfg->ns3_roots > 0)
+        per_thread += 2 * (size_t)DPP_S3_BLOCK;
+    size_t readers = (size_t)cfg->threads * per_thread;
     if (readers + (4u << 20) > cfg->max_buffer_bytes) {
         DPP_ERROR("buffer_too_small max_buffer_bytes=%zu readers_bytes=%zu threads=%u "
                   "hint=\"raise --max-buffer-mb or lower --threads or --max-record-mb\"",
