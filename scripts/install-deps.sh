@@ -24,6 +24,9 @@ packages=(
     # tests only: boto3, the independent S3 client of tests/integration/s3.sh,
     # and openssl(1) for its https case's certificate
     python3-boto3 openssl
+    # tests only: libsentencepiece's trainer and encoder, the reference of
+    # tests/text/sentencepiece.sh
+    python3-sentencepiece
     # the README's Python install (a venv that sees Debian's torch), and
     # `pip install ./python` offline
     python3-venv

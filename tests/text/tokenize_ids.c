@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tokenizer under test, as a filter for the reference checks
  * (tests/text/): tokenize_ids RANKS ENCODING|@PATTERN_FILE CORPUS OUT, or
- * tokenize_ids TOKENIZER_JSON hf CORPUS OUT for a Hugging Face file.
+ * tokenize_ids TOKENIZER_JSON hf CORPUS OUT for a Hugging Face file, or
+ * tokenize_ids MODEL spm CORPUS OUT for a SentencePiece model.
  * CORPUS holds documents as a little-endian uint32 length and the bytes
  * (any bytes: invalid UTF-8 too); OUT gets one line per document, its ids
  * separated by spaces. */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "text/bpe.h"
+#include "text/spm.h"
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -41,24 +43,29 @@ int main(int argc, char **argv)
     }
     size_t plen = 0;
     int hf = strcmp(argv[2], "hf") == 0;
+    char err[512];
+    dpp_spm_t *sp = NULL;
+    if (strcmp(argv[2], "spm") == 0 && dpp_spm_load(&sp, argv[1], err, sizeof err) != 0) {
+        fprintf(stderr, "tokenize_ids: %s\n", err);
+        return 1;
+    }
     char *pattern_file = argv[2][0] == '@' ? slurp(argv[2] + 1, &plen) : NULL;
     const char *pattern = pattern_file ? pattern_file : dpp_bpe_pattern(argv[2]);
-    if (pattern == NULL && !hf) {
+    if (pattern == NULL && !hf && sp == NULL) {
         fprintf(stderr, "tokenize_ids: unknown encoding %s\n", argv[2]);
         return 2;
     }
-    char err[512];
-    dpp_bpe_t *b;
-    if ((hf ? dpp_bpe_load_hf(&b, argv[1], err, sizeof err)
+    dpp_bpe_t *b = NULL;
+    if (sp == NULL && (hf ? dpp_bpe_load_hf(&b, argv[1], err, sizeof err)
             : dpp_bpe_load(&b, argv[1], pattern, err, sizeof err)) != 0) {
         fprintf(stderr, "tokenize_ids: %s\n", err);
         return 1;
     }
-    dpp_bpe_scratch_t *s = dpp_bpe_scratch_new(b);
+    dpp_bpe_scratch_t *s = b ? dpp_bpe_scratch_new(b) : NULL;
     size_t len;
     uint8_t *corpus = (uint8_t *)slurp(argv[3], &len);
     FILE *out = fopen(argv[4], "w");
-    if (s == NULL || out == NULL) {
+    if ((s == NULL && sp == NULL) || out == NULL) {
         perror(argv[4]);
         return 2;
     }
@@ -73,7 +80,8 @@ int main(int argc, char **argv)
             return 2;
         }
         n = 0;
-        if (dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap) != 0) {
+        if ((sp ? dpp_spm_encode(sp, corpus + at, dl, &ids, &n, &cap)
+                : dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap)) != 0) {
             fprintf(stderr, "tokenize_ids: out of memory\n");
             return 1;
         }
@@ -88,5 +96,6 @@ int main(int argc, char **argv)
     free(pattern_file);
     dpp_bpe_scratch_free(s);
     dpp_bpe_free(b);
+    dpp_spm_free(sp);
     return 0;
 }

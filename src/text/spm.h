@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* SentencePiece models (the `.model` files Llama 2, T5, Gemma and many
+ * others ship: a serialized ModelProto), encoded to the ids
+ * libsentencepiece gives:
+ *
+ *  - normalization by the model's precompiled charsmap (NFKC and its
+ *    variants, or a user's rules: all arrive compiled into the model),
+ *    none for "identity"; user-defined symbols are matched before
+ *    normalizing and kept as written; whitespace as the model says
+ *    (add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces);
+ *  - Unigram (Viterbi over the pieces' scores) and BPE (merges of the
+ *    adjacent pair of the highest score) models;
+ *  - an unknown stretch is one unknown id, or with byte_fallback its bytes
+ *    as <0xXX> pieces.
+ *
+ * Refused, each by name: WORD and CHAR models, treat_whitespace_as_suffix,
+ * a normalizer other than "identity" without a charsmap. Text that is not
+ * valid UTF-8 has each invalid byte read as U+FFFD, as libsentencepiece
+ * does. Thread-safety: a built dpp_spm_t is read-only. */
+#ifndef DPP_TEXT_SPM_H
+#define DPP_TEXT_SPM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dpp_spm dpp_spm_t;
+
+/* Builds a tokenizer from the ModelProto bytes buf[0..len) (name is for
+ * messages). Returns 0, DPP_ESPEC with a sentence naming the file and what
+ * is wrong (a field cut short, a piece twice, an unsupported model type or
+ * option), or -ENOMEM. */
+int dpp_spm_new(dpp_spm_t **out, const char *name, const uint8_t *buf, size_t len, char *err,
+                size_t errlen);
+/* dpp_spm_new() from a file (at most DPP_BPE_MAX_FILE bytes, as every
+ * tokenizer file); -errno with err naming it when unreadable. */
+int dpp_spm_load(dpp_spm_t **out, const char *path, char *err, size_t errlen);
+void dpp_spm_free(dpp_spm_t *sp);
+
+/* Pieces in the model (ids are [0, size)). */
+size_t dpp_spm_size(const dpp_spm_t *sp);
+
+/* Appends the ids of text[0..len) to *ids (grown with realloc; *n ids,
+ * room for *cap). Returns 0 or -ENOMEM (*ids then holds what it held). */
+int dpp_spm_encode(const dpp_spm_t *sp, const uint8_t *text, size_t len, uint32_t **ids,
+                   size_t *n, size_t *cap);
+
+#endif
