@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dpp's tokenizer on one core (bench/tokenize.sh runs it beside npm
- * tiktoken on the same documents): bench_tokenize RANKS ENCODING CORPUS
- * [SECONDS]. CORPUS as tests/text/tokenize_ids.c reads it (uint32 length,
+ * tiktoken on the same documents, bench/sentencepiece.sh beside
+ * python3-sentencepiece): bench_tokenize RANKS ENCODING CORPUS [SECONDS],
+ * or bench_tokenize MODEL spm CORPUS [SECONDS] for a SentencePiece model. CORPUS as tests/text/tokenize_ids.c reads it (uint32 length,
  * bytes). Encodes every document, again and again for at least SECONDS
  * (default 3), rounds of the whole corpus; prints the median round's MB/s
  * and tokens/s and where the time goes (splitting alone, then merging). */
@@ -13,6 +14,7 @@
 
 #include "bench_clock.h"
 #include "text/bpe.h"
+#include "text/spm.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -28,11 +30,19 @@ int main(int argc, char **argv)
     }
     double seconds = argc > 4 ? atof(argv[4]) : 3;
     char err[512];
-    dpp_bpe_t *b;
-    const char *pattern = dpp_bpe_pattern(argv[2]);
-    if (pattern == NULL || dpp_bpe_load(&b, argv[1], pattern, err, sizeof err) != 0) {
-        fprintf(stderr, "bench_tokenize: %s\n", pattern ? err : "unknown encoding");
-        return 1;
+    dpp_bpe_t *b = NULL;
+    dpp_spm_t *sp = NULL;
+    if (strcmp(argv[2], "spm") == 0) {
+        if (dpp_spm_load(&sp, argv[1], err, sizeof err) != 0) {
+            fprintf(stderr, "bench_tokenize: %s\n", err);
+            return 1;
+        }
+    } else {
+        const char *pattern = dpp_bpe_pattern(argv[2]);
+        if (pattern == NULL || dpp_bpe_load(&b, argv[1], pattern, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_tokenize: %s\n", pattern ? err : "unknown encoding");
+            return 1;
+        }
     }
     FILE *f = fopen(argv[3], "rb");
     if (f == NULL) {
@@ -46,7 +56,7 @@ int main(int argc, char **argv)
     if (corpus == NULL || fread(corpus, 1, len, f) != len)
         return 1;
     fclose(f);
-    dpp_bpe_scratch_t *s = dpp_bpe_scratch_new(b);
+    dpp_bpe_scratch_t *s = b ? dpp_bpe_scratch_new(b) : NULL;
     uint32_t *ids = NULL;
     size_t n = 0, cap = 0, bytes = 0, docs = 0, tokens = 0;
     double times[1000];
@@ -60,7 +70,8 @@ int main(int argc, char **argv)
             memcpy(&dl, corpus + at, 4);
             at += 4;
             n = 0;
-            if (dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap) != 0)
+            if ((sp ? dpp_spm_encode(sp, corpus + at, dl, &ids, &n, &cap)
+                    : dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap)) != 0)
                 return 1;
             tokens += n;
             bytes += dl;
@@ -78,5 +89,6 @@ int main(int argc, char **argv)
     free(corpus);
     dpp_bpe_scratch_free(s);
     dpp_bpe_free(b);
+    dpp_spm_free(sp);
     return 0;
 }

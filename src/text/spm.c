@@ -45,6 +45,7 @@ struct dpp_spm {
     uint32_t byte_ids[256];
     float min_score, max_score; /* over NORMAL pieces, as libsentencepiece's Unigram */
     uint32_t max_user_len;     /* bytes of the longest user-defined symbol (0: none) */
+    uint8_t user_first[32];    /* bit set of the bytes user-defined symbols start with */
     /* A byte trie of the pieces, for the Unigram's walk from a position:
      * edge (node << 8 | byte) -> child in an open-addressed table; a
      * node's piece id + 1 (0: no piece ends there). Node 0 is the root. */
@@ -380,8 +381,11 @@ static int build_index(dpp_spm_t *sp, char *err, size_t errlen)
                 sp->min_score = p->score;
             if (p->score > sp->max_score)
                 sp->max_score = p->score;
-        } else if (p->type == PIECE_USER && p->len > sp->max_user_len) {
-            sp->max_user_len = p->len;
+        } else if (p->type == PIECE_USER) {
+            if (p->len > sp->max_user_len)
+                sp->max_user_len = p->len;
+            uint8_t c = s[0];
+            sp->user_first[c >> 3] |= (uint8_t)(1u << (c & 7));
         } else if (p->type == PIECE_UNUSED && sp->model_type == MODEL_BPE) {
             return fail(err, errlen, sp->name,
                         "piece %u is of type UNUSED in a BPE model: dpp does not re-split "
@@ -557,19 +561,30 @@ static size_t trie_longest(const dpp_spm_t *sp, const uint8_t *s, size_t len, ui
     return best;
 }
 
+/* Bytes of the longest user-defined symbol s starts with (len >= 1), 0 for none. */
+static size_t user_match(const dpp_spm_t *sp, const uint8_t *s, size_t len)
+{
+    if (!(sp->user_first[s[0] >> 3] & (1u << (s[0] & 7))))
+        return 0;
+    for (size_t l = sp->max_user_len < len ? sp->max_user_len : len; l > 0; l--) {
+        int64_t id = find(sp, s, l);
+        if (id >= 0 && sp->pieces[id].type == PIECE_USER)
+            return l;
+    }
+    return 0;
+}
+
 /* One step of the normalizer at s: sets *out and *outlen to what it becomes
  * and returns how many bytes of s it took (>= 1). */
 static size_t norm_prefix(const dpp_spm_t *sp, const uint8_t *s, size_t len, const uint8_t **out,
                           size_t *outlen)
 {
     /* user-defined symbols: the longest, kept as written */
-    for (size_t l = sp->max_user_len < len ? sp->max_user_len : len; l > 0; l--) {
-        int64_t id = find(sp, s, l);
-        if (id >= 0 && sp->pieces[id].type == PIECE_USER) {
-            *out = s;
-            *outlen = l;
-            return l;
-        }
+    size_t u = user_match(sp, s, len);
+    if (u > 0) {
+        *out = s;
+        *outlen = u;
+        return u;
     }
     if (sp->trie != NULL) {
         uint32_t v = 0;
@@ -797,16 +812,6 @@ static int maybe_pair(const dpp_spm_t *sp, const uint8_t *s, const sym_t *y, int
     if (t != PIECE_NORMAL && t != PIECE_USER)
         return 0;
     return heap_push(h, (pair_t){sp->pieces[id].score, (uint32_t)l, (uint32_t)r, len});
-}
-
-static size_t user_match(const dpp_spm_t *sp, const uint8_t *s, size_t len)
-{
-    for (size_t l = sp->max_user_len < len ? sp->max_user_len : len; l > 0; l--) {
-        int64_t id = find(sp, s, l);
-        if (id >= 0 && sp->pieces[id].type == PIECE_USER)
-            return l;
-    }
-    return 0;
 }
 
 static int bpe(const dpp_spm_t *sp, const uint8_t *s, size_t len, seg_t **segs, size_t *nsegs)

@@ -27,16 +27,13 @@ workers() { # N: starts N workers reading both roots
 }
 workers 2
 
-# kill_two PID: kills both workers while the read PID goes on, starting
-# new ones.
+# kill_two PID: kills both workers mid-read (the read PID of $DPP_SESSION
+# paused meanwhile), starting new ones.
 kill_two() {
     local victim
     for victim in $(printf '%s\n' "${DPP_DAEMON_NAMES[@]}" | grep '^worker-' | tail -2); do
-        sleep 0.4
-        kill -0 "$1" 2>/dev/null || dpp_fail "the read ended before $victim could be killed"
-        kill -KILL "$(dpp_pid_of "$victim")"
-        dpp_log "killed $victim"
-        workers 1
+        dpp_kill_mid_read "$1" "$DPP_SESSION" "$victim" --threads 2 --data-root "$root" \
+            --data-root s3://tables/warehouse
     done
 }
 

@@ -85,11 +85,8 @@ dpp_submit "$DPP_TMP/kill.json"
 dpp_read_bg "$DPP_SESSION" "$DPP_TMP/kill.out"
 reader=$DPP_LAST_PID
 for victim in worker-0 worker-1; do
-    sleep 0.5
-    kill -0 "$reader" 2>/dev/null || dpp_fail "case 2: the read ended before $victim could be killed"
-    kill -KILL "$(dpp_pid_of "$victim")"
-    dpp_log "killed $victim"
-    dpp_start_worker --threads 2 --data-root s3://tables/warehouse --http 127.0.0.1:0
+    dpp_kill_mid_read "$reader" "$DPP_SESSION" "$victim" --threads 2 --data-root s3://tables/warehouse \
+        --http 127.0.0.1:0
 done
 dpp_read_wait "$reader" "$DPP_TMP/kill.out"
 dpp_refsum_check "$DPP_TMP/kill.json" "$local_root/idx" "$DPP_TMP/kill.out"
