@@ -50,7 +50,7 @@ dpp_start_worker --threads 2 --data-root s3://bench/t
 worker=$(dpp_pid_of worker-0)
 sed 's|"table": "criteo"|"table": "s3://bench/t/criteo"|' "$DPP_SOURCE_DIR/examples/criteo.json" >"$DPP_TMP/spec.json"
 keys=$(cd "$root/criteo" && find . -type f -name '*.tfrecord' | sed 's|^\./||')
-for r in $(seq 1 "$rounds"); do
+for _ in $(seq 1 "$rounds"); do
     # awscli
     rm -rf "$DPP_TMP/awsout"
     read -r wall user sys < <(/usr/bin/time -f '%e %U %S' "$aws" s3 cp --recursive --quiet \

@@ -429,9 +429,21 @@ int dpp_spm_new(dpp_spm_t **out, const char *name, const uint8_t *buf, size_t le
     while ((rc = next_field(&r, &f)) == 1)
         npieces += f.num == 1 && f.wire == 2;
     if (rc < 0) {
-        rc = fail(err, errlen, name, "not a SentencePiece model (a ModelProto): a field is cut "
-                                     "short near byte %zu",
-                  (size_t)(r.p - buf));
+        /* A text file is the likely mistake: the .vocab beside the .model,
+         * a tiktoken or tokenizer.json file. */
+        size_t probe = len < 4096 ? len : 4096;
+        while (probe < len && probe > 0 && (buf[probe] & 0xC0) == 0x80)
+            probe--; /* cut at a character's start */
+        int text = probe > 0 && utf8_valid(buf, probe);
+        for (size_t i = 0; text && i < probe; i++)
+            text = buf[i] >= 0x20 || buf[i] == '\n' || buf[i] == '\t' || buf[i] == '\r';
+        rc = fail(err, errlen, name,
+                  "not a SentencePiece model (a ModelProto): a field is cut short near byte "
+                  "%zu%s",
+                  (size_t)(r.p - buf),
+                  text ? "; the file reads as text: give the binary .model file (a .vocab "
+                        "file only lists the pieces)"
+                      : "");
         goto out;
     }
     if (npieces == 0 || npieces > UINT32_MAX / 2) {

@@ -66,6 +66,12 @@ static void test_refusals(void **state)
     dpp_spm_t *sp;
     assert_int_equal(dpp_spm_new(&sp, "m.model", w.b, 7, err, sizeof err), DPP_ESPEC);
     assert_non_null(strstr(err, "m.model: not a SentencePiece model (a ModelProto)"));
+    static const char vocab[] = "<unk>\t0\n<s>\t0\n\xe2\x96\x81the\t-3.1\n";
+    assert_int_equal(dpp_spm_new(&sp, "m.vocab", (const uint8_t *)vocab, sizeof vocab - 1, err,
+                                 sizeof err),
+                     DPP_ESPEC);
+    assert_non_null(strstr(err, "m.vocab: not a SentencePiece model"));
+    assert_non_null(strstr(err, "the file reads as text: give the binary .model file"));
     assert_int_equal(dpp_spm_load(&sp, "/nonexistent/x.model", err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "/nonexistent/x.model: No such file or directory"));
 }
