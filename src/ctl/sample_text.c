@@ -12,8 +12,8 @@
 
 #include "ctl.h"
 #include "spec/spec.h"
-#include "text/bpe.h"
 #include "text/docs.h"
+#include "text/tokenizer.h"
 
 /* What a worker accepts as one line or one file read whole (its default
  * --max-record-mb). */
@@ -31,11 +31,10 @@ static size_t check_tokenizer(const dpp_spec_t *spec, const char *spec_path, con
                t->tokenizer_file, spec->table);
         return 0;
     }
-    char path[8192], err[512];
+    char path[8192], err[512], arg[64];
     snprintf(path, sizeof path, "%.*s/%s", (int)(tl - sl - 1), table, t->tokenizer_file);
-    dpp_bpe_t *b = NULL;
-    int rc = t->tokenizer_hf ? dpp_bpe_load_hf(&b, path, err, sizeof err)
-                             : dpp_bpe_load(&b, path, dpp_bpe_pattern(t->pattern), err, sizeof err);
+    dpp_tokenizer_t *tk = NULL;
+    int rc = dpp_tokenizer_load(&tk, dpp_tokenizer_arg(t, arg, sizeof arg), path, err, sizeof err);
     if (rc) {
         fprintf(stderr, "dppctl: %s: tokenizer.file: %s\n", spec_path, err);
         return 1;
@@ -43,30 +42,16 @@ static size_t check_tokenizer(const dpp_spec_t *spec, const char *spec_path, con
     size_t errors = 0;
     const char *names[2] = {t->eos, t->bos}, *what[2] = {"sequence.eos", "sequence.bos"};
     for (int k = 0; k < 2; k++) {
-        if (names[k] == NULL)
-            continue;
-        int found = t->tokenizer_hf && dpp_bpe_special_id(b, names[k]) >= 0;
-        for (unsigned i = 0; !t->tokenizer_hf && i < t->nspecials; i++)
-            found |= strcmp(t->special_names[i], names[k]) == 0;
-        const char *const *sn;
-        const uint32_t *ids;
-        size_t n = 0;
-        if (!t->tokenizer_hf && t->nspecials == 0 && dpp_bpe_specials(t->pattern, &sn, &ids, &n) == 0)
-            for (size_t i = 0; i < n; i++)
-                found |= strcmp(sn[i], names[k]) == 0;
-        if (!found) {
-            fprintf(stderr,
-                    "dppctl: %s: %s: the tokenizer %s has no special token \"%s\"; %s, or null "
-                    "for none\n",
-                    spec_path, what[k], t->tokenizer_file, names[k],
-                    t->tokenizer_hf ? "name one of its added_tokens"
-                                    : "give its id in tokenizer.specials");
+        int64_t id;
+        if (names[k] && dpp_tokenizer_special(tk, t, what[k], names[k], &id, err, sizeof err)) {
+            fprintf(stderr, "dppctl: %s: %s\n", spec_path, err);
             errors++;
         }
     }
     if (errors == 0)
-        printf("%s: tokenizer %s: %zu tokens\n", spec_path, t->tokenizer_file, dpp_bpe_size(b));
-    dpp_bpe_free(b);
+        printf("%s: tokenizer %s: %zu tokens\n", spec_path, t->tokenizer_file,
+               dpp_tokenizer_size(tk));
+    dpp_tokenizer_free(tk);
     return errors;
 }
 

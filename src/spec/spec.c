@@ -827,7 +827,7 @@ static int check_depth(parser_t *p, const char *json, size_t len)
 
 static const char *const pack_names[] = {"concat", "best_fit", NULL};
 static const char *const unit_names[] = {"line", "file", NULL};
-static const char *const tokenizer_kinds[] = {"tiktoken", "huggingface", NULL};
+static const char *const tokenizer_kinds[] = {"tiktoken", "huggingface", "sentencepiece", NULL};
 
 /* An optional special-token name: absent leaves *out at dflt, null is none. */
 static int get_special(parser_t *p, const jpath_t *path, json_t *obj, const char *key,
@@ -937,8 +937,9 @@ static int parse_tokenizer(parser_t *p, json_t *root, dpp_text_spec_t *t)
     json_t *obj = json_object_get(root, "tokenizer");
     int rc;
     if (!obj)
-        return fail(p, &path, "required for a text session: {\"file\": \"<a tiktoken rank file "
-                              "or tokenizer.json under a data root>\", ...}");
+        return fail(p, &path, "required for a text session: {\"file\": \"<a tiktoken rank file, "
+                              "tokenizer.json or SentencePiece .model under a data root>\", "
+                              "...}");
     if (!json_is_object(obj))
         return fail(p, &path, "expected an object");
     if ((rc = check_keys(p, &path, obj, keys, NULL)) != 0)
@@ -950,23 +951,29 @@ static int parse_tokenizer(parser_t *p, json_t *root, dpp_text_spec_t *t)
     if (!dpp_path_is_relative_inside(file))
         return fail(p, &fp, "must be a relative path inside a data root");
     size_t fl = strlen(file);
-    int kind = fl > 5 && strcmp(file + fl - 5, ".json") == 0;
+    int kind = fl > 5 && strcmp(file + fl - 5, ".json") == 0    ? DPP_TOKENIZER_HUGGINGFACE
+               : fl > 6 && strcmp(file + fl - 6, ".model") == 0 ? DPP_TOKENIZER_SENTENCEPIECE
+                                                               : DPP_TOKENIZER_TIKTOKEN;
     if ((rc = get_choice(p, &path, obj, "kind", 0, tokenizer_kinds,
-                         "\"tiktoken\" or \"huggingface\"", &kind)) != 0)
+                         "\"tiktoken\", \"huggingface\" or \"sentencepiece\"", &kind)) != 0)
         return rc;
-    t->tokenizer_hf = kind;
+    t->tokenizer_kind = (dpp_tokenizer_kind_t)kind;
     if ((t->tokenizer_file = strdup(file)) == NULL)
         return -ENOMEM;
     json_t *pat = json_object_get(obj, "pattern");
     json_t *specials = json_object_get(obj, "specials");
     jpath_t pp = at_key(&path, "pattern");
-    if (t->tokenizer_hf) {
+    if (t->tokenizer_kind != DPP_TOKENIZER_TIKTOKEN) {
+        const char *what = t->tokenizer_kind == DPP_TOKENIZER_HUGGINGFACE
+                               ? "a Hugging Face tokenizer.json"
+                               : "a SentencePiece model";
         if (pat)
-            return fail(p, &pp, "a Hugging Face tokenizer.json has its own pattern; leave it out");
+            return fail(p, &pp, "%s has its own pattern; leave it out", what);
         if (specials) {
             jpath_t sp = at_key(&path, "specials");
-            return fail(p, &sp, "a Hugging Face tokenizer.json names its added tokens itself; "
-                                "leave it out");
+            return fail(p, &sp, "%s names its special tokens itself (%s); leave it out", what,
+                        t->tokenizer_kind == DPP_TOKENIZER_HUGGINGFACE ? "added_tokens"
+                                                                       : "control pieces");
         }
         return 0;
     }
@@ -1043,7 +1050,9 @@ static int parse_sequence(parser_t *p, json_t *root, dpp_text_spec_t *t)
         return fail(p, &wp, "applies to \"pack\": \"best_fit\" only");
     }
     t->window = (unsigned)x;
-    if ((rc = get_special(p, &path, obj, "eos", "<|endoftext|>", &t->eos)) != 0)
+    /* SentencePiece models end a text with their "</s>" control piece */
+    const char *eos = t->tokenizer_kind == DPP_TOKENIZER_SENTENCEPIECE ? "</s>" : "<|endoftext|>";
+    if ((rc = get_special(p, &path, obj, "eos", eos, &t->eos)) != 0)
         return rc;
     return get_special(p, &path, obj, "bos", NULL, &t->bos);
 }
@@ -1496,7 +1505,7 @@ static json_t *text_to_json(const dpp_text_spec_t *t, dpp_format_t format)
                 goto fail;
     }
     if (set(tok, "file", json_string(t->tokenizer_file)) != 0 ||
-        set(tok, "kind", json_string(tokenizer_kinds[t->tokenizer_hf ? 1 : 0])) != 0 ||
+        set(tok, "kind", json_string(tokenizer_kinds[t->tokenizer_kind])) != 0 ||
         (t->pattern && set(tok, "pattern", json_string(t->pattern)) != 0))
         goto fail;
     if (t->nspecials) {

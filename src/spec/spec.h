@@ -129,6 +129,13 @@ typedef enum dpp_pack_kind {
 #define DPP_TEXT_MAX_SPECIALS 64
 #define DPP_TEXT_DEFAULT_WINDOW 256
 
+/* What tokenizer.file is (src/text/tokenizer.h). */
+typedef enum dpp_tokenizer_kind {
+    DPP_TOKENIZER_TIKTOKEN = 0,      /* a tiktoken rank file */
+    DPP_TOKENIZER_HUGGINGFACE = 1,   /* a Hugging Face tokenizer.json (byte-level BPE) */
+    DPP_TOKENIZER_SENTENCEPIECE = 2, /* a SentencePiece .model (Unigram or BPE) */
+} dpp_tokenizer_kind_t;
+
 /* What a document of plain text (format "text") is. */
 typedef enum dpp_text_unit {
     DPP_TEXT_UNIT_LINE = 0, /* each line (default) */
@@ -143,7 +150,7 @@ typedef struct dpp_text_spec {
     char **where_keys, **where_values; /* field == value (strings), all of them */
     unsigned nwhere;
     char *tokenizer_file;        /* relative to a data root */
-    int tokenizer_hf;            /* 1: a Hugging Face tokenizer.json, 0: a tiktoken rank file */
+    dpp_tokenizer_kind_t tokenizer_kind;
     char *pattern;               /* tiktoken: the encoding whose split pattern applies */
     char **special_names;        /* tiktoken: special tokens by name (default: the encoding's) */
     int64_t *special_ids;

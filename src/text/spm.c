@@ -520,6 +520,31 @@ size_t dpp_spm_size(const dpp_spm_t *sp)
     return sp->npieces;
 }
 
+int64_t dpp_spm_special_id(const dpp_spm_t *sp, const char *name)
+{
+    int64_t id = find(sp, (const uint8_t *)name, strlen(name));
+    if (id < 0 || (sp->pieces[id].type != PIECE_CONTROL && sp->pieces[id].type != PIECE_USER))
+        return -1;
+    return id;
+}
+
+const char *dpp_spm_controls(const dpp_spm_t *sp, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < sp->npieces && at < len; i++) {
+        const piece_t *p = &sp->pieces[i];
+        if (p->type != PIECE_CONTROL)
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%.*s (%u)", at ? ", " : "", (int)p->len,
+                         (const char *)sp->strings + p->off, i);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    if (at == 0)
+        snprintf(buf, len, "none");
+    return buf;
+}
+
 /* ---- normalizing ------------------------------------------------------ */
 
 typedef struct buf {

@@ -39,6 +39,14 @@ void dpp_spm_free(dpp_spm_t *sp);
 /* Pieces in the model (ids are [0, size)). */
 size_t dpp_spm_size(const dpp_spm_t *sp);
 
+/* The id of the control or user-defined piece `name` ("</s>", "<s>"), or
+ * -1 (a normal piece is text, not a special token). */
+int64_t dpp_spm_special_id(const dpp_spm_t *sp, const char *name);
+
+/* The model's control pieces as "<s> (1), </s> (2)" into buf (truncated
+ * to len), for a message naming what there is; buf. */
+const char *dpp_spm_controls(const dpp_spm_t *sp, char *buf, size_t len);
+
 /* Appends the ids of text[0..len) to *ids (grown with realloc; *n ids,
  * room for *cap). Returns 0 or -ENOMEM (*ids then holds what it held). */
 int dpp_spm_encode(const dpp_spm_t *sp, const uint8_t *text, size_t len, uint32_t **ids,

@@ -3,7 +3,7 @@
  * split is a range of documents of one file (whole lines of JSON Lines or
  * plain text, a file read whole, rows of a Parquet string column; read by
  * src/text/docs.c, which also applies the document filters). Documents are
- * tokenized (src/text BPE, the tokenizer loaded once per worker through
+ * tokenized (src/text/tokenizer.h, loaded once per worker through
  * file_cache.h) and packed into sequences (src/text/pack.h); a row is one
  * sequence, so the split's rows are numbered, shuffled and cut into
  * batches like any other. An input that is no document (malformed JSON, no
@@ -38,6 +38,7 @@
 #include "text/docs.h"
 #include "spec/table.h"
 #include "text/bpe.h"
+#include "text/tokenizer.h"
 #include "text/pack.h"
 
 #define READ_CHUNK (1u << 20)
@@ -45,61 +46,38 @@
 
 /* ---- tokenizers, through the worker's file cache ---- */
 
-static int tiktoken_load(const char *real, const char *name, const char *pattern, void **out,
-                         char *err, size_t errlen)
+static int tokenizer_load(const char *real, const char *name, const char *arg, void **out,
+                          char *err, size_t errlen)
 {
     (void)name;
-    dpp_bpe_t *b = NULL;
-    int rc = dpp_bpe_load(&b, real, dpp_bpe_pattern(pattern), err, errlen);
-    *out = b;
+    dpp_tokenizer_t *tk = NULL;
+    int rc = dpp_tokenizer_load(&tk, arg, real, err, errlen);
+    *out = tk;
     return rc;
 }
 
-static int hf_load(const char *real, const char *name, const char *arg, void **out, char *err,
-                   size_t errlen)
+static int tokenizer_bytes(const uint8_t *buf, size_t len, const char *name, const char *arg,
+                           void **out, char *err, size_t errlen)
 {
-    (void)name;
-    (void)arg;
-    dpp_bpe_t *b = NULL;
-    int rc = dpp_bpe_load_hf(&b, real, err, errlen);
-    *out = b;
+    dpp_tokenizer_t *tk = NULL;
+    int rc = dpp_tokenizer_new(&tk, arg, name, buf, len, err, errlen);
+    *out = tk;
     return rc;
 }
 
-static int tiktoken_bytes(const uint8_t *buf, size_t len, const char *name, const char *pattern,
-                          void **out, char *err, size_t errlen)
+static void tokenizer_unload(void *tk)
 {
-    dpp_bpe_t *b = NULL;
-    int rc = dpp_bpe_new(&b, name, buf, len, dpp_bpe_pattern(pattern), err, errlen);
-    *out = b;
-    return rc;
+    dpp_tokenizer_free(tk);
 }
 
-static int hf_bytes(const uint8_t *buf, size_t len, const char *name, const char *arg, void **out,
-                    char *err, size_t errlen)
-{
-    (void)arg;
-    dpp_bpe_t *b = NULL;
-    int rc = dpp_bpe_new_hf(&b, name, buf, len, err, errlen);
-    *out = b;
-    return rc;
-}
-
-static void bpe_unload(void *b)
-{
-    dpp_bpe_free(b);
-}
-
-static const dpp_file_kind_t tiktoken_files = {"tokenizer", tiktoken_load, bpe_unload,
-                                               tiktoken_bytes, DPP_BPE_MAX_FILE};
-static const dpp_file_kind_t hf_files = {"tokenizer", hf_load, bpe_unload, hf_bytes,
-                                         DPP_BPE_MAX_FILE};
+static const dpp_file_kind_t tokenizer_files = {"tokenizer", tokenizer_load, tokenizer_unload,
+                                                tokenizer_bytes, DPP_BPE_MAX_FILE};
 
 /* ---- the projection: what a split's rows are made with ---- */
 
 typedef struct jl_proj {
     const dpp_spec_t *spec; /* the caller's, which outlives the projection */
-    const dpp_bpe_t *bpe;   /* the file cache's */
+    const dpp_tokenizer_t *tok; /* the file cache's */
     dpp_pack_config_t pack;
     uint64_t max_line;
     int column[DPP_TEXT_NCOLUMNS + 1]; /* slot -> column (DPP_TEXT_NCOLUMNS: the label) */
@@ -111,46 +89,8 @@ static void projection_free(void *proj)
     jl_proj_t *p = proj;
     if (p == NULL)
         return;
-    dpp_file_cache_put(p->bpe);
+    dpp_file_cache_put(p->tok);
     free(p);
-}
-
-/* The id of special token `name` (spec path `what` for the message). */
-static int special_id(const dpp_text_spec_t *t, const dpp_bpe_t *b, const char *what,
-                      const char *name, int64_t *id, char *err, size_t errlen)
-{
-    if (t->tokenizer_hf) {
-        *id = dpp_bpe_special_id(b, name);
-        if (*id >= 0)
-            return 0;
-        return dpp_errf(DPP_ESPEC, err, errlen,
-                        "%s: the tokenizer %s has no added token \"%s\"; name one of the "
-                        "\"added_tokens\" of the file, or null for none",
-                        what, t->tokenizer_file, name);
-    }
-    for (unsigned i = 0; i < t->nspecials; i++) {
-        if (strcmp(t->special_names[i], name) == 0) {
-            *id = t->special_ids[i];
-            return 0;
-        }
-    }
-    const char *const *names;
-    const uint32_t *ids;
-    size_t n = 0;
-    if (t->nspecials == 0 && dpp_bpe_specials(t->pattern, &names, &ids, &n) == 0) {
-        for (size_t i = 0; i < n; i++) {
-            if (strcmp(names[i], name) == 0) {
-                *id = ids[i];
-                return 0;
-            }
-        }
-    }
-    return dpp_errf(DPP_ESPEC, err, errlen,
-                    "%s: no special token \"%s\" %s; give its id in tokenizer.specials (e.g. "
-                    "{\"%s\": %zu}), or null for none",
-                    what, name,
-                    t->nspecials ? "in tokenizer.specials" : "among the encoding's specials",
-                    name, dpp_bpe_size(b));
 }
 
 static int projection_new(void **proj, const char *const *names, size_t n, const dpp_spec_t *spec,
@@ -176,20 +116,21 @@ static int projection_new(void **proj, const char *const *names, size_t n, const
         if (strcmp(names[i], DPP_TEXT_LABEL) == 0)
             p->column[i] = DPP_TEXT_NCOLUMNS;
     }
-    void *bpe = NULL;
-    char why[512];
-    int rc = dpp_file_cache_get(t->tokenizer_hf ? &hf_files : &tiktoken_files,
-                                t->tokenizer_hf ? NULL : t->pattern, root, cfg->roots, cfg->nroots,
-                                t->tokenizer_file, &bpe, why, sizeof why);
-    p->bpe = bpe;
+    void *tok = NULL;
+    char why[512], arg[64];
+    int rc = dpp_file_cache_get(&tokenizer_files, dpp_tokenizer_arg(t, arg, sizeof arg), root,
+                                cfg->roots, cfg->nroots, t->tokenizer_file, &tok, why, sizeof why);
+    p->tok = tok;
     if (rc) {
         dpp_errf(rc, err, errlen, "tokenizer.file: %s", why);
         projection_free(p);
         return rc;
     }
     int64_t eos = -1, bos = -1;
-    if ((t->eos && (rc = special_id(t, p->bpe, "sequence.eos", t->eos, &eos, err, errlen))) ||
-        (t->bos && (rc = special_id(t, p->bpe, "sequence.bos", t->bos, &bos, err, errlen)))) {
+    if ((t->eos &&
+         (rc = dpp_tokenizer_special(p->tok, t, "sequence.eos", t->eos, &eos, err, errlen))) ||
+        (t->bos &&
+         (rc = dpp_tokenizer_special(p->tok, t, "sequence.bos", t->bos, &bos, err, errlen)))) {
         projection_free(p);
         return rc;
     }
@@ -214,7 +155,7 @@ typedef struct jl_state {
     uint64_t tokens, padding; /* of the sequences made */
     uint32_t *ids;
     size_t nids, ids_cap;
-    dpp_bpe_scratch_t *scratch;
+    dpp_tokenizer_scratch_t *scratch;
     dpp_packer_t *packer;
     int finished;
     uint8_t *row;
@@ -227,7 +168,7 @@ static void state_close(jl_state_t *st)
     dpp_s3_rfile_close(&st->obj);
     free(st->ids);
     free(st->row);
-    dpp_bpe_scratch_free(st->scratch);
+    dpp_tokenizer_scratch_free(st->scratch);
     dpp_packer_free(st->packer);
     memset(st, 0, sizeof *st);
 }
@@ -247,7 +188,7 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
     if (rc)
         return rc;
     rc = dpp_packer_new(&st->packer, &p->pack);
-    if (rc == 0 && (st->scratch = dpp_bpe_scratch_new(p->bpe)) == NULL)
+    if (rc == 0 && (st->scratch = dpp_tokenizer_scratch_new(p->tok)) == NULL)
         rc = -ENOMEM;
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
@@ -267,8 +208,8 @@ static int read_one(jl_state_t *st)
     if (rc != 1 || text == NULL)
         return rc;
     st->nids = 0;
-    if (dpp_bpe_encode(st->proj->bpe, st->scratch, text, len, &st->ids, &st->nids,
-                       &st->ids_cap) != 0 ||
+    if (dpp_tokenizer_encode(st->proj->tok, st->scratch, text, len, &st->ids, &st->nids,
+                             &st->ids_cap) != 0 ||
         dpp_packer_add(st->packer, st->ids, st->nids) != 0)
         return -ENOMEM;
     return 1;

@@ -16,7 +16,13 @@ of test_text.py; the documents read with plain Python).
      nulls counted as rejected and the other languages as filtered;
   4. a misspelt column fails the session with "did you mean"; a column
      that is not a string is refused by name; "field" under format "text"
-     is refused at submit.
+     is refused at submit;
+  5. dppctl validate --table samples documents as the workers read them;
+  6. a SentencePiece .model (trained here by libsentencepiece's trainer,
+     Debian's python3-sentencepiece, which also encodes the reference):
+     format "text", best_fit with its <s> and the default eos </s>, 2
+     ranks: every sequence of the reference exactly once; an eos the model
+     lacks is refused by dppctl validate, naming its control pieces.
 """
 import os
 import subprocess
@@ -141,13 +147,14 @@ def pq_inputs(rows):
     return out
 
 
-def reference(inputs_of, files, spec, ranks, ids):
+def reference(inputs_of, files, spec, encode, ids, default_eos=EOS):
     """The sequences of an epoch: each file's inputs cut every split_rows
-    (a split that makes no sequence grows), each split packed on its own."""
+    (a split that makes no sequence grows), each split packed on its own;
+    encode(bytes) is the tokenizer."""
     seq = spec["sequence"]
     L, split_rows = seq["length"], spec["split_rows"]
     bos = ids.get(seq.get("bos")) if seq.get("bos") else None
-    eos = ids.get(seq.get("eos", EOS)) if seq.get("eos", EOS) else None
+    eos = ids.get(seq.get("eos", default_eos)) if seq.get("eos", default_eos) else None
     counts = Counter()
     out = []
 
@@ -162,7 +169,7 @@ def reference(inputs_of, files, spec, ranks, ids):
             counts[kind] += 1
             n += 1
             if kind == "doc":
-                items.append(TT.item_of(R.encode(ranks, rest[0]), bos, eos))
+                items.append(TT.item_of(encode(rest[0]), bos, eos))
             if n >= split_rows:
                 made = pack(items)
                 if made:
@@ -198,6 +205,9 @@ def main():
         ids = {EOS: len(ranks), BOS: len(ranks) + 1}
         TT.PAD = ids[EOS]
         tok = {"file": "tok/t.tiktoken", "pattern": "cl100k_base", "specials": ids}
+
+        def enc(b):
+            return R.encode(ranks, b)
         cl.start_master()
         cl.start_worker(2)
         cl.start_worker(2)
@@ -207,7 +217,7 @@ def main():
                 "split_rows": 30, "shuffle": {"seed": 9}, "remainder": "keep",
                 "text": {"min_bytes": 3}, "tokenizer": tok,
                 "sequence": {"length": 40, "pack": "concat"}}
-        want, counts = reference(lambda n: line_inputs(root, n, 3), lines, spec, ranks, ids)
+        want, counts = reference(lambda n: line_inputs(root, n, 3), lines, spec, enc, ids)
         sid = check(cl, spec, want, 2, "lines")
         st = TT.status(cl, sid)
         assert st["state"] == "done" and st["rows_filtered"] == counts["filtered"], (st, counts)
@@ -218,7 +228,7 @@ def main():
         spec = {"table": "whole", "format": "text", "batch_size": 2, "split_rows": 1,
                 "remainder": "keep", "text": {"unit": "file"}, "tokenizer": tok,
                 "sequence": {"length": 64, "pack": "best_fit", "window": 8, "bos": BOS}}
-        want, counts = reference(lambda n: file_inputs(root, n, 0), whole, spec, ranks, ids)
+        want, counts = reference(lambda n: file_inputs(root, n, 0), whole, spec, enc, ids)
         check(cl, spec, want, 1, "whole")
         T.log("  %d sequences from %d files (%d blank) equal the reference" % (
             len(want), counts["doc"], counts["blank"]))
@@ -228,7 +238,7 @@ def main():
                 "split_rows": 13, "shuffle": {"seed": 2}, "remainder": "keep",
                 "max_reject_ratio": 0.5, "text": {"field": "text", "where": {"lang": "en"}},
                 "tokenizer": tok, "sequence": {"length": 32, "pack": "concat"}}
-        want, counts = reference(lambda n: pq_inputs(pq_rows[n]), pq, spec, ranks, ids)
+        want, counts = reference(lambda n: pq_inputs(pq_rows[n]), pq, spec, enc, ids)
         sid = check(cl, spec, want, 2, "parquet")
         st = TT.status(cl, sid)
         assert st["state"] == "done", st
@@ -292,6 +302,36 @@ def main():
                               capture_output=True, text=True, env=cl.env)
         assert good.returncode == 0 and "lines sampled" in good.stdout, (good.stdout, good.stderr)
         T.log("  " + good.stdout.strip().splitlines()[-1][:200])
+
+        T.log("case 6: a SentencePiece model, its ids from libsentencepiece")
+        import sentencepiece
+        train = os.path.join(cl.tmp, "spm_train.txt")
+        with open(train, "w", encoding="utf-8") as f:
+            f.writelines(d.decode("utf-8") + "\n" for d in docs[:200])
+        sentencepiece.SentencePieceTrainer.train(
+            input=train, model_prefix=os.path.join(root, "tok", "sp"), vocab_size=400,
+            model_type="unigram", byte_fallback=True, hard_vocab_limit=False, num_threads=1,
+            minloglevel=2)
+        sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(root, "tok", "sp.model"))
+        sp_ids = {"<s>": sp.bos_id(), "</s>": sp.eos_id()}
+        TT.PAD = sp.eos_id()
+        spec = {"table": "lines", "format": "text", "batch_size": 4, "consumers": 2,
+                "split_rows": 40, "shuffle": {"seed": 3}, "remainder": "keep",
+                "tokenizer": {"file": "tok/sp.model"},
+                "sequence": {"length": 48, "pack": "best_fit", "window": 16, "bos": "<s>"}}
+        want, counts = reference(lambda n: line_inputs(root, n, 0), lines, spec,
+                                 lambda b: sp.encode(b.decode("utf-8")), sp_ids,
+                                 default_eos="</s>")
+        check(cl, spec, want, 2, "spm")
+        T.log("  %d sequences from %d documents equal libsentencepiece's" % (
+            len(want), counts["doc"]))
+        bad = dict(spec, sequence=dict(spec["sequence"], eos="<|endoftext|>"))
+        r = subprocess.run([ctl, "validate", cl.write_spec(bad, "v_spm.json"),
+                            "--table", os.path.join(root, "lines")],
+                           capture_output=True, text=True, env=cl.env)
+        assert r.returncode == 1 and "sequence.eos" in r.stderr and \
+            "no control or user-defined piece" in r.stderr and "</s> (2)" in r.stderr, r.stderr
+        T.log("  " + r.stderr.strip().splitlines()[-1][:200])
     T.log("ok")
 
 

@@ -972,7 +972,7 @@ static void test_text(void **state)
     assert_int_equal(s.text->pack, DPP_PACK_KIND_CONCAT);
     assert_string_equal(s.text->eos, "<|endoftext|>");
     assert_null(s.text->bos);
-    assert_int_equal(s.text->tokenizer_hf, 0);
+    assert_int_equal(s.text->tokenizer_kind, DPP_TOKENIZER_TIKTOKEN);
     assert_true(s.text->max_bytes == UINT64_MAX);
     assert_int_equal(s.nsparse, DPP_TEXT_NCOLUMNS);
     assert_string_equal(s.sparse[0].name, "input_ids");
@@ -1000,8 +1000,19 @@ static void test_text(void **state)
     assert_int_equal(parse("{" TEXT_BASE ",\"tokenizer\":{\"file\":\"c/tok.json\"}," TEXT_SEQ "}",
                            &s, err),
                      0);
-    assert_int_equal(s.text->tokenizer_hf, 1);
+    assert_int_equal(s.text->tokenizer_kind, DPP_TOKENIZER_HUGGINGFACE);
     dpp_spec_close(&s);
+    /* a .model is SentencePiece, whose texts end with its "</s>" */
+    assert_int_equal(parse("{" TEXT_BASE ",\"tokenizer\":{\"file\":\"c/sp.model\"}," TEXT_SEQ
+                           "}",
+                           &s, err),
+                     0);
+    assert_int_equal(s.text->tokenizer_kind, DPP_TOKENIZER_SENTENCEPIECE);
+    assert_string_equal(s.text->eos, "</s>");
+    dpp_spec_close(&s);
+    check_round_trip("{" TEXT_BASE ",\"tokenizer\":{\"file\":\"c/sp\",\"kind\":"
+                     "\"sentencepiece\"},\"sequence\":{\"length\":8,\"bos\":\"<s>\"}}",
+                     NULL);
 
     /* plain text, a document a file; a Parquet string column */
     assert_int_equal(
@@ -1034,8 +1045,8 @@ static void test_text(void **state)
         {"{" TEXT_BASE "," TEXT_TOK "}", "sequence: required for a text session: {\"length\": "
                                          "<tokens per sequence>, \"pack\": \"concat\" or \"best_fit\"}"},
         {"{" TEXT_BASE "," TEXT_SEQ "}",
-         "tokenizer: required for a text session: {\"file\": \"<a tiktoken rank file or "
-         "tokenizer.json under a data root>\", ...}"},
+         "tokenizer: required for a text session: {\"file\": \"<a tiktoken rank file, "
+         "tokenizer.json or SentencePiece .model under a data root>\", ...}"},
         {"{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"features\":{}}",
          "features: a text session (format \"jsonl\") has no features: its batches are "
          "input_ids, labels, position_ids and cu_seqlens; choose documents with \"text\" "
@@ -1063,6 +1074,14 @@ static void test_text(void **state)
         {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t.json\",\"pattern\":\"cl100k_base\"}," TEXT_SEQ
          "}",
          "tokenizer.pattern: a Hugging Face tokenizer.json has its own pattern; leave it out"},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t.model\",\"specials\":{\"<s>\":1}}," TEXT_SEQ
+         "}",
+         "tokenizer.specials: a SentencePiece model names its special tokens itself (control "
+         "pieces); leave it out"},
+        {"{" TEXT_BASE ",\"tokenizer\":{\"file\":\"t\",\"kind\":\"sentencepeice\"}," TEXT_SEQ
+         "}",
+         "tokenizer.kind: unknown value \"sentencepeice\" (expected \"tiktoken\", \"huggingface\" "
+         "or \"sentencepiece\")"},
         /* plain text has no fields; unit is plain text's */
         {"{" PLAIN_BASE "," TEXT_TOK "," TEXT_SEQ ",\"text\":{\"field\":\"body\"}}",
          "text.field: format \"text\" reads plain text, a document per line or per file "
