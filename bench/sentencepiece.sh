@@ -3,8 +3,10 @@
 # python3-sentencepiece, num_threads=1), one core each, the same documents
 # and models, in one run: bench/sentencepiece.sh [BUILD_DIR] [SECONDS].
 # The models and the corpus are tests/text/spm_ref.py's (trained here by
-# libsentencepiece's trainer; the corpus repeated to ~5 MB). Prints MB/s and
-# tokens/s of each and the ratio per model.
+# libsentencepiece's trainer; the corpus repeated to ~5 MB). With Debian's
+# libsentencepiece-dev and g++, libsentencepiece is also measured linked
+# directly (bench/spm_lib.cc: what a worker linking it would pay). Prints
+# MB/s and tokens/s of each and the ratios per model.
 set -euo pipefail
 build=${1:-build}
 secs=${2:-3}
@@ -15,6 +17,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpp-bench-spm.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+lib=
+if [ -f /usr/include/sentencepiece_processor.h ] && command -v g++ >/dev/null; then
+    g++ -O2 -std=c++17 -o "$tmp/spm_lib" "$here/spm_lib.cc" -lsentencepiece && lib="$tmp/spm_lib"
+else
+    echo "sentencepiece.sh: no libsentencepiece-dev and g++: libsentencepiece linked directly" \
+        "is not measured (apt-get install libsentencepiece-dev g++)" >&2
+fi
 /usr/bin/python3 "$here/../tests/text/spm_ref.py" "$tmp" 7
 for model in unigram bpe; do
     peer=$(taskset -c 0 /usr/bin/python3 - "$tmp/$model.model" "$tmp/corpus.bin" "$secs" "$tmp/big.bin" <<'PY'
@@ -45,11 +54,15 @@ print(f"python3-sentencepiece: {nbytes / med / 1e6:.2f} MB/s, {tokens / med / 1e
 PY
 )
     ours=$(taskset -c 0 "$build/bench/bench_tokenize" "$tmp/$model.model" spm "$tmp/big.bin" "$secs")
+    linked=${lib:+$(taskset -c 0 "$lib" "$tmp/$model.model" "$tmp/big.bin" "$secs")}
     echo "$model: $peer"
+    [ -z "$linked" ] || echo "$model: $linked"
     echo "$model: $ours"
-    python3 - "$model" "$peer" "$ours" <<'PY'
+    python3 - "$model" "$ours" "$peer" ${linked:+"$linked"} <<'PY'
 import re, sys
 mb = [float(re.search(r"([0-9.]+) MB/s", s).group(1)) for s in sys.argv[2:]]
-print(f"{sys.argv[1]}: ratio: dpp {mb[1] / mb[0]:.2f}x python3-sentencepiece per core")
+names = ["python3-sentencepiece", "libsentencepiece linked"]
+print(f"{sys.argv[1]}: ratio: " + ", ".join(
+    f"dpp {mb[0] / m:.2f}x {n}" for n, m in zip(names, mb[1:])) + " per core")
 PY
 done
