@@ -58,6 +58,15 @@ typedef struct dpp_client_options {
      * 4096): a block claiming more, or a zstd frame wanting a larger window,
      * is refused before anything is allocated (DPP_EBLOCK) */
     unsigned max_block_mb;
+    /* an elastic resume (docs/client.md#elastic-resume): the checkpoint
+     * tokens of every rank of the old world, taken at one step and
+     * concatenated in rank order (n x DPP_CHECKPOINT_SIZE bytes); rank and
+     * world_size (required) are this trainer's in the new world, session
+     * may be NULL. Every rank of the new world opens with the same tokens:
+     * the first makes the master plan the rest of the epoch for the new
+     * world size, the others find it done. Not with resume_token. */
+    const void *elastic_tokens;
+    size_t elastic_tokens_len;
 } dpp_client_options_t;
 
 /* Fills o with the defaults; set master and session after it. */

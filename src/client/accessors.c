@@ -41,11 +41,13 @@ int64_t dpp_client_epoch_batches(const dpp_client_t *c)
     int64_t rows = -1;
     pthread_mutex_lock(&core->mu);
     if (core->pad) {
-        int64_t n = core->pad_batches;
+        int64_t n = dpp__core_pad_batches(core, c->epoch);
         pthread_mutex_unlock(&core->mu);
         return n;
     }
-    if (core->rank_records >= 0) {
+    if (core->rank_records >= 0 && !core->rest) {
+        /* (an elastic resume's epoch and those after it differ: counted
+         * from the splits below) */
         rows = core->rank_records;
     } else if (core->rank_splits == 0) {
         rows = 0;

@@ -39,6 +39,7 @@ int dpp_client_checkpoint(const dpp_client_t *c, void *buf, size_t len)
     epoch_track_t *tr = dpp__core_epoch(core, c->epoch, 0);
     int64_t n = tr ? dpp__epoch_splits(core, tr) : core->rank_splits == 0 ? 0 : -1;
     int have_key = core->token_key_set;
+    t.generation = core->generation;
     memcpy(key, core->token_key, sizeof key);
     pthread_mutex_unlock(&core->mu);
     if (!have_key)
@@ -73,10 +74,10 @@ int dpp__token_check_reply(const dpp_ckpt_token_t *t, const uint8_t *raw, const 
         return dpp_errf(DPP_ETOKEN, why, whylen,
                         "rank: the token says %u, the master answered for rank %u of %u", t->rank,
                         r->rank, r->consumers);
-    if (t->reserved != 0)
+    if (t->generation != r->generation)
         return dpp_errf(DPP_ETOKEN, why, whylen,
-                        "reserved: the token says 0x%08x, version %d has 0", t->reserved,
-                        DPP_CKPT_TOKEN_VERSION);
+                        "generation: the token says %u, the master's plan is generation %u",
+                        t->generation, r->generation);
     if (r->epochs != DPP_EPOCHS_UNBOUNDED && t->epoch > r->epochs)
         return dpp_errf(DPP_ETOKEN, why, whylen,
                         "epoch: the token says %u, the session has %u epochs", t->epoch, r->epochs);

@@ -55,6 +55,7 @@ void dpp__core_unref(dpp_core_t *core)
     free_names(core->sparse_names, core->nsparse);
     free(core->label_name);
     free(core->dims);
+    free(core->trims);
     free(core->weighted);
     free(core->ones);
     explicit_bzero(core->token_key, sizeof core->token_key);
@@ -311,6 +312,35 @@ void dpp__core_plan(dpp_core_t *core, const Dpp__AttachReply *r)
     core->rank_records = r->rank_records_exact ? (int64_t)r->rank_records : -1;
     core->pad_batches = core->pad ? (int64_t)r->pad_batches : -1;
     pthread_cond_broadcast(&core->cv);
+}
+
+int dpp__core_take_rest(dpp_core_t *core, const Dpp__AttachReply *r)
+{
+    core->generation = r->generation;
+    if (!r->rest || r->n_trim_skips != r->n_trim_seqs || r->n_trim_takes != r->n_trim_seqs)
+        return 0;
+    /* one plan per generation: what a reply says of it does not change */
+    if (core->rest && core->rest_epoch == r->rest_epoch && core->ntrims == r->n_trim_seqs)
+        return 0;
+    struct dpp_trim_rows *t = calloc(r->n_trim_seqs + 1, sizeof *t);
+    if (t == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->n_trim_seqs; i++)
+        t[i] = (struct dpp_trim_rows){r->trim_seqs[i], r->trim_skips[i], r->trim_takes[i]};
+    free(core->trims);
+    core->trims = t;
+    core->ntrims = r->n_trim_seqs;
+    core->rest = 1;
+    core->rest_epoch = r->rest_epoch;
+    core->rest_pad_batches = r->rest_pad_batches;
+    return 0;
+}
+
+int64_t dpp__core_pad_batches(const dpp_core_t *core, uint32_t epoch)
+{
+    if (core->rest && epoch == core->rest_epoch)
+        return core->rest_pad_batches;
+    return core->pad_batches;
 }
 
 void dpp__core_take_key(dpp_core_t *core, const Dpp__AttachReply *r)

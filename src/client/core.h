@@ -126,6 +126,20 @@ typedef struct dpp_core {
      * came (a master older than this library) */
     uint8_t token_key[32];
     int token_key_set;
+    /* the plan generation this client reads (AttachReply.generation of its
+     * first attach; blocks of another are dropped), and, when an elastic
+     * resume re-planned epoch rest_epoch of it, that epoch's padded batch
+     * count and the splits of this rank it keeps only rows
+     * [skip, skip + take) of (by position, ascending) */
+    uint32_t generation;
+    int rest;
+    uint32_t rest_epoch;
+    int64_t rest_pad_batches;
+    struct dpp_trim_rows {
+        uint32_t seq;
+        uint64_t skip, take;
+    } *trims;
+    size_t ntrims;
     /* the end of the last epoch waits for the master's word on the session
      * (its data checks may fail it at the last split): an attach sent
      * after the rank's last acknowledgement that does not say "failed" */
@@ -184,6 +198,17 @@ int dpp__core_set_schema(dpp_core_t *core, const struct Dpp__AttachReply *r);
  * reply without a 32-byte key changes nothing. Caller holds core->mu (or is
  * the only thread). */
 void dpp__core_take_key(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* Takes the reply's plan generation and what it says of an epoch an
+ * elastic resume re-planned (AttachReply.rest: its padded batch count, this
+ * rank's cut splits): the I/O thread's later replies keep a generation the
+ * master checked against the first. Caller holds core->mu (or is the only
+ * thread). Returns 0 or -ENOMEM (the trims then stay as they were). */
+int dpp__core_take_rest(dpp_core_t *core, const struct Dpp__AttachReply *r);
+
+/* Batches this rank gets in `epoch` with remainder "pad" (-1: not known
+ * yet). Caller holds core->mu. */
+int64_t dpp__core_pad_batches(const dpp_core_t *core, uint32_t epoch);
 
 /* A buffer of at least size bytes: a pooled one that is not much larger, or
  * a new one; *cap is its real size. NULL on -ENOMEM. Caller holds core->mu. */

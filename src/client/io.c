@@ -193,11 +193,15 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
     if (h->raw_size > core->max_block)
         core->max_block = (size_t)h->raw_size;
     int keep = 0;
+    /* A block of another plan generation was leased before an elastic
+     * resume re-planned the session (or after one this client does not
+     * belong to): not this rank's, dropped. */
+    int mine = h->generation == core->generation;
     /* An epoch this client has finished: every split of it was done here,
      * so a block of it is a re-lease after a lost acknowledgement. */
-    if (h->epoch < core->cur_epoch && h->last)
+    if (mine && h->epoch < core->cur_epoch && h->last)
         dpp__core_ack(core, h->epoch, h->split_id);
-    if (b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
+    if (mine && b && data && h->epoch >= core->cur_epoch && h->epoch <= core->cur_epoch + 1) {
         epoch_track_t *t = dpp__core_epoch(core, h->epoch, 1);
         split_track_t *st = t ? dpp__track_split(t, h->split_id) : NULL;
         if (t && t->rank_splits < 0)
@@ -451,6 +455,8 @@ static void send_attach_req(dpp_client_io_t *io, int detach)
     req.n_wait_hist = 16;
     req.wait_hist = hist;
     req.client_id = io->core->client_id;
+    req.generation = io->core->generation;
+    req.generation_known = 1;
     char *lost[DPP_CLIENT_MAX_LOST];
     for (size_t i = 0; i < io->nlost; i++)
         lost[i] = io->lost[i];
@@ -503,6 +509,7 @@ static void drain_queues(dpp_client_io_t *io)
             a.rank = io->rank;
             a.epoch = core->ack_q[i][0];
             a.split_id = core->ack_q[i][1];
+            a.generation = core->generation;
             dpp_conn_send(&io->ml->conn, DPP_MSG_SPLIT_CONSUMED, &a.base);
             memcpy(io->unconf[io->nunconf++], core->ack_q[i], sizeof core->ack_q[i]);
         }
@@ -580,6 +587,7 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
             }
             dpp__core_plan(io->core, r);
             dpp__core_take_key(io->core, r);
+            dpp__core_take_rest(io->core, r);
             pthread_mutex_unlock(&io->core->mu);
             sync_workers(io, r->workers, r->n_workers);
         }

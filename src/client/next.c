@@ -87,6 +87,33 @@ static int take_next(dpp_client_t *c, epoch_track_t *t, rblock_t **out)
     return 0;
 }
 
+/* A split an elastic resume cut keeps output rows [skip, skip + take) of
+ * its window (the rows before were another rank's, or delivered before the
+ * checkpoint; those after are another new rank's): of block b, loaded into
+ * c->cur, only those are handed out. Blocks hold batch_size rows but a
+ * split's last, so block b starts at row index x batch_size. */
+static void trim_block(dpp_client_t *c, const rblock_t *b)
+{
+    dpp_core_t *core = c->core;
+    const struct dpp_trim_rows *tr = NULL;
+    pthread_mutex_lock(&core->mu);
+    for (size_t i = 0; core->rest && b->epoch == core->rest_epoch && i < core->ntrims; i++)
+        if (core->trims[i].seq == b->seq)
+            tr = &core->trims[i];
+    uint64_t skip = tr ? tr->skip : 0, end = tr ? tr->skip + tr->take : 0;
+    pthread_mutex_unlock(&core->mu);
+    if (tr == NULL)
+        return;
+    uint64_t at = (uint64_t)b->index * c->batch_size;
+    uint64_t hi = end > at ? end - at : 0, lo = skip > at ? skip - at : 0;
+    if (hi < c->cur.rows)
+        c->cur.rows = (uint32_t)hi;
+    if (lo > c->cur.row_off)
+        c->cur.row_off = (uint32_t)(lo < c->cur.rows ? lo : c->cur.rows);
+    if (c->cur.row_off > c->cur.rows)
+        c->cur.row_off = c->cur.rows;
+}
+
 /* Decompresses and validates a received block into c->cur. Takes b's
  * memory either way. Called without core->mu. */
 static int load_block(dpp_client_t *c, rblock_t *b)
@@ -142,6 +169,7 @@ static int load_block(dpp_client_t *c, rblock_t *b)
         c->cur.row_off = c->skip_rows < info.rows ? c->skip_rows : info.rows;
         c->skip_rows = 0;
     }
+    trim_block(c, b);
     free(b);
     return 0;
 }
@@ -283,7 +311,8 @@ static int finish_padded(dpp_client_t *c, dpp_batch_t **out)
 static int end_epoch(dpp_client_t *c, epoch_track_t *t, dpp_batch_t **out)
 {
     dpp_core_t *core = c->core;
-    if (core->pad && (c->assembly.rows > 0 || (int64_t)c->epoch_batches_out < core->pad_batches)) {
+    if (core->pad && (c->assembly.rows > 0 ||
+                      (int64_t)c->epoch_batches_out < dpp__core_pad_batches(core, c->epoch))) {
         pthread_mutex_unlock(&core->mu);
         int rc = finish_padded(c, out);
         return rc ? rc : DPP_BATCH;
@@ -347,7 +376,7 @@ static int next_locked(dpp_client_t *c, dpp_batch_t **out, int timeout_ms,
         /* padding needs the plan's batch count, which the next attach
          * brings; the last epoch ends when the master has not failed the
          * session (core->verdict) */
-        if (ended && !(core->pad && core->pad_batches < 0)) {
+        if (ended && !(core->pad && dpp__core_pad_batches(core, c->epoch) < 0)) {
             if (c->epoch + 1 < c->epochs || core->verdict == VERDICT_OK)
                 return end_epoch(c, t, out);
             dpp__core_ask_verdict(core);

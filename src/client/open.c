@@ -54,10 +54,11 @@ void dpp_client_options_init(dpp_client_options_t *o)
     o->prefetch_splits = DPP_CLIENT_DEFAULT_PREFETCH_SPLITS;
 }
 
-/* resume: the token's bytes (DPP_CKPT_TOKEN_SIZE) and fields, or NULL. */
+/* resume: the token's bytes (DPP_CKPT_TOKEN_SIZE) and fields, or NULL;
+ * o->elastic_tokens: an elastic resume to o->world_size ranks. */
 static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uint8_t *resume_raw,
-                  const dpp_ckpt_token_t *resume, struct sockaddr_storage *master_ss,
-                  Dpp__AttachReply **reply)
+                  const dpp_ckpt_token_t *resume, const dpp_client_options_t *o,
+                  struct sockaddr_storage *master_ss, Dpp__AttachReply **reply)
 {
     dpp_sync_conn_t conn;
     char hint[512];
@@ -84,6 +85,13 @@ static int attach(dpp_client_t *c, const char *master, int timeout_ms, const uin
         req.resume_seq = resume->seq;
         req.resume_token.data = (uint8_t *)resume_raw;
         req.resume_token.len = DPP_CKPT_TOKEN_SIZE;
+        req.generation = resume->generation;
+        req.generation_known = 1;
+    }
+    if (o->elastic_tokens) {
+        req.elastic_tokens.data = (uint8_t *)o->elastic_tokens;
+        req.elastic_tokens.len = o->elastic_tokens_len;
+        req.elastic_consumers = o->world_size;
     }
     uint16_t type;
     ProtobufCMessage *m = NULL;
@@ -132,7 +140,50 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         }
         resume = &tok;
     }
-    const char *session = resume ? tok.session : o->session;
+    dpp_ckpt_token_t first;
+    if (o->elastic_tokens) {
+        size_t n = o->elastic_tokens_len / DPP_CKPT_TOKEN_SIZE;
+        if (resume || o->elastic_tokens_len % DPP_CKPT_TOKEN_SIZE != 0 || n == 0 ||
+            o->world_size == 0 || o->rank >= o->world_size) {
+            set_open_error("elastic resume: %s",
+                           resume ? "give either resume_token or elastic_tokens, not both"
+                           : o->world_size == 0 || o->rank >= o->world_size
+                               ? "world_size (the new world's) is required, and rank below it"
+                               : "elastic_tokens must be every old rank's checkpoint token, "
+                                 "concatenated");
+            return resume ? DPP_EINVAL : o->world_size == 0 || o->rank >= o->world_size ? DPP_ERANK
+                                                                                     : DPP_ETOKEN;
+        }
+        for (size_t i = 0; i < n; i++) {
+            dpp_ckpt_token_t t;
+            char why[512];
+            if (dpp_ckpt_token_parse((const uint8_t *)o->elastic_tokens + i * DPP_CKPT_TOKEN_SIZE,
+                                     DPP_CKPT_TOKEN_SIZE, &t, why, sizeof why)) {
+                set_open_error("elastic resume: token %zu refused: %s", i, why);
+                return DPP_ETOKEN;
+            }
+            if (i == 0)
+                first = t;
+            if (t.rank != i || strcmp(t.session, first.session) != 0 ||
+                t.generation != first.generation) {
+                set_open_error("elastic resume: token %zu is rank %u of session %s at generation "
+                               "%u, token 0 rank 0 of %s at %u: give one checkpoint's tokens of "
+                               "every rank, in rank order",
+                               i, t.rank, t.session, t.generation, first.session,
+                               first.generation);
+                return DPP_ETOKEN;
+            }
+        }
+        if (o->session && strcmp(o->session, first.session) != 0) {
+            set_open_error("elastic resume: the tokens are of session \"%s\", the options say "
+                           "\"%s\"",
+                           first.session, o->session);
+            return DPP_ETOKEN;
+        }
+    }
+    const char *session = resume            ? tok.session
+                          : o->elastic_tokens ? first.session
+                                              : o->session;
     if (session == NULL || session[0] == '\0')
         return DPP_EINVAL;
     if (strlen(session) >= 24)
@@ -188,7 +239,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     for (;;) {
         int64_t left = deadline - dpp_now_ms();
         rc =
-            attach(c, o->master, left > 0 ? (int)left : 1, o->resume_token, resume, &master_ss, &r);
+            attach(c, o->master, left > 0 ? (int)left : 1, o->resume_token, resume, o, &master_ss,
+                   &r);
         if (rc != -ECONNREFUSED && rc != DPP_ECLOSED && rc != -ECONNRESET)
             break;
         if (dpp_now_ms() + (int64_t)backoff_ms >= deadline)
@@ -209,6 +261,8 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         }
     }
     dpp__core_take_key(core, r);
+    if ((rc = dpp__core_take_rest(core, r)) != 0)
+        goto fail;
     if (o->world_size && o->world_size != r->consumers) {
         set_open_error("world_size %u does not match session %s, which has %u consumer%s (ranks "
                        "0 to %u): give the trainers' world size to the spec's \"consumers\", or "

@@ -26,7 +26,8 @@ int dpp_ckpt_token_pack(const dpp_ckpt_token_t *t, const uint8_t key[DPP_CKPT_KE
     memcpy(out, TOKEN_MAGIC, 4);
     out[4] = DPP_CKPT_TOKEN_VERSION;
     memcpy(out + 8, t->session, strnlen(t->session, sizeof t->session - 1));
-    const uint32_t v[] = {t->rank, t->epoch, t->seq, t->index, t->row, t->batches, t->rank_splits};
+    const uint32_t v[] = {t->rank,    t->epoch,   t->seq,         t->index,
+                          t->row,     t->batches, t->rank_splits, t->generation};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         put32(out + 32 + 4 * i, v[i]);
     return dpp_hmac_sha256(key, DPP_CKPT_KEY_LEN, out, DPP_CKPT_MAC_OFFSET,
@@ -66,7 +67,7 @@ int dpp_ckpt_token_parse(const void *buf, size_t len, dpp_ckpt_token_t *t, char 
                         p[8] == 0 ? "empty" : "not terminated within 24 bytes");
     memcpy(t->session, p + 8, 24);
     uint32_t *v[] = {&t->rank, &t->epoch,   &t->seq,         &t->index,
-                     &t->row,  &t->batches, &t->rank_splits, &t->reserved};
+                     &t->row,  &t->batches, &t->rank_splits, &t->generation};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         *v[i] = dpp_load_le32(p + 32 + 4 * i);
     return 0;

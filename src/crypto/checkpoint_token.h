@@ -23,7 +23,8 @@
  *  52  4  batches handed out in the epoch before this position
  *  56  4  splits of the rank in the epoch (DPP_CKPT_SPLITS_UNKNOWN: not
  *         known to the client yet)
- *  60  4  reserved (0)
+ *  60  4  generation: the session's elastic resumes before the position (0
+ *         before any; tokens of older versions have 0 here)
  *  64 32  HMAC-SHA256 under the session's token key of bytes 0..63
  *
  * The MAC is the whole SHA-256 output, not truncated. */
@@ -34,13 +35,13 @@
 #define DPP_CKPT_KEY_LEN 32
 #define DPP_CKPT_SPLITS_UNKNOWN 0xffffffffu
 
-/* The fields of a token. session is NUL-terminated. reserved is 0 in every
- * token dpp writes; parsing leaves checking it to the caller (after the
- * fields a forger would change, so that a refusal names those). */
+/* The fields of a token. session is NUL-terminated. Parsing leaves checking
+ * generation to the caller (after the fields a forger would change, so
+ * that a refusal names those). */
 typedef struct dpp_ckpt_token {
     char session[24];
     uint32_t rank, epoch, seq, index, row, batches, rank_splits;
-    uint32_t reserved;
+    uint32_t generation;
 } dpp_ckpt_token_t;
 
 /* Writes t as a signed token to out (DPP_CKPT_TOKEN_SIZE bytes). A session

@@ -199,6 +199,7 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     l->range_records = sp->range_records;
     l->split_seq = sp->seq;
     l->rank_splits = (uint32_t)dpp_session_rank_splits(s, sp->rank);
+    l->generation = s->generation;
     DPP_DEBUG("split_leased session=%s epoch=%u split=%zu worker=%" PRIu64 " lease=%" PRIu64, s->id,
               s->epoch, t->i, sp->lease.worker_id, l->lease_id);
 }
@@ -432,10 +433,11 @@ dpp_session_t *dpp_master_index_lease(dpp_master_t *m, const char *session_id, u
 }
 
 dpp_session_t *dpp_master_consumed_split(dpp_master_t *m, const char *session_id, unsigned epoch,
-                                         uint32_t split_id, unsigned rank)
+                                         uint32_t split_id, unsigned rank, unsigned generation)
 {
     dpp_session_t *s = dpp_master_find_session(m, session_id);
-    if (s == NULL || s->state != SESSION_RUNNING || epoch != s->epoch || split_id >= s->nsplits ||
+    if (s == NULL || s->state != SESSION_RUNNING || epoch != s->epoch ||
+        generation != s->generation || split_id >= s->nsplits ||
         dpp_session_rank_of(s, split_id) != rank)
         return NULL; /* late or foreign acknowledgement: nothing to change */
     if (s->splits[split_id].state == SPLIT_CONSUMED)

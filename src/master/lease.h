@@ -117,9 +117,9 @@ dpp_session_t *dpp_master_index_lease(dpp_master_t *m, const char *session_id, u
                                       uint64_t lease_id, uint64_t worker_id);
 
 /* The session in which a client's acknowledgement of (epoch, split_id) by
- * rank still changes something: running, the current epoch, the rank's own
- * split, not consumed yet. NULL for a late, foreign or repeated one. */
+ * rank, reading the plan of `generation`, still changes something: running,
+ * the current epoch and generation, the rank's own split, not consumed yet. NULL for a late, foreign or repeated one. */
 dpp_session_t *dpp_master_consumed_split(dpp_master_t *m, const char *session_id, unsigned epoch,
-                                         uint32_t split_id, unsigned rank);
+                                         uint32_t split_id, unsigned rank, unsigned generation);
 
 #endif

@@ -160,6 +160,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         : type == DPP_J_EPOCH    ? &dpp__journal_epoch__descriptor
         : type == DPP_J_RESUME   ? &dpp__journal_resume__descriptor
         : type == DPP_J_ENDED    ? &dpp__journal_ended__descriptor
+        : type == DPP_J_RESHAPE  ? &dpp__journal_reshape__descriptor
                                  : NULL;
     if (d == NULL) {
         DPP_WARN("journal_record_skipped type=%u reason=\"unknown type\"", type);
@@ -221,18 +222,34 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
     } else if (type == DPP_J_CONSUMED) {
         const Dpp__JournalConsumed *jc = (const Dpp__JournalConsumed *)msg;
         dpp_session_t *s = dpp_master_find_session(m, jc->session_id);
-        if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch && jc->split_id < s->nsplits)
+        if (s && s->state == SESSION_RUNNING && jc->epoch == s->epoch &&
+            jc->generation == s->generation && jc->split_id < s->nsplits)
             dpp_session_consumed(s, jc->split_id, 0);
     } else if (type == DPP_J_EPOCH) {
         const Dpp__JournalEpoch *je = (const Dpp__JournalEpoch *)msg;
         dpp_session_t *s = dpp_master_find_session(m, je->session_id);
-        if (s && s->state == SESSION_RUNNING && je->epoch > s->epoch && je->epoch < s->spec.epochs)
+        if (s && s->state == SESSION_RUNNING && je->consumers > 0 && je->epoch >= s->epoch &&
+            je->epoch < s->spec.epochs)
+            dpp_session_set_world(s, je->epoch, je->consumers, je->generation);
+        else if (s && s->state == SESSION_RUNNING && je->epoch > s->epoch &&
+                 je->epoch < s->spec.epochs)
             dpp_session_set_epoch(s, je->epoch);
     } else if (type == DPP_J_RESUME) {
         const Dpp__JournalResume *jr = (const Dpp__JournalResume *)msg;
         dpp_session_t *s = dpp_master_find_session(m, jr->session_id);
-        if (s)
+        if (s && jr->generation == s->generation)
             dpp_session_resume(s, jr->rank, jr->epoch, jr->seq);
+    } else if (type == DPP_J_RESHAPE) {
+        const Dpp__JournalReshape *jr = (const Dpp__JournalReshape *)msg;
+        dpp_session_t *s = dpp_master_find_session(m, jr->session_id);
+        char why[512];
+        if (s && jr->generation == s->generation + 1 &&
+            dpp_session_reshape(s, jr->tokens.data, (unsigned)(jr->tokens.len / DPP_CKPT_TOKEN_SIZE),
+                                jr->consumers, 1, why, sizeof why) != 0) {
+            char q[1024];
+            DPP_WARN("journal_record_skipped type=%u session=%s error=%s", type, s->id,
+                     dpp_log_quote(why, q, sizeof q));
+        }
     } else if (type == DPP_J_ENDED) {
         const Dpp__JournalEnded *je = (const Dpp__JournalEnded *)msg;
         dpp_session_t *s = dpp_master_find_session(m, je->session_id);
@@ -255,7 +272,7 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
 /* Appends to recs the records that rebuild session s. */
 static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
 {
-    size_t need = *n + 4 + s->nfiles + s->nsplits;
+    size_t need = *n + 6 + s->nfiles + s->nsplits + s->nchain;
     if (need > *cap) {
         *cap = need * 2;
         *recs = dpp_xrealloc(*recs, *cap * sizeof **recs);
@@ -264,7 +281,34 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].indexed)
             (*recs)[(*n)++] = dpp_master_indexed_rec(s, i);
-    if (s->epoch > 0) {
+    if (s->nchain > 0) {
+        /* resumed at another world size in epoch gen_epoch: its plan is
+         * made again from the world before and the resumes in turn */
+        Dpp__JournalEpoch je = DPP__JOURNAL_EPOCH__INIT;
+        je.session_id = s->id;
+        je.epoch = s->gen_epoch;
+        je.consumers = s->base_consumers;
+        je.generation = s->base_generation;
+        (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_EPOCH, &je.base);
+        for (size_t c = 0; c < s->nchain; c++) {
+            Dpp__JournalReshape jr = DPP__JOURNAL_RESHAPE__INIT;
+            jr.session_id = s->id;
+            jr.epoch = s->gen_epoch;
+            jr.consumers = s->chain[c].n_new;
+            jr.tokens.data = s->chain[c].tokens;
+            jr.tokens.len = (size_t)s->chain[c].n_old * DPP_CKPT_TOKEN_SIZE;
+            jr.generation = s->base_generation + (unsigned)c + 1;
+            (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_RESHAPE, &jr.base);
+        }
+    } else if (s->generation > 0) {
+        Dpp__JournalEpoch je = DPP__JOURNAL_EPOCH__INIT;
+        je.session_id = s->id;
+        je.epoch = s->epoch;
+        je.consumers = s->spec.consumers;
+        je.generation = s->generation;
+        (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_EPOCH, &je.base);
+    }
+    if (s->epoch > 0 && (s->nchain > 0 ? s->epoch > s->gen_epoch : s->generation == 0)) {
         Dpp__JournalEpoch je = DPP__JOURNAL_EPOCH__INIT;
         je.session_id = s->id;
         je.epoch = s->epoch;
@@ -277,6 +321,7 @@ static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t 
         jc.session_id = s->id;
         jc.epoch = s->epoch;
         jc.split_id = (uint32_t)i;
+        jc.generation = s->generation;
         (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_CONSUMED, &jc.base);
     }
     if (s->state == SESSION_FAILED) {

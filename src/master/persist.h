@@ -23,6 +23,7 @@ enum {
     DPP_J_EPOCH = 5,
     DPP_J_RESUME = 6,
     DPP_J_ENDED = 7,
+    DPP_J_RESHAPE = 8,
 };
 
 /* Packs msg into a record of `type`; its payload is heap memory that

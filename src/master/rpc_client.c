@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/errtext.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "dpp/error.h"
@@ -72,6 +73,7 @@ static int hold_rank(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req,
         jr.rank = r;
         jr.epoch = s->epoch;
         jr.seq = seq;
+        jr.generation = s->generation;
         dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
         int rc = dpp_master_journal_put(m, &rec, 1);
         if (rc == 0)
@@ -85,14 +87,14 @@ static int hold_rank(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req,
         s->takeovers++;
         /* the old reader took the rank's splits in order: of the first one
          * not consumed it may have read any part, which now comes again */
-        s->redelivered_max += s->splits[s->rank_first[r] + seq].record_count;
+        s->redelivered_max += dpp_split_rows(&s->splits[s->rank_first[r] + seq]);
         DPP_WARN("rank_taken_over session=%s rank=%u peer=%s epoch=%u from_split=%u reason=\"%s\"",
                  s->id, r, p->base.conn.peer, s->epoch, seq,
                  h->client_id ? "its reader is gone"
                               : "a new reader, the last one unknown (a master restart)");
     place:
         for (uint32_t j = 0; j < seq; j++)
-            *start_records += s->splits[s->rank_first[r] + j].record_count;
+            *start_records += dpp_split_rows(&s->splits[s->rank_first[r] + j]);
         *start_seq = seq;
         *taken_over = 1;
     }
@@ -122,6 +124,75 @@ static size_t lost_workers(dpp_master_t *m, dpp_session_t *s, const Dpp__AttachR
     return n;
 }
 
+/* An elastic resume (AttachRequest.elastic_tokens): every token checked
+ * as a resume would check it, journaled, then the rest of their epoch
+ * planned for the new world. The same tokens and world size again (each
+ * rank of the new world sends them) find it done. Returns 0, or an error
+ * already sent. */
+static int elastic_resume(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req)
+{
+    dpp_master_t *m = p->m;
+    const uint8_t *tokens = req->elastic_tokens.data;
+    size_t len = req->elastic_tokens.len;
+    unsigned n_old = (unsigned)(len / DPP_CKPT_TOKEN_SIZE), n_new = req->elastic_consumers;
+    if (s->nchain > 0) {
+        const dpp_reshape_t *last = &s->chain[s->nchain - 1];
+        if (last->n_old == n_old && last->n_new == n_new &&
+            len == (size_t)n_old * DPP_CKPT_TOKEN_SIZE && memcmp(last->tokens, tokens, len) == 0)
+            return 0; /* another rank of the new world made it */
+    }
+    char why[768] = "";
+    int rc = 0;
+    if (len == 0 || len % DPP_CKPT_TOKEN_SIZE != 0)
+        rc = dpp_errf(DPP_ETOKEN, why, sizeof why,
+                      "%zu bytes of tokens: expected every old rank's %d-byte token, concatenated",
+                      len, DPP_CKPT_TOKEN_SIZE);
+    for (unsigned i = 0; rc == 0 && i < n_old; i++) {
+        dpp_ckpt_token_t t;
+        dpp_token_plan_t plan;
+        char field[600];
+        const uint8_t *tok = tokens + (size_t)i * DPP_CKPT_TOKEN_SIZE;
+        rc = dpp_ckpt_token_parse(tok, DPP_CKPT_TOKEN_SIZE, &t, field, sizeof field);
+        if (rc == 0)
+            rc = dpp_session_check_token(s, tok, DPP_CKPT_TOKEN_SIZE, i, t.epoch, t.seq, &t,
+                                         &plan, field, sizeof field);
+        if (rc)
+            snprintf(why, sizeof why, "token %u (rank %u of %u): %s", i, i, n_old, field);
+    }
+    if (rc == 0)
+        rc = dpp_session_reshape(s, tokens, n_old, n_new, 0, why, sizeof why);
+    if (rc == 0) {
+        /* journaled first: a restarted master makes the same plan */
+        Dpp__JournalReshape jr = DPP__JOURNAL_RESHAPE__INIT;
+        jr.session_id = s->id;
+        jr.epoch = s->epoch;
+        jr.consumers = n_new;
+        jr.tokens.data = (uint8_t *)tokens;
+        jr.tokens.len = len;
+        jr.generation = s->generation + 1;
+        dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESHAPE, &jr.base);
+        rc = dpp_master_journal_put(m, &rec, 1);
+        if (rc == 0)
+            rc = dpp_session_reshape(s, tokens, n_old, n_new, 1, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "journal write failed");
+    }
+    if (rc) {
+        char q[1024];
+        DPP_WARN("elastic_resume_refused session=%s ranks=%u new_ranks=%u peer=%s error=%s", s->id,
+                 n_old, n_new, p->base.conn.peer, dpp_log_quote(why, q, sizeof q));
+        dpp_conn_send_error(&p->base.conn, rc,
+                            "session %s cannot resume at %u ranks from these checkpoint tokens: %s",
+                            s->id, n_new, why);
+        return rc;
+    }
+    m->n.resumes++;
+    DPP_INFO("session_reshaped session=%s ranks=%u new_ranks=%u epoch=%u generation=%u splits=%zu",
+             s->id, n_old, n_new, s->epoch, s->generation, s->nsplits);
+    dpp_master_grant_soon(m);
+    return 0;
+}
+
 void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
 {
     int newly_present = 0;
@@ -132,6 +203,17 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
                             "no session \"%s\" on this master (dppctl list shows its sessions; a "
                             "finished one is forgotten after --session-retention)",
                             req->session_id);
+        return;
+    }
+    if (req->elastic_tokens.len > 0 && !req->detach && elastic_resume(p, s, req) != 0)
+        return;
+    if (req->generation_known && req->generation != s->generation) {
+        dpp_conn_send_error(&p->base.conn, DPP_ERANK,
+                            "rank %u of session %s reads the plan of generation %u, and the "
+                            "session was resumed at %u ranks since (generation %u): this reader "
+                            "belongs to the old world; start the new world's ranks from the "
+                            "checkpoint",
+                            req->rank, s->id, req->generation, s->spec.consumers, s->generation);
         return;
     }
     if (req->rank >= s->spec.consumers) {
@@ -186,6 +268,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
             jr.rank = req->rank;
             jr.epoch = tok.epoch;
             jr.seq = tok.seq;
+            jr.generation = s->generation;
             dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
             rc = dpp_master_journal_put(m, &rec, 1);
             if (rc == 0)
@@ -264,6 +347,24 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.start_records = start_records;
     r.taken_over = taken_over;
     r.rank_reports_due = dpp_session_rank_reports_due(s, req->rank);
+    r.generation = s->generation;
+    r.rest = s->nchain > 0;
+    r.rest_epoch = s->gen_epoch;
+    r.rest_pad_batches = (uint32_t)s->gen_pad_batches;
+    size_t ntrim = 0;
+    for (size_t i = 0; r.rest && i < s->ngen_trims; i++)
+        ntrim += s->gen_trims[i].rank == req->rank;
+    r.trim_seqs = dpp_xcalloc(ntrim + 1, sizeof *r.trim_seqs);
+    r.trim_skips = dpp_xcalloc(ntrim + 1, sizeof *r.trim_skips);
+    r.trim_takes = dpp_xcalloc(ntrim + 1, sizeof *r.trim_takes);
+    for (size_t i = 0; ntrim && i < s->ngen_trims; i++) {
+        const struct dpp_trim *t = &s->gen_trims[i];
+        if (t->rank != req->rank)
+            continue;
+        r.trim_seqs[r.n_trim_seqs++] = t->seq;
+        r.trim_skips[r.n_trim_skips++] = t->skip;
+        r.trim_takes[r.n_trim_takes++] = t->take;
+    }
     r.state = (char *)dpp_session_state_name(s->state);
     r.error = s->error ? s->error : (char *)"";
     dpp_conn_send(&p->base.conn, DPP_MSG_ATTACH_REPLY, &r.base);
@@ -275,6 +376,9 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     free(r.sparse_names);
     free(r.sparse_weighted);
     free(r.workers);
+    free(r.trim_seqs);
+    free(r.trim_skips);
+    free(r.trim_takes);
     if (newly_present)
         dpp_master_grant_soon(m);
 }
@@ -283,13 +387,15 @@ void dpp_master_client_consumed(peer_t *p, const Dpp__SplitConsumed *msg)
 {
     dpp_master_t *m = p->m;
     dpp_session_t *s =
-        dpp_master_consumed_split(m, msg->session_id, msg->epoch, msg->split_id, msg->rank);
+        dpp_master_consumed_split(m, msg->session_id, msg->epoch, msg->split_id, msg->rank,
+                                  msg->generation);
     if (s == NULL)
         return; /* late, foreign or repeated: nothing to change */
     Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
     jc.session_id = s->id;
     jc.epoch = msg->epoch;
     jc.split_id = msg->split_id;
+    jc.generation = msg->generation;
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_CONSUMED, &jc.base);
     if (dpp_master_journal_put(m, &rec, 1) != 0)
         return;

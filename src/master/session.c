@@ -106,6 +106,10 @@ void dpp_session_free(dpp_session_t *s)
     free(s->fchecks);
     free(s->record_names);
     free(s->first_reject);
+    for (size_t i = 0; i < s->nchain; i++)
+        free(s->chain[i].tokens);
+    free(s->chain);
+    free(s->gen_trims);
     explicit_bzero(s->token_key, sizeof s->token_key);
     free(s);
 }
@@ -114,9 +118,8 @@ void dpp_session_free(dpp_session_t *s)
  * remainder "drop" every rank gets the same whole number of batches (fewer
  * than n x batch_size records are left out); with "keep" and "pad" the
  * records are spread as evenly as they go. */
-static uint64_t rank_quota(const dpp_session_t *s, uint64_t total, unsigned r)
+static uint64_t rank_quota(const dpp_session_t *s, uint64_t total, unsigned n, unsigned r)
 {
-    unsigned n = s->spec.consumers;
     if (s->spec.remainder != DPP_REMAINDER_DROP)
         return total / n + (r < total % n ? 1 : 0);
     uint64_t bs = s->spec.batch_size;
@@ -130,7 +133,7 @@ uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank)
     size_t first = s->rank_first ? s->rank_first[rank] : 0;
     size_t count = s->rank_count ? s->rank_count[rank] : 0;
     for (size_t i = first; i < first + count && i < s->nsplits; i++)
-        n += s->splits[i].record_count;
+        n += dpp_split_rows(&s->splits[i]);
     return n;
 }
 
@@ -161,7 +164,9 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
 {
     if (s->spec.remainder != DPP_REMAINDER_PAD || s->state == SESSION_INDEXING)
         return 0;
-    uint64_t most = rank_quota(s, total_records(s), 0); /* rank 0 gets the most */
+    /* rank 0 gets the most; a re-planned epoch has its own count
+     * (gen_pad_batches) */
+    uint64_t most = rank_quota(s, total_records(s), s->spec.consumers, 0);
     return (most + s->spec.batch_size - 1) / s->spec.batch_size;
 }
 
@@ -173,8 +178,8 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
  * and a rank's splits are consecutive ids in the order it consumes them
  * (rank_first, rank_count: [consumers]). Every split is pending. Pure: the
  * same indexes, spec and epoch give the same plan. */
-static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *nsplits,
-                               size_t *rank_first, size_t *rank_count)
+static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, unsigned nr,
+                               size_t *nsplits, size_t *rank_first, size_t *rank_count)
 {
     const dpp_planner_t *planner = dpp_planner_for(s->spec.format, s->spec.text != NULL);
     uint64_t total = total_records(s);
@@ -200,14 +205,13 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
         for (r = 0; r < ranges; r++)
             order[r] = (uint32_t)r;
 
-    unsigned nr = s->spec.consumers;
     /* at most one extra split per rank boundary */
     dpp_split_t *splits = dpp_xcalloc(ranges + nr + 1, sizeof *splits);
     memset(rank_first, 0, nr * sizeof *rank_first);
     memset(rank_count, 0, nr * sizeof *rank_count);
     size_t k = 0;
     unsigned rank = 0;
-    uint64_t left = rank_quota(s, total, 0);
+    uint64_t left = rank_quota(s, total, nr, 0);
     for (r = 0; r < ranges && rank < nr; r++) {
         const dpp_file_t *f = &s->files[of[order[r]].file];
         dpp_range_t range;
@@ -219,7 +223,7 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
             if (left == 0) {
                 if (++rank == nr)
                     break;
-                left = rank_quota(s, total, rank);
+                left = rank_quota(s, total, nr, rank);
                 rank_first[rank] = k;
                 continue;
             }
@@ -246,6 +250,136 @@ static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, size_t *n
     return splits;
 }
 
+/* Where rank r of an old world stands in its epoch's plan: the split
+ * position and the output row inside that split (block index x batch_size
+ * + row: blocks are batch_size rows but a split's last). */
+typedef struct old_pos {
+    size_t seq;
+    uint64_t at;
+} old_pos_t;
+
+/* The rest of an epoch after the old world's positions pos[0..n_old) in
+ * its plan (old, ofirst, ocount), dealt to n_new ranks: each old rank's
+ * splits from its position on, in rank and split order, a split it stopped
+ * inside kept from its position (out_skip), then cut at the new ranks'
+ * quotas as plan_epoch cuts (out_skip/out_take: the window is made whole,
+ * the client keeps its part). Pure. */
+static dpp_split_t *reshape_plan(const dpp_session_t *s, const dpp_split_t *old,
+                                 const size_t *ofirst, const size_t *ocount, unsigned n_old,
+                                 const old_pos_t *pos, unsigned n_new, size_t *nsplits,
+                                 size_t *rank_first, size_t *rank_count)
+{
+    uint64_t total = 0;
+    size_t pieces = 0;
+    for (unsigned r = 0; r < n_old; r++) {
+        for (size_t j = pos[r].seq; j < ocount[r]; j++) {
+            const dpp_split_t *sp = &old[ofirst[r] + j];
+            uint64_t lo = sp->out_take ? sp->out_skip : 0, hi = lo + dpp_split_rows(sp);
+            if (j == pos[r].seq && pos[r].at > lo)
+                lo = pos[r].at;
+            total += hi > lo ? hi - lo : 0;
+            pieces++;
+        }
+    }
+    dpp_split_t *splits = dpp_xcalloc(pieces + n_new + 1, sizeof *splits);
+    memset(rank_first, 0, n_new * sizeof *rank_first);
+    memset(rank_count, 0, n_new * sizeof *rank_count);
+    size_t k = 0;
+    unsigned rank = 0;
+    uint64_t left = rank_quota(s, total, n_new, 0);
+    for (unsigned r = 0; r < n_old && rank < n_new; r++) {
+        for (size_t j = pos[r].seq; j < ocount[r] && rank < n_new; j++) {
+            const dpp_split_t *sp = &old[ofirst[r] + j];
+            uint64_t lo = sp->out_take ? sp->out_skip : 0, hi = lo + dpp_split_rows(sp);
+            if (j == pos[r].seq && pos[r].at > lo)
+                lo = pos[r].at;
+            while (lo < hi && rank < n_new) {
+                if (left == 0) {
+                    if (++rank == n_new)
+                        break;
+                    left = rank_quota(s, total, n_new, rank);
+                    rank_first[rank] = k;
+                    continue;
+                }
+                uint64_t take = hi - lo < left ? hi - lo : left;
+                dpp_split_t *np = &splits[k++];
+                *np = (dpp_split_t){.file = sp->file,
+                                    .rank = rank,
+                                    .seq = (uint32_t)rank_count[rank]++,
+                                    .record_start = sp->record_start,
+                                    .record_skip = sp->record_skip,
+                                    .record_count = sp->record_count,
+                                    .range_records = sp->range_records,
+                                    .byte_start = sp->byte_start,
+                                    .byte_end = sp->byte_end};
+                if (lo != 0 || take != sp->record_count) { /* not the whole window */
+                    np->out_skip = lo;
+                    np->out_take = take;
+                }
+                lo += take;
+                left -= take;
+            }
+        }
+    }
+    for (unsigned q = rank + 1; q < n_new; q++)
+        rank_first[q] = k; /* ranks left without rows */
+    *nsplits = k;
+    return splits;
+}
+
+/* The positions the old world's tokens (n_old, rank i's i-th, at `epoch`
+ * or at its end, which dpp_session_reshape checked) give in the plan of
+ * that epoch (ocount: each rank's splits). */
+static void token_positions(const dpp_session_t *s, const uint8_t *tokens, unsigned n_old,
+                            unsigned epoch, const size_t *ocount, old_pos_t *pos)
+{
+    for (unsigned r = 0; r < n_old; r++) {
+        dpp_ckpt_token_t t;
+        if (dpp_ckpt_token_parse(tokens + (size_t)r * DPP_CKPT_TOKEN_SIZE, DPP_CKPT_TOKEN_SIZE,
+                                 &t, NULL, 0) != 0 ||
+            t.epoch != epoch) {
+            pos[r] = (old_pos_t){ocount[r], 0}; /* at the epoch's end */
+            continue;
+        }
+        pos[r].seq = t.seq < ocount[r] ? t.seq : ocount[r];
+        pos[r].at = (uint64_t)t.index * s->spec.batch_size + t.row;
+    }
+}
+
+/* The plan of `epoch` for the session's spec.consumers ranks: plan_epoch,
+ * or for gen_epoch with elastic resumes in it, the plan base_consumers
+ * ranks had, cut again by each resume in turn. Pure. */
+static dpp_split_t *plan_of(const dpp_session_t *s, unsigned epoch, size_t *nsplits,
+                            size_t *rank_first, size_t *rank_count)
+{
+    if (s->nchain == 0 || epoch != s->gen_epoch)
+        return plan_epoch(s, epoch, s->spec.consumers, nsplits, rank_first, rank_count);
+    unsigned n = s->base_consumers;
+    size_t *first = dpp_xcalloc(n, sizeof *first), *count = dpp_xcalloc(n, sizeof *count);
+    dpp_split_t *plan = plan_epoch(s, epoch, n, nsplits, first, count);
+    for (size_t c = 0; c < s->nchain; c++) {
+        const dpp_reshape_t *rs = &s->chain[c];
+        old_pos_t *pos = dpp_xcalloc(rs->n_old, sizeof *pos);
+        token_positions(s, rs->tokens, rs->n_old, epoch, count, pos);
+        size_t *nfirst = dpp_xcalloc(rs->n_new, sizeof *nfirst);
+        size_t *ncount = dpp_xcalloc(rs->n_new, sizeof *ncount);
+        dpp_split_t *next =
+            reshape_plan(s, plan, first, count, rs->n_old, pos, rs->n_new, nsplits, nfirst, ncount);
+        free(pos);
+        free(plan);
+        free(first);
+        free(count);
+        plan = next;
+        first = nfirst;
+        count = ncount;
+    }
+    memcpy(rank_first, first, s->spec.consumers * sizeof *rank_first);
+    memcpy(rank_count, count, s->spec.consumers * sizeof *rank_count);
+    free(first);
+    free(count);
+    return plan;
+}
+
 /* Installs the plan of s->epoch. */
 static void plan_splits(dpp_session_t *s)
 {
@@ -254,7 +388,7 @@ static void plan_splits(dpp_session_t *s)
         s->rank_count = dpp_xcalloc(s->spec.consumers, sizeof *s->rank_count);
     }
     free(s->splits);
-    s->splits = plan_epoch(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
+    s->splits = plan_of(s, s->epoch, &s->nsplits, s->rank_first, s->rank_count);
     memset(s->rank_cursor, 0, s->spec.consumers * sizeof *s->rank_cursor);
     memset(s->rank_pending, 0, s->spec.consumers * sizeof *s->rank_pending);
     memset(s->rank_leased_end, 0, s->spec.consumers * sizeof *s->rank_leased_end);
@@ -264,6 +398,23 @@ static void plan_splits(dpp_session_t *s)
     s->counts[SPLIT_PENDING] = s->nsplits;
     s->reports_due = 0;
     s->epoch_held = 0;
+    if (s->nchain > 0 && s->epoch == s->gen_epoch) {
+        /* what the clients of the re-planned epoch need, also later */
+        uint64_t most = 0;
+        for (unsigned r = 0; r < s->spec.consumers; r++) {
+            uint64_t n = dpp_session_rank_records(s, r);
+            most = n > most ? n : most;
+        }
+        s->gen_pad_batches = (most + s->spec.batch_size - 1) / s->spec.batch_size;
+        free(s->gen_trims);
+        s->gen_trims = dpp_xcalloc(s->nsplits + 1, sizeof *s->gen_trims);
+        s->ngen_trims = 0;
+        for (size_t i = 0; i < s->nsplits; i++)
+            if (s->splits[i].out_take)
+                s->gen_trims[s->ngen_trims++] = (struct dpp_trim){
+                    s->splits[i].rank, s->splits[i].seq, s->splits[i].out_skip,
+                    s->splits[i].out_take};
+    }
 }
 
 int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
@@ -496,7 +647,7 @@ static size_t rank_count_in(const dpp_session_t *s, unsigned rank, unsigned epoc
         return s->rank_count[rank];
     size_t n, *first = dpp_xcalloc(s->spec.consumers, sizeof *first);
     size_t *count = dpp_xcalloc(s->spec.consumers, sizeof *count);
-    free(plan_epoch(s, epoch, &n, first, count));
+    free(plan_of(s, epoch, &n, first, count));
     n = count[rank];
     free(first);
     free(count);
@@ -632,7 +783,7 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
         size_t nsplits;
         firsts = dpp_xcalloc(s->spec.consumers, sizeof *firsts);
         counts = dpp_xcalloc(s->spec.consumers, sizeof *counts);
-        splits = owned = plan_epoch(s, t->epoch, &nsplits, firsts, counts);
+        splits = owned = plan_of(s, t->epoch, &nsplits, firsts, counts);
         first = firsts[t->rank];
         n = counts[t->rank];
     }
@@ -640,7 +791,7 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
     plan->rank_splits = (uint32_t)n;
     uint64_t before = 0; /* records of the rank's epoch before the position */
     for (size_t j = 0; j < t->seq && j < n; j++)
-        before += splits[first + j].record_count;
+        before += dpp_split_rows(&splits[first + j]);
     if (t->rank_splits != DPP_CKPT_SPLITS_UNKNOWN && t->rank_splits != n) {
         rc = dpp_errf(
             DPP_ETOKEN, why, whylen,
@@ -684,17 +835,23 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
                           "row: the token says %u, block %u of split position %u (rank %u, epoch "
                           "%u, %" PRIu64 " records) holds at most %" PRIu64 " rows",
                           t->row, t->index, t->seq, t->rank, t->epoch, records, can_hold);
-        else
-            before += (at < records ? at : records) + t->row;
+        else {
+            /* of a cut split (an elastic resume's), the rows it keeps */
+            const dpp_split_t *sp = &splits[first + t->seq];
+            uint64_t pos = (at < records ? at : records) + t->row;
+            uint64_t lo = sp->out_take ? sp->out_skip : 0, in = pos > lo ? pos - lo : 0;
+            before += in < dpp_split_rows(sp) ? in : dpp_split_rows(sp);
+        }
     }
     if (rc == 0) {
         /* Mid-epoch every batch handed out is batch_size rows; at the end a
          * kept remainder is one short batch and padding fills up to the
          * plan's batch count. */
         uint64_t most = t->seq < n ? before / bs : (before + bs - 1) / bs;
-        if (t->seq == n && s->spec.remainder == DPP_REMAINDER_PAD &&
-            dpp_session_pad_batches(s) > most)
-            most = dpp_session_pad_batches(s);
+        uint64_t pads = s->nchain > 0 && t->epoch == s->gen_epoch ? s->gen_pad_batches
+                                                                  : dpp_session_pad_batches(s);
+        if (t->seq == n && s->spec.remainder == DPP_REMAINDER_PAD && pads > most)
+            most = pads;
         if (t->batches > most)
             rc =
                 dpp_errf(DPP_ETOKEN, why, whylen,
@@ -727,6 +884,15 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
     else if (t->rank != rank)
         rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
                       "rank: the token says %u, the attach is for rank %u", t->rank, rank);
+    else if (t->generation != s->generation)
+        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
+                      "generation: the token says %u, session %s is at generation %u (%u ranks): "
+                      "%s",
+                      t->generation, s->id, s->generation, s->spec.consumers,
+                      t->generation < s->generation
+                          ? "it was resumed at another world size after this token was taken; "
+                            "resume from a token taken since"
+                          : "no plan of this session had that generation");
     else if (t->rank >= s->spec.consumers)
         rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
                       "rank: the token says %u, the session has %u consumers", t->rank,
@@ -738,10 +904,6 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
                       t->epoch, t->seq, req_epoch, req_seq);
     else if (s->state != SESSION_FAILED)
         rc = check_position(s, t, plan, field, sizeof field);
-    if (rc == 0 && t->reserved != 0)
-        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
-                      "reserved: the token says 0x%08x, version %d has 0", t->reserved,
-                      DPP_CKPT_TOKEN_VERSION);
     if (rc)
         return dpp_errf(DPP_ETOKEN, why, whylen, "%s%s", field,
                         mac_ok ? ""
@@ -753,6 +915,121 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
             "mac: the token's HMAC-SHA256 does not verify under session %s's token key: "
             "it was changed after it was signed, or signed for another session",
             s->id);
+    return 0;
+}
+
+/* The per-rank state sized for n ranks, every rank without a reader. */
+static void set_consumers(dpp_session_t *s, unsigned n)
+{
+    s->spec.consumers = n;
+#define RESIZE(field) (free(s->field), s->field = dpp_xcalloc(n, sizeof *s->field))
+    RESIZE(rank_seen_ms);
+    RESIZE(rank_prefetch);
+    RESIZE(rank_cursor);
+    RESIZE(rank_pending);
+    RESIZE(rank_leased_end);
+    RESIZE(rank_report_lo);
+    RESIZE(reports);
+    RESIZE(holders);
+    if (s->rank_first) {
+        RESIZE(rank_first);
+        RESIZE(rank_count);
+    }
+#undef RESIZE
+    for (unsigned r = 0; r < n; r++)
+        s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
+    s->grant_rank = 0;
+}
+
+void dpp_session_set_world(dpp_session_t *s, unsigned epoch, unsigned consumers,
+                           unsigned generation)
+{
+    for (size_t i = 0; i < s->nchain; i++)
+        free(s->chain[i].tokens);
+    s->nchain = 0;
+    s->generation = generation;
+    set_consumers(s, consumers);
+    dpp_session_set_epoch(s, epoch);
+}
+
+int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old, unsigned n_new,
+                        int apply, char *why, size_t whylen)
+{
+    if (n_old != s->spec.consumers || n_new == 0 || n_new > DPP_SPEC_MAX_CONSUMERS)
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "%u tokens for session %s's %u ranks, to resume at %u ranks (1 to %u): "
+                        "give every rank's token, in rank order",
+                        n_old, s->id, s->spec.consumers, n_new, DPP_SPEC_MAX_CONSUMERS);
+    if (s->state == SESSION_INDEXING || s->state == SESSION_FAILED)
+        return dpp_errf(DPP_ETOKEN, why, whylen, "session %s is %s: nothing to resume", s->id,
+                        dpp_session_state_label(s));
+    /* every token at one epoch, one at its end counting as at the next's
+     * start (the plan of an epoch before it is made again to tell) */
+    unsigned epoch = UINT32_MAX;
+    for (unsigned r = 0; r < n_old; r++) {
+        dpp_ckpt_token_t t;
+        int rc = dpp_ckpt_token_parse(tokens + (size_t)r * DPP_CKPT_TOKEN_SIZE,
+                                      DPP_CKPT_TOKEN_SIZE, &t, why, whylen);
+        if (rc)
+            return rc;
+        if (t.rank != r || t.generation != s->generation)
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "token %u: it is rank %u's of generation %u, the session is at "
+                            "generation %u: give every rank's token of one checkpoint, in rank "
+                            "order",
+                            r, t.rank, t.generation, s->generation);
+        unsigned e = t.epoch;
+        if (e < s->spec.epochs && t.seq >= rank_count_in(s, r, e))
+            e++; /* the end of an epoch is the start of the next */
+        if (epoch == UINT32_MAX)
+            epoch = e;
+        if (e != epoch)
+            return dpp_errf(DPP_ETOKEN, why, whylen,
+                            "token %u: rank %u is at epoch %u, rank 0 at epoch %u: the tokens of "
+                            "one checkpoint are at one epoch (take every rank's at the same step)",
+                            r, r, e, epoch);
+    }
+    unsigned cur = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
+    if (epoch > cur + 1) /* dpp_session_check_token refuses those */
+        return dpp_errf(DPP_ETOKEN, why, whylen, "the tokens are at epoch %u, the session at %u",
+                        epoch, cur);
+    if (!apply)
+        return 0;
+    /* the chain of resumes that epoch `epoch`'s plan is made from */
+    if (s->nchain == 0 || s->gen_epoch != epoch) {
+        for (size_t i = 0; i < s->nchain; i++)
+            free(s->chain[i].tokens);
+        s->nchain = 0;
+        s->gen_epoch = epoch;
+        s->base_consumers = n_old;
+        s->base_generation = s->generation;
+    }
+    s->chain = dpp_xrealloc(s->chain, (s->nchain + 1) * sizeof *s->chain);
+    dpp_reshape_t *rs = &s->chain[s->nchain++];
+    rs->tokens = dpp_xcalloc(n_old, DPP_CKPT_TOKEN_SIZE);
+    memcpy(rs->tokens, tokens, (size_t)n_old * DPP_CKPT_TOKEN_SIZE);
+    rs->n_old = n_old;
+    rs->n_new = n_new;
+    s->generation++;
+    /* the new world's plan of that epoch, every split of it pending; what
+     * workers still make for the old one is dropped by generation */
+    if (s->splits) {
+        s->prev_leases = dpp_xrealloc(s->prev_leases, (s->nsplits + 1) * sizeof *s->prev_leases);
+        s->nprev = s->nsplits;
+        for (size_t j = 0; j < s->nsplits; j++)
+            s->prev_leases[j] = s->splits[j].lease.lease_id;
+    }
+    set_consumers(s, n_new);
+    if (epoch >= s->spec.epochs) { /* every rank had everything */
+        s->state = SESSION_DONE;
+        return 0;
+    }
+    s->epoch = epoch;
+    s->state = SESSION_RUNNING;
+    s->ended_ms = 0;
+    plan_splits(s);
+    if (s->nsplits == 0)
+        epoch_complete(s); /* nothing was left of it */
     return 0;
 }
 

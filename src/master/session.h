@@ -75,7 +75,19 @@ typedef struct dpp_split {
      * travel different connections): the report, with the split's counts,
      * is still due (dpp_session_t.reports_due) */
     int report_due;
+    /* out_take > 0: of the window's output rows, only [out_skip, out_skip +
+     * out_take) are this split's (the client keeps those; the worker makes
+     * the whole window). An elastic resume cuts partly delivered splits so
+     * (dpp_session_reshape); 0: every row of the window. */
+    uint64_t out_skip, out_take;
 } dpp_split_t;
+
+/* An elastic resume of the session (dpp_session_reshape): the old world's
+ * checkpoint tokens (n_old of them, in rank order) and the new world size. */
+typedef struct dpp_reshape {
+    uint8_t *tokens;
+    unsigned n_old, n_new;
+} dpp_reshape_t;
 
 /* A feature the spec names, as the schema check sees it
  * (src/master/checks.c). */
@@ -188,6 +200,26 @@ typedef struct dpp_session {
     /* replayed from a journal record without a key: token_key was made anew
      * at this start and must be journaled before a client is given it */
     int token_key_unsaved;
+    /* Elastic resumes (docs/guarantees.md#elastic-resume). generation: how
+     * many the session had (in every lease, block and token since).
+     * spec.consumers is the world size now. The plan of epoch gen_epoch is
+     * made from the plan base_consumers ranks had at base_generation, cut
+     * again by each resume of `chain` in turn (the resumes of that epoch),
+     * so that a token of it can roll the session back to it; later epochs
+     * are planned for spec.consumers ranks as usual. */
+    unsigned generation, gen_epoch, base_consumers, base_generation;
+    dpp_reshape_t *chain;
+    size_t nchain;
+    /* of epoch gen_epoch's plan (with a chain), which clients still in it
+     * need after the session moved on: its padded batch count and its cut
+     * splits (rank, position, out_skip, out_take), by rank and position */
+    uint64_t gen_pad_batches;
+    struct dpp_trim {
+        unsigned rank;
+        uint32_t seq;
+        uint64_t skip, take;
+    } *gen_trims;
+    size_t ngen_trims;
 } dpp_session_t;
 
 /* Splits a rank's client may have in flight beyond its first unconsumed one
@@ -261,6 +293,31 @@ void dpp_session_report(dpp_session_t *s, unsigned r, uint64_t client_id,
  * position is not one of this session's (see docs/protocol.md#resume). */
 int dpp_session_resume(dpp_session_t *s, unsigned rank, unsigned epoch, unsigned seq);
 
+/* Rows of split sp in its rank's epoch: its window's records, or with a
+ * cut (out_take > 0) the part of them it keeps. Upper bounds with filters. */
+static inline uint64_t dpp_split_rows(const dpp_split_t *sp)
+{
+    if (sp->out_take == 0)
+        return sp->record_count;
+    uint64_t left = sp->record_count > sp->out_skip ? sp->record_count - sp->out_skip : 0;
+    return sp->out_take < left ? sp->out_take : left;
+}
+
+/* An elastic resume: the old world's checkpoint tokens (n_old of them,
+ * DPP_CKPT_TOKEN_SIZE bytes each, rank i's i-th; their MACs checked by the
+ * caller with dpp_session_check_token) give each rank's position, and the
+ * rest of their epoch is planned again for n_new ranks: every row not
+ * before some rank's position exactly once (a split a rank stopped inside
+ * goes on from its position, cut with out_skip/out_take), dealt to the new
+ * ranks in old rank and split order as plan_epoch deals (equal batches per
+ * rank as the remainder policy says). Tokens at their epoch's end count as
+ * at the next epoch's start; all must then be at one epoch, which the
+ * session is rolled back or forward to. The generation goes up by one;
+ * every rank's reader is forgotten. With apply 0 only checks. Returns 0,
+ * or DPP_ETOKEN with why naming the token and field. */
+int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old, unsigned n_new,
+                        int apply, char *why, size_t whylen);
+
 /* Checks the checkpoint token token[0..len) that an attach for rank `rank`
  * presents to resume, asking for split position req_seq of req_epoch (which
  * must be the token's): its layout and version, its MAC under s's token
@@ -320,6 +377,11 @@ size_t dpp_session_release_rank_worker(dpp_session_t *s, unsigned r, uint64_t wo
 /* Puts a running session at `epoch`, planned, with every split pending
  * (replaying a journal snapshot). */
 void dpp_session_set_epoch(dpp_session_t *s, unsigned epoch);
+
+/* The same for a session resumed at another world size before: `epoch`
+ * planned for `consumers` ranks at `generation` (a journal snapshot). */
+void dpp_session_set_world(dpp_session_t *s, unsigned epoch, unsigned consumers,
+                           unsigned generation);
 
 /* Marks the session failed with a message (copied). */
 void dpp_session_fail(dpp_session_t *s, const char *message);

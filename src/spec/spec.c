@@ -20,7 +20,6 @@
 
 #define MAX_BATCH_SIZE 1048576
 #define MAX_EPOCHS 1000000
-#define MAX_CONSUMERS 16384 /* trainer ranks; each costs the master ~200 bytes per session */
 #define MAX_SPLIT_ROWS INT32_MAX
 #define MAX_COMPRESSION_LEVEL 19
 #define MAX_TRUNCATE_LEN INT32_MAX /* sparse lengths travel as int32 */
@@ -1168,7 +1167,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     }
     s->epochs = (unsigned)x;
     x = 1;
-    get_int(p, NULL, root, "consumers", 0, 1, MAX_CONSUMERS, &x, &found);
+    get_int(p, NULL, root, "consumers", 0, 1, DPP_SPEC_MAX_CONSUMERS, &x, &found);
     s->consumers = (unsigned)x;
     if ((rc = go_on(parse_io_keys(p, root, s))) != 0)
         return rc;

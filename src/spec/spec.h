@@ -124,6 +124,7 @@ typedef enum dpp_pack_kind {
     DPP_PACK_KIND_BEST_FIT = 1, /* documents kept whole where they fit, best-fit decreasing */
 } dpp_pack_kind_t;
 
+#define DPP_SPEC_MAX_CONSUMERS 16384 /* trainer ranks; each costs the master ~200 bytes per session */
 #define DPP_TEXT_MAX_LENGTH 65536 /* tokens per sequence */
 #define DPP_TEXT_MAX_WHERE 16
 #define DPP_TEXT_MAX_SPECIALS 64

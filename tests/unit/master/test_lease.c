@@ -117,7 +117,7 @@ static void produce(fixture_t *fx, dpp_session_t *s, size_t i)
 static int consume(fixture_t *fx, dpp_session_t *s, size_t i)
 {
     dpp_session_t *got =
-        dpp_master_consumed_split(&fx->m, s->id, s->epoch, (uint32_t)i, s->splits[i].rank);
+        dpp_master_consumed_split(&fx->m, s->id, s->epoch, (uint32_t)i, s->splits[i].rank, 0);
     if (got == NULL)
         return 0;
     assert_ptr_equal(got, s);
@@ -466,9 +466,10 @@ static void test_fencing(void **state)
 
     /* the client acknowledges: only from the split's rank, in this epoch,
      * once */
-    assert_null(dpp_master_consumed_split(&fx.m, "s1", 0, 0, 1)); /* another rank */
-    assert_null(dpp_master_consumed_split(&fx.m, "s1", 1, 0, 0)); /* another epoch */
-    assert_null(dpp_master_consumed_split(&fx.m, "s1", 0, 9, 0)); /* no such split */
+    assert_null(dpp_master_consumed_split(&fx.m, "s1", 0, 0, 1, 0)); /* another rank */
+    assert_null(dpp_master_consumed_split(&fx.m, "s1", 1, 0, 0, 0)); /* another epoch */
+    assert_null(dpp_master_consumed_split(&fx.m, "s1", 0, 9, 0, 0)); /* no such split */
+    assert_null(dpp_master_consumed_split(&fx.m, "s1", 0, 0, 0, 1)); /* another generation */
     assert_true(consume(&fx, s, 0));
     assert_false(consume(&fx, s, 0));
     /* a SPLIT_DONE after the client consumed the split: counters only */

@@ -631,9 +631,11 @@ static void test_check_token(void **state)
     assert_int_equal(check_tok(s, t, "session: the token says \"s2\""), DPP_ETOKEN);
     uint8_t f[DPP_CKPT_TOKEN_SIZE];
     memcpy(f, raw, sizeof f);
-    put32(f + 60, 1); /* reserved, signed (the MAC fits): a token no dpp wrote */
+    put32(f + 60, 1); /* a generation, signed (the MAC fits), the session never had */
     dpp_hmac_sha256(s->token_key, DPP_CKPT_KEY_LEN, f, 64, f + 64);
-    assert_int_equal(check_raw(s, f, sizeof f, 0, "reserved: the token says 0x00000001", NULL),
+    assert_int_equal(check_raw(s, f, sizeof f, 0,
+                               "generation: the token says 1, session s1 is at generation 0",
+                               NULL),
                      DPP_ETOKEN);
     /* another rank's token, or a position the attach does not ask for */
     dpp_ckpt_token_t tt;
@@ -650,13 +652,11 @@ static void test_check_token(void **state)
     /* forgeries: no key, so the MAC fails; the refusal names the field */
     memcpy(f, raw, sizeof f);
     put32(f + 44, 9999); /* index */
-    put32(f + 60, dpp_crc32c(0, f, 60));
     assert_int_equal(check_raw(s, f, sizeof f, 0, "index: the token says block 9999", NULL),
                      DPP_ETOKEN);
     assert_int_equal(check_raw(s, f, sizeof f, 0, "MAC does not verify", NULL), DPP_ETOKEN);
     memcpy(f, raw, sizeof f);
     put32(f + 56, 7); /* rank_splits */
-    put32(f + 60, dpp_crc32c(0, f, 60));
     assert_int_equal(check_raw(s, f, sizeof f, 0, "rank_splits: the token says 7", NULL),
                      DPP_ETOKEN);
     memcpy(f, raw, sizeof f);
@@ -700,6 +700,154 @@ static void test_check_token(void **state)
 /* The key is journaled with the session and replay keeps it; a record
  * without one (an older master's) gets a new key, which a later record
  * for the same session puts in place. */
+/* ---- elastic resume ---- */
+
+/* Marks rows [lo, hi) of split sp's window in seen[] (a row: its file's
+ * record index, output row o of a window being its o-th record: any
+ * bijection shows exactly-once); fails on a row marked twice. */
+static void mark_rows(const dpp_split_t *sp, uint64_t lo, uint64_t hi, uint64_t per_file,
+                      uint8_t *seen)
+{
+    for (uint64_t o = lo; o < hi; o++) {
+        uint64_t row = sp->file * per_file + sp->record_start + sp->record_skip + o;
+        assert_int_equal(seen[row], 0);
+        seen[row] = 1;
+    }
+}
+
+/* Rank r's position after `k` of its rows in the current plan, as a signed
+ * token; marks the rows before it. */
+static void take_rows(dpp_session_t *s, unsigned r, uint64_t k, uint64_t per_file, uint8_t *seen,
+                      uint8_t *out)
+{
+    size_t first = s->rank_first[r], n = s->rank_count[r], j = 0;
+    uint64_t at = 0, batches = k / s->spec.batch_size;
+    for (; j < n; j++) {
+        const dpp_split_t *sp = &s->splits[first + j];
+        uint64_t lo = sp->out_take ? sp->out_skip : 0, rows = dpp_split_rows(sp);
+        if (k < rows) {
+            mark_rows(sp, lo, lo + k, per_file, seen);
+            at = lo + k;
+            break;
+        }
+        mark_rows(sp, lo, lo + rows, per_file, seen);
+        k -= rows;
+    }
+    dpp_ckpt_token_t t = tok_at(r, s->epoch, (unsigned)j, (unsigned)(at / s->spec.batch_size),
+                                (unsigned)(at % s->spec.batch_size), (unsigned)batches,
+                                (unsigned)n);
+    t.generation = s->generation;
+    assert_int_equal(dpp_ckpt_token_pack(&t, s->token_key, out), 0);
+}
+
+/* Every rank's rows of the current plan (each at most once with seen). */
+static void take_all(const dpp_session_t *s, uint64_t per_file, uint8_t *seen)
+{
+    for (size_t i = 0; i < s->nsplits; i++) {
+        const dpp_split_t *sp = &s->splits[i];
+        uint64_t lo = sp->out_take ? sp->out_skip : 0;
+        mark_rows(sp, lo, lo + dpp_split_rows(sp), per_file, seen);
+    }
+}
+
+/* Each rank's rows in the current plan are within one of the others' (the
+ * remainder "pad" deals them so: equal padded batches). */
+static void assert_even(const dpp_session_t *s)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (unsigned r = 0; r < s->spec.consumers; r++) {
+        uint64_t n = dpp_session_rank_records(s, r);
+        lo = n < lo ? n : lo;
+        hi = n > hi ? n : hi;
+    }
+    assert_true(hi - lo <= 1);
+    assert_int_equal(s->gen_pad_batches, (hi + s->spec.batch_size - 1) / s->spec.batch_size);
+}
+
+static void test_reshape(void **state)
+{
+    (void)state;
+    const uint64_t per_file = 37;
+    dpp_session_t *s = make_r(5, 2, 4, 100, "pad");
+    index_all(s, per_file);
+    uint8_t seen[5 * 37] = {0}, tokens[6 * DPP_CKPT_TOKEN_SIZE];
+    char why[512];
+    /* 4 ranks read 40% (18 of their 46-47 rows), then 3 ranks */
+    for (unsigned r = 0; r < 4; r++)
+        take_rows(s, r, 18, per_file, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 3, 1, why, sizeof why), DPP_ETOKEN);
+    assert_non_null(strstr(why, "3 tokens for session s1's 4 ranks"));
+    int rc = dpp_session_reshape(s, tokens, 4, 3, 1, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "reshape: %s\n", why);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s->spec.consumers, 3);
+    assert_int_equal(s->generation, 1);
+    assert_int_equal(s->epoch, 0);
+    assert_counts(s, s->nsplits, 0, 0, 0);
+    assert_even(s);
+    /* the same plan when made again (a rollback to the epoch, a replay) */
+    dpp_split_t *again = dpp_xcalloc(s->nsplits, sizeof *again);
+    size_t n = s->nsplits;
+    memcpy(again, s->splits, n * sizeof *again);
+    dpp_session_set_epoch(s, 0);
+    assert_int_equal(s->nsplits, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(again[i].file, s->splits[i].file);
+        assert_int_equal(again[i].rank, s->splits[i].rank);
+        assert_int_equal(again[i].out_skip, s->splits[i].out_skip);
+        assert_int_equal(again[i].out_take, s->splits[i].out_take);
+        assert_int_equal(again[i].record_skip, s->splits[i].record_skip);
+    }
+    free(again);
+    /* an old world's token no longer resumes */
+    dpp_ckpt_token_t t;
+    dpp_token_plan_t plan;
+    assert_int_equal(dpp_session_check_token(s, tokens, DPP_CKPT_TOKEN_SIZE, 0, 0, 1, &t, &plan,
+                                             why, sizeof why),
+                     DPP_ETOKEN);
+    assert_non_null(strstr(why, "generation: the token says 0, session s1 is at generation 1"));
+    /* the 3 ranks read 9 rows each, then 6 ranks read the rest */
+    for (unsigned r = 0; r < 3; r++)
+        take_rows(s, r, 9, per_file, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    for (unsigned r = 0; r < 3; r++) { /* they are tokens of this plan */
+        const uint8_t *raw = tokens + r * DPP_CKPT_TOKEN_SIZE;
+        assert_int_equal(dpp_ckpt_token_parse(raw, DPP_CKPT_TOKEN_SIZE, &t, NULL, 0), 0);
+        rc = dpp_session_check_token(s, raw, DPP_CKPT_TOKEN_SIZE, r, 0, t.seq, &t, &plan, why,
+                                     sizeof why);
+        if (rc)
+            fprintf(stderr, "token %u: %s\n", r, why);
+        assert_int_equal(rc, 0);
+    }
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 6, 1, why, sizeof why), 0);
+    assert_int_equal(s->generation, 2);
+    assert_int_equal(s->nchain, 2);
+    assert_even(s);
+    take_all(s, per_file, seen);
+    for (size_t i = 0; i < sizeof seen; i++)
+        assert_int_equal(seen[i], 1); /* every row exactly once */
+    /* the next epoch is planned for 6 ranks as usual */
+    consume_all(s);
+    assert_int_equal(s->epoch, 1);
+    assert_int_equal(s->spec.consumers, 6);
+    uint64_t total = 0;
+    for (unsigned r = 0; r < 6; r++)
+        total += dpp_session_rank_records(s, r);
+    assert_int_equal(total, 5 * per_file);
+    /* a resume in a later epoch (rank 5 had nothing yet) starts a new chain */
+    memset(seen, 0, sizeof seen);
+    for (unsigned r = 0; r < 6; r++)
+        take_rows(s, r, r == 5 ? 0 : 2, per_file, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    assert_int_equal(dpp_session_reshape(s, tokens, 6, 2, 1, why, sizeof why), 0);
+    assert_int_equal(s->generation, 3);
+    assert_int_equal(s->nchain, 1); /* a new epoch's chain */
+    assert_int_equal(s->base_consumers, 6);
+    take_all(s, per_file, seen);
+    for (size_t i = 0; i < sizeof seen; i++)
+        assert_int_equal(seen[i], 1);
+    dpp_session_free(s);
+}
+
 static void test_token_key_journal(void **state)
 {
     (void)state;
@@ -767,6 +915,7 @@ int main(void)
         cmocka_unit_test(test_token_key),
         cmocka_unit_test(test_check_token),
         cmocka_unit_test(test_token_key_journal),
+        cmocka_unit_test(test_reshape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
