@@ -37,12 +37,17 @@ class Client:
 
     ``Client(master, session, rank=0, world_size=0, prefetch=8,
     memory_budget=256 << 20, timeout_s=10.0, token=None,
-    prefetch_splits=4, resume=None)`` attaches to the master at ``master``
+    prefetch_splits=4, resume=None, elastic=None)`` attaches to the master at ``master``
     ("HOST:PORT") for session ``session`` (the id ``dppctl submit``
     printed; ``Client(session)`` takes the ``dpp.Session`` that
     ``dpp.submit()`` returned instead); ``timeout_s`` bounds the wait for the master's first answer.
     ``resume`` is a token from ``checkpoint()``: the client continues from
-    there (``session`` may then be None). Raises DppError (``code``
+    there (``session`` may then be None). ``elastic`` is the checkpoint
+    tokens of every rank of another world size, taken at one step (a list in
+    rank order, as ``TorchDataset.state_dict()`` gathers them): the rest of
+    their epoch is planned again for ``world_size`` ranks (required), of
+    which this client reads ``rank`` (docs/client.md#elastic-resume).
+    Raises DppError (``code``
     DPP_ENOSESSION, DPP_ERANK, DPP_ETOKEN, DPP_ETIMEDOUT, -ECONNREFUSED, ...;
     ``detail`` is ``dpp_client_open_error()``: for a refused token, the
     field and what the token and the plan say).
@@ -69,6 +74,7 @@ class Client:
         token=None,
         prefetch_splits=None,
         resume=None,
+        elastic=None,
     ):
         self._lib = lib = _lib.load()
         self._ptr = None
@@ -90,6 +96,16 @@ class Client:
                 raise TypeError("resume must be the bytes of a checkpoint token")
             r = ctypes.create_string_buffer(bytes(resume), len(resume))
             o.resume_token, o.resume_token_len = ctypes.cast(r, c_void_p), len(resume)
+        if elastic is not None:
+            if isinstance(elastic, (bytes, bytearray)):
+                blob = bytes(elastic)
+            elif all(isinstance(t, (bytes, bytearray)) for t in elastic):
+                blob = b"".join(bytes(t) for t in elastic)
+            else:
+                raise TypeError("elastic must be the old world's checkpoint tokens: a list of "
+                                "bytes in rank order")
+            e = ctypes.create_string_buffer(blob, len(blob))
+            o.elastic_tokens, o.elastic_tokens_len = ctypes.cast(e, c_void_p), len(blob)
         o.rank = _uint(rank, "rank")
         o.world_size = _uint(world_size, "world_size")
         if prefetch is not None:

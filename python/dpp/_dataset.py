@@ -179,27 +179,56 @@ class TorchDataset(torch.utils.data.IterableDataset):
             yield b
             del b  # the generator must not hold the last batch between steps
 
-    def state_dict(self):
+    def state_dict(self, gather=None):
         """The data position, to save with the model's checkpoint:
         ``{"dpp_token": bytes}`` for the current batch boundary (every batch
         this dataset yielded so far counts as delivered; with num_workers=0
         the DataLoader fetches nothing ahead), or the position a loaded
-        state_dict will start from, or {} before anything was read."""
+        state_dict will start from, or {} before anything was read.
+
+        With ``gather`` (default: when torch.distributed is initialized and
+        the world has more than one rank) every rank's token is gathered
+        too, as ``"dpp_tokens"`` (a list in rank order): a collective call,
+        made by every rank at the same step. Rank 0's state_dict is then
+        enough to resume at any world size (load_state_dict)."""
         if self._client is not None:
-            return {"dpp_token": self._client.checkpoint()}
-        tok = self._client_kwargs.get("resume")
-        return {} if tok is None else {"dpp_token": tok}
+            tok = self._client.checkpoint()
+        else:
+            tok = self._client_kwargs.get("resume")
+        state = {} if tok is None else {"dpp_token": tok}
+        dist = torch.distributed
+        if gather is None:
+            gather = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+        if gather:
+            tokens = [None] * dist.get_world_size()
+            dist.all_gather_object(tokens, tok)
+            if any(t is None for t in tokens):
+                raise RuntimeError("state_dict(gather=True): rank %d has no position yet"
+                                   % tokens.index(None))
+            state["dpp_tokens"] = tokens
+        return state
 
     def load_state_dict(self, state):
         """Continues from a ``state_dict()``, also in a new process: the next
         iterations yield exactly the batches that were not yet delivered at
         that point, the same ones in the same order. Closes the current
-        client; the next iteration opens one at that position."""
-        tok = state.get("dpp_token")
+        client; the next iteration opens one at that position.
+
+        A state with ``"dpp_tokens"`` of another world size than this
+        dataset's (an elastic resume: say 8 ranks checkpointed, 6 resume)
+        re-plans the rest of the epoch for this world: over the epoch every
+        row is delivered exactly once in total, and the ranks get equal
+        batches from here on (docs/guarantees.md#elastic-resume). Every rank
+        of the new world loads the same state."""
+        tokens = state.get("dpp_tokens")
         self.close()
-        if tok is None:
-            self._client_kwargs.pop("resume", None)
-        else:
+        self._client_kwargs.pop("resume", None)
+        self._client_kwargs.pop("elastic", None)
+        if tokens is not None and len(tokens) != self.world_size:
+            self._client_kwargs["elastic"] = [bytes(t) for t in tokens]
+            return
+        tok = tokens[self.rank] if tokens is not None else state.get("dpp_token")
+        if tok is not None:
             self._client_kwargs["resume"] = bytes(tok)
 
     def close(self):

@@ -87,6 +87,8 @@ class ClientOptions(ctypes.Structure):
         ("resume_token", c_void_p),
         ("resume_token_len", c_size_t),
         ("max_block_mb", c_uint),
+        ("elastic_tokens", c_void_p),
+        ("elastic_tokens_len", c_size_t),
     ]
 
 

@@ -207,7 +207,8 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     }
     if (req->elastic_tokens.len > 0 && !req->detach && elastic_resume(p, s, req) != 0)
         return;
-    if (req->generation_known && req->generation != s->generation) {
+    if (req->generation_known && req->generation != s->generation && !req->resume) {
+        /* (a token's generation is checked with the token) */
         dpp_conn_send_error(&p->base.conn, DPP_ERANK,
                             "rank %u of session %s reads the plan of generation %u, and the "
                             "session was resumed at %u ranks since (generation %u): this reader "

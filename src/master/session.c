@@ -866,6 +866,19 @@ static int check_position(const dpp_session_t *s, const dpp_ckpt_token_t *t, dpp
     return rc;
 }
 
+/* The refusal of token t of another plan generation than s's. */
+static int generation_refused(const dpp_session_t *s, const dpp_ckpt_token_t *t, char *why,
+                              size_t whylen)
+{
+    return dpp_errf(DPP_ETOKEN, why, whylen,
+                    "generation: the token says %u, session %s is at generation %u (%u ranks): %s",
+                    t->generation, s->id, s->generation, s->spec.consumers,
+                    t->generation < s->generation
+                        ? "it was resumed at another world size after this token was taken; "
+                          "resume from a token taken since"
+                        : "no plan of this session had that generation");
+}
+
 int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t len, unsigned rank,
                             unsigned req_epoch, unsigned req_seq, dpp_ckpt_token_t *t,
                             dpp_token_plan_t *plan, char *why, size_t whylen)
@@ -884,15 +897,10 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
     else if (t->rank != rank)
         rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
                       "rank: the token says %u, the attach is for rank %u", t->rank, rank);
-    else if (t->generation != s->generation)
-        rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
-                      "generation: the token says %u, session %s is at generation %u (%u ranks): "
-                      "%s",
-                      t->generation, s->id, s->generation, s->spec.consumers,
-                      t->generation < s->generation
-                          ? "it was resumed at another world size after this token was taken; "
-                            "resume from a token taken since"
-                          : "no plan of this session had that generation");
+    /* a genuine token of an older generation is named so at once; in a
+     * changed one, the fields a forger changes are named first */
+    else if (mac_ok && t->generation != s->generation)
+        rc = generation_refused(s, t, field, sizeof field);
     else if (t->rank >= s->spec.consumers)
         rc = dpp_errf(DPP_ETOKEN, field, sizeof field,
                       "rank: the token says %u, the session has %u consumers", t->rank,
@@ -904,6 +912,8 @@ int dpp_session_check_token(const dpp_session_t *s, const void *token, size_t le
                       t->epoch, t->seq, req_epoch, req_seq);
     else if (s->state != SESSION_FAILED)
         rc = check_position(s, t, plan, field, sizeof field);
+    if (rc == 0 && t->generation != s->generation)
+        rc = generation_refused(s, t, field, sizeof field);
     if (rc)
         return dpp_errf(DPP_ETOKEN, why, whylen, "%s%s", field,
                         mac_ok ? ""

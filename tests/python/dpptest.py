@@ -123,6 +123,24 @@ class Cluster:
         self.env["DPP_MASTER"] = self.master
         return self.master
 
+    def restart_master(self, *extra):
+        """Stops the master (SIGTERM) and starts it again on the same
+        address and state dir: it replays its journal; workers and clients
+        reconnect."""
+        for i, (name, p) in enumerate(self.procs):
+            if name == "master" and p.poll() is None:
+                p.terminate()
+                p.wait(10)
+        self.procs = [(n, p) for n, p in self.procs if n != "master"]
+        os.unlink(os.path.join(self.tmp, "master.port"))
+        state = os.path.join(self.tmp, "master-state")
+        self.master = self._start(
+            "master",
+            [need(os.path.join(BIN, "dpp-master")), "--listen", self.master, "--state-dir", state,
+             "--data-root", self.root, *extra],
+        )
+        return self.master
+
     def start_worker(self, threads=2, *extra):
         n = sum(1 for name, _ in self.procs if name.startswith("worker"))
         return self._start(
