@@ -192,6 +192,15 @@ size_t dpp_batch_valid_rows(const dpp_batch_t *b);
 
 /* Row mask uint8 [rows]: 1 for a row with data, 0 for padding. */
 const uint8_t *dpp_batch_mask(const dpp_batch_t *b);
+
+/* A mixture's batch (spec "sources", docs/spec.md#mixtures): int32 [rows],
+ * the source each row came from (an index into dpp_client_source_name();
+ * -1 for padding). NULL for a session of one table. */
+const int32_t *dpp_batch_source_ids(const dpp_batch_t *b);
+/* A mixture's sources (0 for a session of one table) and the table of
+ * source i (NULL past the last). */
+unsigned dpp_client_num_sources(const dpp_client_t *c);
+const char *dpp_client_source_name(const dpp_client_t *c, unsigned i);
 unsigned dpp_batch_epoch(const dpp_batch_t *b);
 
 /* Labels: float32 [rows]. Returns 0, or DPP_ENOFEATURE with *labels NULL

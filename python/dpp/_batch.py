@@ -371,6 +371,10 @@ class Batch(_BatchFields):
         self.epoch = int(lib.dpp_batch_epoch(ptr))
         self.valid_rows = int(lib.dpp_batch_valid_rows(ptr))
         self.mask = _view(h, lib.dpp_batch_mask(ptr), (rows,), "|u1", torch.uint8).view(torch.bool)
+        # a mixture's: int32 [rows], each row's source (an index into
+        # Client.sources; -1 for padding); None for a session of one table
+        src = lib.dpp_batch_source_ids(ptr) if client.sources else None
+        self.source_ids = _view(h, src, (rows,), "<i4", torch.int32) if src else None
         p = ctypes.c_void_p()
         self.labels = None
         if client.label_name is not None:

@@ -136,6 +136,11 @@ class Client:
         label = lib.dpp_client_label_name(p)
         # None: the spec has no label, and batches' labels are None
         self.label_name = label.decode() if label is not None else None
+        # a mixture's sources (their tables, in spec order); [] for one table
+        self.sources = [
+            lib.dpp_client_source_name(p, i).decode()
+            for i in range(lib.dpp_client_num_sources(p))
+        ]
         self.batch_size = int(lib.dpp_client_batch_size(p))
         n = int(lib.dpp_client_num_epochs(p))
         # None: "epochs": "unbounded", epochs until the session is cancelled

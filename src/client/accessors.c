@@ -117,6 +117,21 @@ size_t dpp_batch_rows(const dpp_batch_t *b)
     return b->rows;
 }
 
+const int32_t *dpp_batch_source_ids(const dpp_batch_t *b)
+{
+    return b->source_ids;
+}
+
+unsigned dpp_client_num_sources(const dpp_client_t *c)
+{
+    return c->core->nsources;
+}
+
+const char *dpp_client_source_name(const dpp_client_t *c, unsigned i)
+{
+    return i < c->core->nsources ? c->core->source_names[i] : NULL;
+}
+
 size_t dpp_batch_valid_rows(const dpp_batch_t *b)
 {
     return b->valid_rows;
@@ -244,6 +259,7 @@ void dpp_batch_release(dpp_batch_t *b)
     pthread_mutex_unlock(&core->mu);
     if (b->mask != core->ones)
         free((void *)b->mask);
+    free(b->source_ids);
     free(b);
     dpp__core_unref(core);
 }

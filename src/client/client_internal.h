@@ -20,6 +20,7 @@ typedef struct cur_block {
     size_t raw_len, raw_cap;
     uint32_t rows, row_off;
     uint32_t epoch, seq, index;
+    uint32_t source; /* a mixture's source of its split */
     uint64_t link_id;
 } cur_block_t;
 
@@ -40,6 +41,7 @@ struct dpp_client {
     cur_block_t cur;
     dpp_block_builder_t assembly; /* rows of the next batch, when copied */
     size_t assembly_bytes;        /* counted in held_bytes */
+    int32_t *assembly_sources;    /* a mixture's: [batch_size], each assembled row's source */
     void *zctx;                   /* ZSTD_DCtx, consumer thread only */
     dpp_client_stats_t stats;     /* consumer-side counters */
     dpp_auth_t auth;              /* cluster token (owned), or none */
@@ -53,7 +55,8 @@ struct dpp_batch {
     size_t valid_rows;   /* rows before the padding (remainder "pad") */
     const uint8_t *mask; /* [rows]: 1 real row, 0 padding; core->ones or owned */
     unsigned epoch;
-    uint64_t link_id; /* owed a credit on release; 0: none */
+    uint64_t link_id;    /* owed a credit on release; 0: none */
+    int32_t *source_ids; /* a mixture's: [rows], the source of each row (-1: padding) */
 };
 
 #endif

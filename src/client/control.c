@@ -316,6 +316,21 @@ void dpp__session_json(dpp_jbuf_t *b, const Dpp__SessionStatus *s)
         put_u64(b, "tokens_per_second", s->tokens_per_second);
         dpp__jbuf_puts(b, "}");
     }
+    if (s->n_sources) { /* a mixture's sources */
+        dpp__jbuf_puts(b, ",\"sources\":[");
+        for (size_t i = 0; i < s->n_sources; i++) {
+            const Dpp__SourceStatus *x = s->sources[i];
+            dpp__jbuf_printf(b, "%s{\"table\":", i ? "," : "");
+            put_string(b, x->table);
+            put_real(b, "weight", x->weight);
+            put_u64(b, "window_rows", x->window_rows);
+            put_u64(b, "rows", x->rows);
+            put_u64(b, "epoch_rows", x->epoch_rows);
+            put_u64(b, "records", x->records);
+            dpp__jbuf_puts(b, "}");
+        }
+        dpp__jbuf_puts(b, "]");
+    }
     const Dpp__Rejects *rj = s->rejects;
     if (rj) {
         const char *sep = "";

@@ -56,6 +56,9 @@ void dpp__core_unref(dpp_core_t *core)
     free(core->label_name);
     free(core->dims);
     free(core->trims);
+    for (unsigned i = 0; core->source_names && i < core->nsources; i++)
+        free(core->source_names[i]);
+    free(core->source_names);
     free(core->weighted);
     free(core->ones);
     explicit_bzero(core->token_key, sizeof core->token_key);
@@ -279,6 +282,10 @@ int dpp__core_set_schema(dpp_core_t *core, const Dpp__AttachReply *r)
     /* proto3 has no absent string: "" is a spec without a label */
     if (r->label_name && r->label_name[0] && (core->label_name = strdup(r->label_name)) == NULL)
         return -ENOMEM;
+    if (r->n_sources > DPP_BLOCK_MAX_FEATURES ||
+        copy_names(&core->source_names, r->sources, r->n_sources))
+        return r->n_sources > DPP_BLOCK_MAX_FEATURES ? DPP_EMSG : -ENOMEM;
+    core->nsources = (unsigned)r->n_sources;
     if ((core->dims = calloc(core->ndense + 1, sizeof *core->dims)) == NULL ||
         (core->weighted = calloc(core->nsparse + 1, sizeof *core->weighted)) == NULL)
         return -ENOMEM;

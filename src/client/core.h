@@ -36,7 +36,8 @@ typedef struct rblock {
     struct rblock *next;
     uint64_t link_id; /* the worker connection that owes a credit back */
     uint32_t epoch, split, index;
-    uint32_t seq; /* the split's position in the rank's epoch order */
+    uint32_t seq;    /* the split's position in the rank's epoch order */
+    uint32_t source; /* a mixture's source of the split */
     int last;
     uint32_t rows;
     uint32_t codec;
@@ -80,6 +81,8 @@ typedef struct dpp_core {
     unsigned ndense, nsparse; /* either may be 0, not both */
     char **dense_names, **sparse_names;
     char *label_name; /* NULL: the spec has no label */
+    char **source_names; /* a mixture's sources' tables [nsources]; 0: not a mixture */
+    unsigned nsources;
     unsigned *dims;
     uint8_t *weighted;
     dpp_block_shape_t shape; /* points at dims and weighted */

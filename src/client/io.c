@@ -251,6 +251,7 @@ static void handle_block(wlink_t *l, const dpp_frame_t *f, const Dpp__BlockHeade
         b->epoch = h->epoch;
         b->split = h->split_id;
         b->seq = h->split_seq;
+        b->source = h->source;
         b->index = h->block_index;
         b->last = h->last;
         b->rows = h->rows;

@@ -164,6 +164,7 @@ static int load_block(dpp_client_t *c, rblock_t *b)
     c->cur.epoch = b->epoch;
     c->cur.seq = b->seq;
     c->cur.index = b->index;
+    c->cur.source = b->source;
     c->cur.link_id = b->link_id;
     if (c->skip_rows) { /* resumed inside this block */
         c->cur.row_off = c->skip_rows < info.rows ? c->skip_rows : info.rows;
@@ -187,6 +188,11 @@ static dpp_batch_t *new_batch(dpp_client_t *c, uint8_t *buf, size_t cap, size_t 
     batch->mask = c->core->ones;
     batch->epoch = c->epoch;
     batch->link_id = link_id;
+    if (c->core->nsources > 0 &&
+        (batch->source_ids = malloc((rows ? rows : 1) * sizeof *batch->source_ids)) == NULL) {
+        free(batch);
+        return NULL;
+    }
     return batch;
 }
 
@@ -208,6 +214,8 @@ static int finish_assembly(dpp_client_t *c, dpp_batch_t **out)
         free(buf);
         return rc ? rc : -ENOMEM;
     }
+    if (batch->source_ids)
+        memcpy(batch->source_ids, c->assembly_sources, rows * sizeof *batch->source_ids);
     pthread_mutex_lock(&c->core->mu);
     c->core->refs++;
     c->core->held_bytes += cap;
@@ -232,6 +240,8 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
             new_batch(c, cur->raw, cur->raw_cap, cur->rows, cur->link_id);
         if (batch == NULL)
             return -ENOMEM;
+        for (size_t i = 0; batch->source_ids && i < cur->rows; i++)
+            batch->source_ids[i] = (int32_t)cur->source;
         pthread_mutex_lock(&core->mu);
         core->refs++;
         core->trainer_bytes += batch->cap;
@@ -244,6 +254,8 @@ static int cut_rows(dpp_client_t *c, dpp_batch_t **out)
     size_t want = c->batch_size - c->assembly.rows;
     size_t take = cur->rows - cur->row_off < want ? cur->rows - cur->row_off : want;
     size_t before = dpp_block_builder_size(&c->assembly);
+    for (size_t i = 0; c->assembly_sources && i < take; i++)
+        c->assembly_sources[c->assembly.rows + i] = (int32_t)cur->source;
     int rc =
         dpp_block_builder_append_block(&c->assembly, cur->raw, cur->row_off, cur->row_off + take);
     if (rc)
@@ -287,8 +299,11 @@ static int finish_padded(dpp_client_t *c, dpp_batch_t **out)
     size_t *lens = calloc(core->nsparse + 1, sizeof *lens);
     uint8_t *mask = malloc(c->batch_size);
     int rc = zeros && lens && mask ? 0 : -ENOMEM;
-    while (rc == 0 && c->assembly.rows < c->batch_size)
+    while (rc == 0 && c->assembly.rows < c->batch_size) {
+        if (c->assembly_sources)
+            c->assembly_sources[c->assembly.rows] = -1; /* padding: no source */
         rc = dpp_block_builder_append(&c->assembly, 0.0f, zeros, NULL, NULL, lens);
+    }
     if (rc == 0)
         rc = finish_assembly(c, out);
     free(zeros);

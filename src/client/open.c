@@ -276,6 +276,11 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
         goto fail;
     if ((rc = dpp_block_builder_init(&c->assembly, &core->shape)) != 0)
         goto fail;
+    if (core->nsources > 0 &&
+        (c->assembly_sources = calloc(r->batch_size, sizeof *c->assembly_sources)) == NULL) {
+        rc = -ENOMEM;
+        goto fail;
+    }
     /* A failed session still opens, so that the trainer can read why with
      * dpp_client_error() after next() reports DPP_EFAILED. */
     if (dpp__state_failed(r->state))
@@ -313,6 +318,7 @@ fail:
     if (r)
         protobuf_c_message_free_unpacked(&r->base, NULL);
     dpp_block_builder_close(&c->assembly);
+    free(c->assembly_sources);
     ZSTD_freeDCtx(c->zctx);
     if (c->core)
         dpp__core_unref(c->core);
@@ -341,6 +347,7 @@ void dpp_client_close(dpp_client_t *c)
     dpp__io_stop(c->io);
     free(c->cur.raw);
     dpp_block_builder_close(&c->assembly);
+    free(c->assembly_sources);
     ZSTD_freeDCtx(c->zctx);
     dpp__core_unref(c->core);
     free((void *)c->auth.token);

@@ -390,6 +390,14 @@ static int render(const Dpp__SessionStatus *s, const sample_t *prev, uint64_t no
                all ? 100.0 * (double)s->text_padding / (double)all : 0.0, eol);
         lines++;
     }
+    for (size_t i = 0; i < s->n_sources; i++) {
+        const Dpp__SourceStatus *x = s->sources[i];
+        printf("  source %zu %s: weight %g (%u rows a window), %" PRIu64 " rows delivered, %" PRIu64
+               " this epoch (%.2f passes of its %" PRIu64 " records)%s",
+               i, x->table, x->weight, x->window_rows, x->rows, x->epoch_rows,
+               x->records ? (double)x->epoch_rows / (double)x->records : 0.0, x->records, eol);
+        lines++;
+    }
     if (s->records_rejected || s->rows_filtered) {
         printf("  filtered %" PRIu64 "  rejected %" PRIu64 "%s", s->rows_filtered,
                s->records_rejected, eol);

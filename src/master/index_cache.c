@@ -94,8 +94,8 @@ void dpp_master_index_cache_put(dpp_master_t *m, const dpp_file_t *f, uint64_t k
 size_t dpp_master_index_cache_apply(dpp_master_t *m, dpp_session_t *s)
 {
     size_t n = 0;
-    uint64_t key = dpp_spec_index_key(&s->spec);
     for (size_t i = 0; i < s->nfiles; i++) {
+        uint64_t key = dpp_spec_index_key(dpp_session_file_spec(s, i));
         dpp_file_t *f = &s->files[i];
         uint64_t h = key_hash(f->path, key);
         struct stat st;

@@ -28,7 +28,8 @@ static uint64_t split_cache_key(const dpp_session_t *s, size_t i)
 {
     const dpp_split_t *sp = &s->splits[i];
     uint64_t k[2];
-    dpp_spec_split_key(s->cache_fp, s->files[sp->file].path, sp->byte_start, sp->byte_end,
+    dpp_spec_split_key(dpp_session_file_fp(s, sp->file), s->files[sp->file].path, sp->byte_start,
+                       sp->byte_end,
                        sp->record_start, sp->range_records, sp->record_skip, sp->record_count, k);
     return k[1];
 }
@@ -164,9 +165,13 @@ static void fill_lease(const dpp_lease_pick_t *t, Dpp__Lease *l)
     dpp__lease__init(l);
     l->session_id = (char *)s->id;
     l->split_id = (uint32_t)t->i;
-    l->spec_json = s->spec_json;
-    l->format = (char *)dpp_format_names[s->spec.format];
-    l->text = s->spec.text != NULL;
+    /* a mixture's task is its source's: a whole spec of its own */
+    size_t file = t->index ? t->i : s->splits[t->i].file;
+    const dpp_spec_t *spec = dpp_session_file_spec(s, file);
+    l->spec_json = (char *)dpp_session_file_json(s, file);
+    l->format = (char *)dpp_format_names[spec->format];
+    l->text = spec->text != NULL;
+    l->source = s->files[file].source;
     if (t->index) {
         const dpp_file_t *f = &s->files[t->i];
         l->kind = DPP__LEASE__KIND__INDEX;

@@ -71,6 +71,7 @@ enum {
     F_TEXT_TOKENS,
     F_TEXT_DOCUMENTS,
     F_TEXT_PADDING,
+    F_SOURCE_ROWS,
     F_REST_RANKS,
     F_REST_WAIT,
     F_REST_BATCHES,
@@ -82,7 +83,8 @@ enum {
 static const char *const family_names[NFAMILIES] = {
     "dpp_session_starvation_ratio",   "dpp_session_epoch",
     "dpp_session_text_tokens_total",  "dpp_session_text_documents_total",
-    "dpp_session_text_padding_ratio", "dpp_trainer_rest_ranks",
+    "dpp_session_text_padding_ratio", "dpp_session_source_rows_total",
+    "dpp_trainer_rest_ranks",
     "dpp_trainer_rest_wait_seconds",  "dpp_trainer_rest_batches_total",
     "dpp_trainer_wait_seconds",       "dpp_trainer_batches_total",
 };
@@ -154,6 +156,24 @@ static void session_part(dpp_metrics_t *m, dpp_session_t *const *sessions, size_
         dpp_metrics_sample(m, "dpp_session_text_padding_ratio", &l, 1,
                            (double)s->text_padding / (double)all);
         series[F_TEXT_PADDING]++;
+    }
+    /* mixtures: rate() of each source's rows shows the weights holding */
+    dpp_metrics_family(m, "dpp_session_source_rows_total", DPP_METRIC_COUNTER,
+                       "Rows of a running mixture's source in the splits its clients consumed.");
+    for (size_t i = 0; i < n; i++) {
+        const dpp_session_t *s = sessions[i];
+        if (s->spec.nsources == 0 || s->source_rows == NULL || !session_active(s))
+            continue;
+        for (unsigned j = 0; j < s->spec.nsources; j++) {
+            char idx[16];
+            snprintf(idx, sizeof idx, "%u", j);
+            dpp_metrics_label_t ls[3] = {{"session", s->id},
+                                         {"source", idx},
+                                         {"table", s->spec.sources[j].spec.table}};
+            dpp_metrics_sample_u64(m, "dpp_session_source_rows_total", ls, 3,
+                                   s->source_rows[j]);
+            series[F_SOURCE_ROWS]++;
+        }
     }
 }
 

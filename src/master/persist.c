@@ -74,16 +74,28 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s)
     js.files = dpp_xcalloc(s->nfiles + 1, sizeof *js.files);
     for (size_t i = 0; i < s->nfiles; i++)
         js.files[i] = s->files[i].path;
-    if (s->nfiles > 0 && s->files[0].etag != NULL) {
+    int objects = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        objects |= s->files[i].etag != NULL;
+    if (objects) { /* "" for a local file (of another source of a mixture) */
         js.n_etags = js.n_sizes = s->nfiles;
         js.etags = dpp_xcalloc(s->nfiles, sizeof *js.etags);
         js.sizes = dpp_xcalloc(s->nfiles, sizeof *js.sizes);
         for (size_t i = 0; i < s->nfiles; i++) {
-            js.etags[i] = s->files[i].etag;
+            js.etags[i] = s->files[i].etag ? s->files[i].etag : (char *)"";
             js.sizes[i] = s->files[i].size;
         }
     }
+    if (s->spec.nsources > 0) {
+        js.n_source_tables = s->spec.nsources;
+        js.source_tables = s->source_tables;
+        js.n_file_sources = s->nfiles;
+        js.file_sources = dpp_xcalloc(s->nfiles + 1, sizeof *js.file_sources);
+        for (size_t i = 0; i < s->nfiles; i++)
+            js.file_sources[i] = s->files[i].source;
+    }
     dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_SESSION, &js.base);
+    free(js.file_sources);
     free(js.files);
     free(js.etags);
     free(js.sizes);
@@ -184,7 +196,26 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
                                 js->n_files);
             if (js->n_etags == js->n_files && js->n_sizes == js->n_files)
                 for (size_t i = 0; i < js->n_files; i++)
-                    dpp_session_file_object(s, i, js->etags[i], js->sizes[i]);
+                    if (js->etags[i][0])
+                        dpp_session_file_object(s, i, js->etags[i], js->sizes[i]);
+            if (s->spec.nsources > 0 && js->n_source_tables == s->spec.nsources &&
+                js->n_file_sources == js->n_files) {
+                char **tables = dpp_xcalloc(s->spec.nsources, sizeof *tables);
+                tables[0] = s->table_path;
+                for (unsigned k = 1; k < s->spec.nsources; k++)
+                    tables[k] = dpp_xstrdup(js->source_tables[k]);
+                dpp_session_set_sources(s, tables, js->file_sources);
+            } else if (s->spec.nsources > 0) {
+                /* a record that lost its sources: kept, but not run */
+                char **tables = dpp_xcalloc(s->spec.nsources, sizeof *tables);
+                uint32_t *none = dpp_xcalloc(s->nfiles + 1, sizeof *none);
+                tables[0] = s->table_path;
+                for (unsigned k = 1; k < s->spec.nsources; k++)
+                    tables[k] = dpp_xstrdup(s->table_path);
+                dpp_session_set_sources(s, tables, none);
+                free(none);
+                dpp_session_fail(s, "journal: the mixture's record has no sources");
+            }
             if (js->submitted_unix_ms > 0)
                 s->submitted_ms = js->submitted_unix_ms;
             dpp_master_add_session(m, s);
@@ -216,7 +247,8 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
                  * file as it is now: it may have changed while we were down */
                 f->index_size = ji->file_size;
                 f->index_mtime_ns = ji->file_mtime_ns;
-                dpp_master_index_cache_put(m, f, dpp_spec_index_key(&s->spec));
+                dpp_master_index_cache_put(m, f,
+                                           dpp_spec_index_key(dpp_session_file_spec(s, ji->file)));
             }
         }
     } else if (type == DPP_J_CONSUMED) {

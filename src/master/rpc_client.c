@@ -335,6 +335,10 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
         r.sparse_weighted[k] = s->spec.sparse[k].weights != NULL;
     }
     r.label_name = s->spec.label ? s->spec.label : (char *)""; /* "": no label */
+    r.n_sources = s->spec.nsources;
+    r.sources = dpp_xcalloc(s->spec.nsources + 1, sizeof(char *));
+    for (unsigned i = 0; i < s->spec.nsources; i++)
+        r.sources[i] = s->spec.sources[i].spec.table;
     r.workers = dpp_xcalloc(dpp_master_live_workers(m) + 1, sizeof(char *));
     for (peer_t *w = first_peer(m); w; w = next_peer(w))
         if (peer_role(w) == ROLE_WORKER && w->worker_id != 0)
@@ -377,6 +381,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     free(r.sparse_names);
     free(r.sparse_weighted);
     free(r.workers);
+    free(r.sources);
     free(r.trim_seqs);
     free(r.trim_skips);
     free(r.trim_takes);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/errtext.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "dpp/error.h"
@@ -62,10 +63,12 @@ struct dpp_submit_job {
     dpp_master_t *m;
     peer_t *peer; /* NULL once it closed: the answer has no one to go to */
     dpp_spec_t spec;
-    char *table_path;
+    char **table_paths; /* [nsources, or 1] */
     char **files;
     size_t nfiles;
-    dpp_s3_table_t objects; /* an s3:// table's ETags and sizes */
+    char **etags;       /* [nfiles]: an object's ETag, NULL for a local file */
+    uint64_t *sizes;    /* [nfiles] */
+    uint32_t *sources;  /* [nfiles]: a mixture's source of each */
     int rc;
     char err[DPP_SPEC_ERRLEN];
 };
@@ -78,13 +81,72 @@ static void reject_submit(peer_t *p, int rc, const char *text, unsigned nproblem
     dpp_conn_send_error(&p->base.conn, rc, "%s", text);
 }
 
+static unsigned job_tables(const struct dpp_submit_job *j)
+{
+    return j->spec.nsources ? j->spec.nsources : 1;
+}
+
 static void submit_job_free(struct dpp_submit_job *j)
 {
-    dpp_spec_close(&j->spec);
-    free(j->table_path);
+    for (unsigned i = 0; j->table_paths && i < job_tables(j); i++)
+        free(j->table_paths[i]);
+    free(j->table_paths);
+    for (size_t i = 0; j->etags && i < j->nfiles; i++)
+        free(j->etags[i]);
+    free(j->etags);
+    free(j->sizes);
+    free(j->sources);
     dpp_table_files_free(j->files, j->nfiles);
-    dpp_s3_table_close(&j->objects);
+    dpp_spec_close(&j->spec);
     free(j);
+}
+
+/* Lists one table (a mixture's source, or the session's) and appends its
+ * files. Threadpool. */
+static int list_one(struct dpp_submit_job *j, unsigned source, const dpp_spec_t *spec,
+                    char *err, size_t errlen)
+{
+    const dpp_master_t *m = j->m;
+    dpp_s3_table_t obj = {0};
+    char **files = NULL;
+    size_t n = 0;
+    int rc;
+    if (dpp_s3_is_url(spec->table)) {
+        rc = dpp_master_list_s3(m, spec, &obj, err, errlen);
+        j->table_paths[source] = obj.table_path;
+        obj.table_path = NULL;
+        files = obj.files;
+        n = obj.n;
+    } else {
+        rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, spec->table,
+                               &j->table_paths[source], err, errlen);
+        if (rc == 0)
+            rc = dpp_table_list_files(j->table_paths[source], spec, &files, &n, err, errlen);
+    }
+    if (rc == 0 && n == 0 && j->spec.nsources > 0)
+        rc = dpp_errf(DPP_ESPEC, err, errlen, "table \"%s\": no data files in the selected "
+                                              "partitions",
+                      spec->table);
+    if (rc == 0) {
+        size_t all = j->nfiles + n;
+        j->files = dpp_xrealloc(j->files, (all + 1) * sizeof *j->files);
+        j->etags = dpp_xrealloc(j->etags, (all + 1) * sizeof *j->etags);
+        j->sizes = dpp_xrealloc(j->sizes, (all + 1) * sizeof *j->sizes);
+        j->sources = dpp_xrealloc(j->sources, (all + 1) * sizeof *j->sources);
+        for (size_t k = 0; k < n; k++, j->nfiles++) {
+            j->files[j->nfiles] = files[k];
+            j->etags[j->nfiles] = obj.etags ? obj.etags[k] : NULL;
+            j->sizes[j->nfiles] = obj.sizes ? obj.sizes[k] : 0;
+            j->sources[j->nfiles] = source;
+            files[k] = NULL;
+            if (obj.etags)
+                obj.etags[k] = NULL;
+        }
+    }
+    if (files != obj.files)
+        dpp_table_files_free(files, n);
+    dpp_s3_table_close(&obj);
+    return rc;
 }
 
 /* Threadpool: the table's files, or the error in j->rc and j->err. Reads
@@ -92,23 +154,17 @@ static void submit_job_free(struct dpp_submit_job *j)
 static void list_table(uv_work_t *w)
 {
     struct dpp_submit_job *j = w->data;
-    const dpp_master_t *m = j->m;
-    if (dpp_s3_is_url(j->spec.table)) {
-        j->rc = dpp_master_list_s3(m, &j->spec, &j->objects, j->err, sizeof j->err);
-        if (j->rc == 0) {
-            j->table_path = j->objects.table_path;
-            j->files = j->objects.files;
-            j->nfiles = j->objects.n;
-            j->objects.table_path = NULL;
-            j->objects.files = NULL;
-        }
+    j->table_paths = dpp_xcalloc(job_tables(j), sizeof *j->table_paths);
+    if (j->spec.nsources == 0) {
+        j->rc = list_one(j, 0, &j->spec, j->err, sizeof j->err);
         return;
     }
-    j->rc = dpp_table_resolve((const char *const *)m->roots, m->nroots, j->spec.table,
-                              &j->table_path, j->err, sizeof j->err);
-    if (j->rc == 0)
-        j->rc = dpp_table_list_files(j->table_path, &j->spec, &j->files, &j->nfiles, j->err,
-                                     sizeof j->err);
+    for (unsigned i = 0; i < j->spec.nsources && j->rc == 0; i++) {
+        char why[DPP_SPEC_ERRLEN - 32];
+        j->rc = list_one(j, i, &j->spec.sources[i].spec, why, sizeof why);
+        if (j->rc)
+            snprintf(j->err, sizeof j->err, "sources[%u]: %s", i, why);
+    }
 }
 
 /* Loop thread, the table listed: journals the new session and answers. */
@@ -127,13 +183,18 @@ static void start_session(peer_t *p, struct dpp_submit_job *j)
     }
     char id[24];
     new_session_id(id, sizeof id);
-    dpp_session_t *s = dpp_session_new(id, &j->spec, j->table_path, j->files, j->nfiles);
+    unsigned ntables = job_tables(j);
+    dpp_session_t *s = dpp_session_new(id, &j->spec, j->table_paths[0], j->files, j->nfiles);
     memset(&j->spec, 0, sizeof j->spec); /* the session's now, as are the files */
-    j->table_path = NULL;
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (j->etags[i])
+            dpp_session_file_object(s, i, j->etags[i], j->sizes[i]);
+    if (ntables > 1)
+        dpp_session_set_sources(s, j->table_paths, j->sources); /* takes them */
+    else
+        free(j->table_paths);
+    j->table_paths = NULL;
     j->files = NULL;
-    j->nfiles = 0;
-    for (size_t i = 0; i < j->objects.n; i++)
-        dpp_session_file_object(s, i, j->objects.etags[i], j->objects.sizes[i]);
     size_t cached = dpp_master_index_cache_apply(m, s);
     /* Journaled (the files indexed from the cache too, so that a replay does
      * not depend on it) before the submit is answered. */
@@ -298,6 +359,21 @@ static void fill_status(dpp_master_t *m, const dpp_session_t *s, Dpp__SessionSta
     st->splits_per_second = s->state == SESSION_RUNNING ? (uint64_t)(s->splits_rate + 0.5) : 0;
     st->takeovers = s->takeovers;
     st->rows_redelivered_max = s->redelivered_max;
+    if (s->spec.nsources > 0 && s->source_rows) {
+        st->n_sources = s->spec.nsources;
+        st->sources = dpp_xcalloc(s->spec.nsources, sizeof *st->sources);
+        for (unsigned i = 0; i < s->spec.nsources; i++) {
+            Dpp__SourceStatus *x = dpp_xcalloc(1, sizeof *x);
+            dpp__source_status__init(x);
+            x->table = s->spec.sources[i].spec.table;
+            x->weight = s->spec.sources[i].weight;
+            x->window_rows = s->spec.sources[i].window_rows;
+            x->rows = s->source_rows[i];
+            x->epoch_rows = s->source_epoch_rows[i];
+            x->records = s->source_records[i];
+            st->sources[i] = x;
+        }
+    }
     int64_t now = dpp_now_ms();
     for (unsigned r = 0; r < s->spec.consumers; r++) {
         st->records_per_epoch += dpp_session_rank_records(s, r);
@@ -411,6 +487,9 @@ void dpp_master_ctl_status(peer_t *p, const Dpp__StatusRequest *req)
     for (size_t i = 0; i < n; i++) {
         free(ranks[i]);
         free(rank_ptrs[i]);
+        for (size_t j = 0; j < sts[i].n_sources; j++)
+            free(sts[i].sources[j]);
+        free(sts[i].sources);
     }
     free(ranks);
     free(rank_ptrs);

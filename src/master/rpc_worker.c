@@ -146,7 +146,8 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
         return;
     }
     char why[256];
-    if (!dpp_planner_for(s->spec.format, s->spec.text != NULL)
+    const dpp_spec_t *spec = dpp_session_file_spec(s, i);
+    if (!dpp_planner_for(spec->format, spec->text != NULL)
              ->check(msg->records, msg->boundaries, msg->n_boundaries, s->spec.split_rows, why,
                      sizeof why)) {
         char text[512];
@@ -188,7 +189,7 @@ static void index_done(peer_t *p, const Dpp__IndexDone *msg)
     int planned = dpp_session_file_indexed(s, i, msg->records, msg->boundaries, msg->n_boundaries);
     f->index_size = ji.file_size;
     f->index_mtime_ns = ji.file_mtime_ns;
-    dpp_master_index_cache_put(m, f, dpp_spec_index_key(&s->spec));
+    dpp_master_index_cache_put(m, f, dpp_spec_index_key(spec));
     m->n.index_done++;
     DPP_DEBUG("file_indexed session=%s file=%s records=%" PRIu64 " splits=%zu sidecar=%d", s->id,
               f->rel_path, msg->records, msg->n_boundaries - 1, msg->from_sidecar);

@@ -69,6 +69,32 @@ dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_pat
     return s;
 }
 
+void dpp_session_set_sources(dpp_session_t *s, char **table_paths, const uint32_t *file_source)
+{
+    unsigned n = s->spec.nsources;
+    s->source_tables = table_paths;
+    s->source_json = dpp_xcalloc(n, sizeof *s->source_json);
+    s->source_fp = dpp_xcalloc(n, sizeof *s->source_fp);
+    s->source_rows = dpp_xcalloc(n, sizeof *s->source_rows);
+    s->source_epoch_rows = dpp_xcalloc(n, sizeof *s->source_epoch_rows);
+    s->source_records = dpp_xcalloc(n, sizeof *s->source_records);
+    for (unsigned i = 0; i < n; i++) {
+        if ((s->source_json[i] = dpp_spec_to_json(&s->spec.sources[i].spec)) == NULL)
+            dpp_oom();
+        s->source_fp[i] = dpp_spec_cache_fingerprint(&s->spec.sources[i].spec);
+    }
+    for (size_t i = 0; i < s->nfiles; i++) {
+        dpp_file_t *f = &s->files[i];
+        f->source = file_source[i] < n ? file_source[i] : 0;
+        const char *table = table_paths[f->source], *rel = f->path;
+        size_t len = strlen(table);
+        if (strncmp(rel, table, len) == 0 && rel[len] == '/')
+            rel += len + 1;
+        free(f->rel_path);
+        f->rel_path = dpp_xstrdup(rel);
+    }
+}
+
 void dpp_session_file_object(dpp_session_t *s, size_t i, const char *etag, uint64_t size)
 {
     free(s->files[i].etag);
@@ -80,6 +106,7 @@ void dpp_session_free(dpp_session_t *s)
 {
     if (s == NULL)
         return;
+    unsigned nsources = s->spec.nsources;
     dpp_spec_close(&s->spec);
     free(s->spec_json);
     free(s->table_path);
@@ -110,6 +137,17 @@ void dpp_session_free(dpp_session_t *s)
         free(s->chain[i].tokens);
     free(s->chain);
     free(s->gen_trims);
+    for (unsigned i = 0; s->source_tables && i < nsources; i++) {
+        if (i > 0) /* [0] is table_path */
+            free(s->source_tables[i]);
+        free(s->source_json[i]);
+    }
+    free(s->source_tables);
+    free(s->source_json);
+    free(s->source_fp);
+    free(s->source_rows);
+    free(s->source_epoch_rows);
+    free(s->source_records);
     explicit_bzero(s->token_key, sizeof s->token_key);
     free(s);
 }
@@ -170,6 +208,136 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
     return (most + s->spec.batch_size - 1) / s->spec.batch_size;
 }
 
+/* A mixture's source as its ranges come, pass after pass: in file order,
+ * or (shuffle) permuted by (seed, epoch, source, pass). */
+typedef struct mix_stream {
+    const dpp_planner_t *planner;
+    struct mix_range {
+        uint32_t file, b;
+    } *of;
+    uint32_t *order;
+    size_t n, at;  /* ranges, the one being taken */
+    uint64_t off;  /* its records taken */
+    unsigned pass; /* of the source in this epoch */
+} mix_stream_t;
+
+static void stream_pass(const dpp_session_t *s, mix_stream_t *st, unsigned epoch, unsigned source)
+{
+    if (s->spec.shuffle)
+        dpp_permute(st->order, st->n,
+                    dpp_shuffle_seed(s->spec.shuffle_seed, epoch,
+                                     ((uint64_t)(source + 1) << 32) | st->pass));
+    else
+        for (size_t r = 0; r < st->n; r++)
+            st->order[r] = (uint32_t)r;
+    st->at = 0;
+    st->off = 0;
+}
+
+/* Windows each rank gets in an epoch of a mixture over nr ranks: with
+ * exhausted "stop", as many as every source can fill (the first to run
+ * out ends the epoch); with "repeat", as many as the source read through
+ * the most needs (the others start again). 0 when a source is empty or
+ * (stop) smaller than one window of every rank. */
+static uint64_t mix_windows(const dpp_session_t *s, unsigned nr)
+{
+    uint64_t k = s->spec.mix_repeat ? 0 : UINT64_MAX;
+    for (unsigned i = 0; i < s->spec.nsources; i++) {
+        uint64_t records = 0, per = (uint64_t)nr * s->spec.sources[i].window_rows;
+        for (size_t f = 0; f < s->nfiles; f++)
+            if (s->files[f].source == i)
+                records += s->files[f].records;
+        if (records == 0)
+            return 0;
+        uint64_t fits = s->spec.mix_repeat ? (records + per - 1) / per : records / per;
+        k = s->spec.mix_repeat ? (fits > k ? fits : k) : (fits < k ? fits : k);
+    }
+    return k;
+}
+
+/* The plan of an epoch of a mixture: each rank gets the same number of
+ * windows (mix_windows), each window window_rows records of every source
+ * in source order, taken from that source's stream of ranges (cut where a
+ * share ends). Pure. */
+static dpp_split_t *plan_mixture(const dpp_session_t *s, unsigned epoch, unsigned nr,
+                                 size_t *nsplits, size_t *rank_first, size_t *rank_count)
+{
+    unsigned ns = s->spec.nsources;
+    mix_stream_t *st = dpp_xcalloc(ns, sizeof *st);
+    for (unsigned i = 0; i < ns; i++) {
+        const dpp_spec_t *spec = &s->spec.sources[i].spec;
+        st[i].planner = dpp_planner_for(spec->format, spec->text != NULL);
+        for (size_t f = 0; f < s->nfiles; f++)
+            if (s->files[f].source == i)
+                st[i].n += st[i].planner->nranges(s->files[f].records, s->files[f].bounds,
+                                                  s->files[f].nbounds);
+        st[i].of = dpp_xcalloc(st[i].n + 1, sizeof *st[i].of);
+        st[i].order = dpp_xcalloc(st[i].n + 1, sizeof *st[i].order);
+        size_t r = 0;
+        for (size_t f = 0; f < s->nfiles; f++) {
+            if (s->files[f].source != i)
+                continue;
+            size_t nb = st[i].planner->nranges(s->files[f].records, s->files[f].bounds,
+                                               s->files[f].nbounds);
+            for (size_t b = 0; b < nb; b++)
+                st[i].of[r++] = (struct mix_range){(uint32_t)f, (uint32_t)b};
+        }
+        stream_pass(s, &st[i], epoch, i);
+    }
+    uint64_t windows = mix_windows(s, nr);
+    size_t k = 0, cap = 64;
+    dpp_split_t *splits = dpp_xcalloc(cap, sizeof *splits);
+    memset(rank_count, 0, nr * sizeof *rank_count);
+    for (unsigned rank = 0; rank < nr; rank++) {
+        rank_first[rank] = k;
+        for (uint64_t w = 0; w < windows; w++) {
+            for (unsigned i = 0; i < ns; i++) {
+                uint64_t want = s->spec.sources[i].window_rows;
+                mix_stream_t *m = &st[i];
+                while (want > 0) {
+                    if (m->at == m->n) { /* only "repeat" gets here (mix_windows) */
+                        m->pass++;
+                        stream_pass(s, m, epoch, i);
+                    }
+                    const dpp_file_t *f = &s->files[m->of[m->order[m->at]].file];
+                    dpp_range_t range;
+                    m->planner->range(f->records, f->bounds, f->nbounds, s->spec.split_rows,
+                                      m->of[m->order[m->at]].b, &range);
+                    uint64_t left = range.record_count - m->off;
+                    uint64_t take = left < want ? left : want;
+                    if (take > 0) {
+                        if (k == cap)
+                            splits = dpp_xrealloc(splits, (cap *= 2) * sizeof *splits);
+                        splits[k++] = (dpp_split_t){.file = m->of[m->order[m->at]].file,
+                                                    .rank = rank,
+                                                    .seq = (uint32_t)rank_count[rank]++,
+                                                    .record_start = range.record_start,
+                                                    .record_skip = m->off,
+                                                    .record_count = take,
+                                                    .range_records = range.record_count,
+                                                    .byte_start = range.byte_start,
+                                                    .byte_end = range.byte_end,
+                                                    .source = i};
+                    }
+                    m->off += take;
+                    want -= take;
+                    if (m->off == range.record_count) {
+                        m->at++;
+                        m->off = 0;
+                    }
+                }
+            }
+        }
+    }
+    for (unsigned i = 0; i < ns; i++) {
+        free(st[i].of);
+        free(st[i].order);
+    }
+    free(st);
+    *nsplits = k;
+    return splits;
+}
+
 /* The plan of `epoch`: deals the files' index ranges to the ranks, in file
  * order or (shuffle) in an order permuted by (seed, epoch): rank 0 takes
  * records until its quota is met, then rank 1, and so on; a range that
@@ -181,6 +349,8 @@ uint64_t dpp_session_pad_batches(const dpp_session_t *s)
 static dpp_split_t *plan_epoch(const dpp_session_t *s, unsigned epoch, unsigned nr,
                                size_t *nsplits, size_t *rank_first, size_t *rank_count)
 {
+    if (s->spec.nsources > 0)
+        return plan_mixture(s, epoch, nr, nsplits, rank_first, rank_count);
     const dpp_planner_t *planner = dpp_planner_for(s->spec.format, s->spec.text != NULL);
     uint64_t total = total_records(s);
     size_t ranges = 0;
@@ -311,7 +481,8 @@ static dpp_split_t *reshape_plan(const dpp_session_t *s, const dpp_split_t *old,
                                     .record_count = sp->record_count,
                                     .range_records = sp->range_records,
                                     .byte_start = sp->byte_start,
-                                    .byte_end = sp->byte_end};
+                                    .byte_end = sp->byte_end,
+                                    .source = sp->source};
                 if (lo != 0 || take != sp->record_count) { /* not the whole window */
                     np->out_skip = lo;
                     np->out_take = take;
@@ -396,6 +567,8 @@ static void plan_splits(dpp_session_t *s)
         s->rank_report_lo[r] = SIZE_MAX;
     memset(s->counts, 0, sizeof s->counts);
     s->counts[SPLIT_PENDING] = s->nsplits;
+    if (s->source_epoch_rows)
+        memset(s->source_epoch_rows, 0, s->spec.nsources * sizeof *s->source_epoch_rows);
     s->reports_due = 0;
     s->epoch_held = 0;
     if (s->nchain > 0 && s->epoch == s->gen_epoch) {
@@ -436,6 +609,25 @@ int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const
     s->state = s->nsplits ? SESSION_RUNNING : SESSION_DONE;
     if (s->state == SESSION_DONE)
         s->ended_ms = s->planned_ms;
+    for (unsigned j = 0; j < s->spec.nsources; j++)
+        for (size_t k = 0; k < s->nfiles; k++)
+            if (s->files[k].source == j)
+                s->source_records[j] += s->files[k].records;
+    if (s->nsplits == 0 && s->spec.nsources > 0) {
+        /* a mixture that would deliver nothing says which source is why */
+        char why[512] = "";
+        for (unsigned j = 0; j < s->spec.nsources && !why[0]; j++) {
+            uint64_t per = (uint64_t)s->spec.consumers * s->spec.sources[j].window_rows;
+            if (s->source_records[j] == 0 || (!s->spec.mix_repeat && s->source_records[j] < per))
+                snprintf(why, sizeof why,
+                         "mixture: source %u (table %s) has %" PRIu64 " records, fewer than one "
+                         "window of every rank takes (%u ranks x %u rows): the epoch would be "
+                         "empty; lower mixture.window, or give the source more rows",
+                         j, s->spec.sources[j].spec.table, s->source_records[j],
+                         s->spec.consumers, s->spec.sources[j].window_rows);
+        }
+        dpp_session_fail(s, why[0] ? why : "mixture: the epoch would be empty");
+    }
     return s->state == SESSION_RUNNING;
 }
 
@@ -523,6 +715,11 @@ int dpp_session_consumed(dpp_session_t *s, size_t i, int live)
         s->reports_due++;
         if (s->rank_report_lo[sp->rank] > sp->seq)
             s->rank_report_lo[sp->rank] = sp->seq;
+    }
+    if (s->spec.nsources > 0) { /* rows per source, for status and /metrics */
+        uint64_t n = sp->rows ? sp->rows : dpp_split_rows(sp);
+        s->source_rows[sp->source] += n;
+        s->source_epoch_rows[sp->source] += n;
     }
     dpp_session_set(s, i, SPLIT_CONSUMED);
     s->consumed_total++;

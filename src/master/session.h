@@ -55,6 +55,7 @@ typedef struct dpp_file {
      * NULL and 0 for a local file. */
     char *etag;
     uint64_t size;
+    unsigned source; /* a mixture's: the source whose table it is in (0 otherwise) */
 } dpp_file_t;
 
 /* A split: a window of records of one file, for one rank. The byte range is
@@ -80,6 +81,7 @@ typedef struct dpp_split {
      * the whole window). An elastic resume cuts partly delivered splits so
      * (dpp_session_reshape); 0: every row of the window. */
     uint64_t out_skip, out_take;
+    unsigned source; /* a mixture's: its file's source */
 } dpp_split_t;
 
 /* An elastic resume of the session (dpp_session_reshape): the old world's
@@ -220,7 +222,31 @@ typedef struct dpp_session {
         uint64_t skip, take;
     } *gen_trims;
     size_t ngen_trims;
+    /* A mixture (spec.nsources > 0): each source's table (resolved), spec
+     * as its leases carry it, cache fingerprint; its rows consumed over the
+     * session, and this epoch's (whose share of the source's records says
+     * how many times it was read, with exhausted "repeat"). */
+    char **source_tables;
+    char **source_json;
+    uint64_t *source_fp;
+    uint64_t *source_rows, *source_epoch_rows;
+    uint64_t *source_records; /* every file of it */
 } dpp_session_t;
+
+/* The spec the splits and index tasks of file i are made with: its
+ * source's in a mixture, else the session's. */
+static inline const dpp_spec_t *dpp_session_file_spec(const dpp_session_t *s, size_t i)
+{
+    return s->spec.nsources ? &s->spec.sources[s->files[i].source].spec : &s->spec;
+}
+static inline const char *dpp_session_file_json(const dpp_session_t *s, size_t i)
+{
+    return s->spec.nsources ? s->source_json[s->files[i].source] : s->spec_json;
+}
+static inline uint64_t dpp_session_file_fp(const dpp_session_t *s, size_t i)
+{
+    return s->spec.nsources ? s->source_fp[s->files[i].source] : s->cache_fp;
+}
 
 /* Splits a rank's client may have in flight beyond its first unconsumed one
  * when it does not say (order deterministic). */
@@ -234,6 +260,12 @@ typedef struct dpp_session {
  * when the kernel has no randomness to give (master only). */
 dpp_session_t *dpp_session_new(const char *id, dpp_spec_t *spec, char *table_path, char **files,
                                size_t nfiles);
+
+/* A mixture's files (dpp_session_new's, in source order): file i is in
+ * source file_source[i], whose table is table_paths[source] (taken over,
+ * with the array; table_paths[0] is the session's table_path). Each file's
+ * rel_path is made relative to its own table. */
+void dpp_session_set_sources(dpp_session_t *s, char **table_paths, const uint32_t *file_source);
 
 /* File i of s is an s3:// object listed with etag and size (copied). */
 void dpp_session_file_object(dpp_session_t *s, size_t i, const char *etag, uint64_t size);

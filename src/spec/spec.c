@@ -39,7 +39,18 @@ typedef struct parser {
     void (*report)(void *arg, const char *problem); /* every problem, or NULL */
     void *report_arg;
     json_t *names; /* feature names seen so far, used as a set */
+    /* a mixture's source (parse_mixture): problems in its own keys are
+     * named "sources[i].KEY"; the others (in the mixture's shared keys)
+     * with quiet 1 are only counted (source 0 reported them), with 2 named
+     * "sources[i]: KEY" (they are this source's: its format's), with 0 as
+     * they are */
+    const char *prefix;
+    int quiet;
 } parser_t;
+
+/* The keys a mixture's source sets for itself (docs/spec.md#mixtures). */
+static const char *const source_keys[] = {"table", "weight", "format", "partitions", "filters",
+                                          "text", NULL};
 
 /* After a problem in one part of the spec, the parse goes on with the next
  * part (the next top-level key, feature, transform or filter), so that one
@@ -124,7 +135,22 @@ static size_t put_path(char *buf, size_t size, size_t pos, const jpath_t *path)
 static int fail(parser_t *p, const jpath_t *path, const char *fmt, ...)
 {
     char msg[DPP_SPEC_ERRLEN];
-    size_t pos = put_path(msg, sizeof msg, 0, path);
+    size_t pos = 0;
+    if (p->prefix) {
+        const jpath_t *top = path;
+        while (top->parent)
+            top = top->parent;
+        int own = 0;
+        for (const char *const *k = source_keys; top->key && *k; k++)
+            own |= strcmp(top->key, *k) == 0;
+        if (!own && p->quiet == 1) {
+            p->nerrors++;
+            return DPP_ESPEC;
+        }
+        if (own || p->quiet == 2)
+            pos = (size_t)snprintf(msg, sizeof msg, own ? "%s." : "%s: ", p->prefix);
+    }
+    pos = put_path(msg, sizeof msg, pos, path);
     if (pos + 2 < sizeof msg) {
         memcpy(msg + pos, ": ", 3);
         pos += 2;
@@ -1236,6 +1262,170 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     return p->nerrors ? DPP_ESPEC : 0;
 }
 
+/* ---- mixtures (spec "sources") ------------------------------------------ */
+
+static const char *const exhausted_names[] = {"stop", "repeat", NULL};
+
+/* Source i's whole spec: the mixture's keys with the source's own in place
+ * (parsed by parse_root as any spec, its problems named sources[i].KEY). */
+static int parse_source(parser_t *p, json_t *root, json_t *src, size_t i, int quiet,
+                        dpp_spec_t *out)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "sources[%zu]", i);
+    json_t *one = json_deep_copy(root);
+    parser_t q = *p;
+    q.prefix = prefix;
+    q.quiet = quiet;
+    q.names = json_object();
+    int rc = one && q.names ? 0 : -ENOMEM;
+    if (rc == 0) {
+        json_object_del(one, "sources");
+        json_object_del(one, "mixture");
+        for (void *it = json_object_iter(src); it; it = json_object_iter_next(src, it))
+            if (strcmp(json_object_iter_key(it), "weight") != 0 &&
+                json_object_set(one, json_object_iter_key(it), json_object_iter_value(it)) != 0)
+                rc = -ENOMEM;
+    }
+    if (rc == 0)
+        rc = parse_root(&q, one, out);
+    json_decref(one);
+    json_decref(q.names);
+    p->nerrors = q.nerrors;
+    return rc;
+}
+
+/* A mixture: "sources" (each a table with its own format, partitions,
+ * filters and text section, and a weight), the rest shared; "mixture":
+ * {"window": batches, "exhausted": "stop" or "repeat"}. */
+static int parse_mixture(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    static const char *const mix_keys[] = {"window", "exhausted", NULL};
+    jpath_t sp = at_key(NULL, "sources");
+    json_t *srcs = json_object_get(root, "sources");
+    size_t n = json_is_array(srcs) ? json_array_size(srcs) : 0;
+    if (!json_is_array(srcs) || n < 2 || n > DPP_SPEC_MAX_SOURCES)
+        return fail(p, &sp, "expected an array of 2 to %d sources, each {\"table\": ..., "
+                            "\"weight\": ...}",
+                    DPP_SPEC_MAX_SOURCES);
+    if (json_object_get(root, "table")) {
+        jpath_t tp = at_key(NULL, "table");
+        fail(p, &tp, "a mixture names each source's table (sources[i].table); leave the "
+                     "top-level table out");
+    }
+    json_t *rem = json_object_get(root, "remainder");
+    if (rem && !(json_is_string(rem) && strcmp(json_string_value(rem), "drop") == 0)) {
+        jpath_t rp = at_key(NULL, "remainder");
+        fail(p, &rp, "a mixture's epoch is whole windows of every rank (equal batches, the "
+                     "weights exact in each): its remainder is \"drop\"; leave it out");
+    }
+    json_t *ord = json_object_get(root, "order");
+    if (json_is_string(ord) && strcmp(json_string_value(ord), "fastest") == 0) {
+        jpath_t op = at_key(NULL, "order");
+        fail(p, &op, "a mixture keeps its weights in plan order: \"fastest\" would not; leave "
+                     "it out");
+    }
+    int64_t window = DPP_SPEC_DEFAULT_MIX_WINDOW;
+    int repeat = 0, found, rc;
+    json_t *mix = json_object_get(root, "mixture");
+    jpath_t mp = at_key(NULL, "mixture");
+    if (mix && !json_is_object(mix)) {
+        fail(p, &mp, "expected an object: {\"window\": <batches>, \"exhausted\": \"stop\" or "
+                     "\"repeat\"}");
+    } else if (mix) {
+        if ((rc = go_on(check_keys(p, &mp, mix, mix_keys, NULL))) != 0)
+            return rc;
+        get_int(p, &mp, mix, "window", 0, 1, 1 << 20, &window, &found);
+        get_choice(p, &mp, mix, "exhausted", 0, exhausted_names, "\"stop\" or \"repeat\"",
+                   &repeat);
+    }
+    dpp_mix_source_t *sources = calloc(n, sizeof *sources);
+    if (sources == NULL)
+        return -ENOMEM;
+    s->sources = sources;
+    s->nsources = (unsigned)n;
+    s->mix_window = (unsigned)window;
+    s->mix_repeat = repeat;
+    double total = 0;
+    int first_failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        jpath_t ip = at_index(&sp, i);
+        json_t *src = json_array_get(srcs, i);
+        if (!json_is_object(src)) {
+            fail(p, &ip, "expected an object: {\"table\": ..., \"weight\": ...}");
+            continue;
+        }
+        if (json_object_get(src, "features")) {
+            jpath_t fp = at_key(&ip, "features");
+            fail(p, &fp, "a mixture's features are shared by every source (its batches have "
+                         "one layout): give them once, at the top level");
+            continue;
+        }
+        if ((rc = go_on(check_keys(p, &ip, src, source_keys, NULL))) != 0)
+            return rc;
+        jpath_t wp = at_key(&ip, "weight");
+        json_t *w = json_object_get(src, "weight");
+        if (!json_is_number(w) || !(json_number_value(w) > 0) || json_number_value(w) > 1e9)
+            fail(p, &wp, "%s: a positive number, the source's share of every window relative "
+                         "to the others' (e.g. 0.5, 0.3, 0.2)",
+                 w ? "expected" : "required");
+        else
+            sources[i].weight = json_number_value(w);
+        total += sources[i].weight;
+        int quiet = i == 0 ? 0 : first_failed ? 1 : 2;
+        unsigned before = p->nerrors;
+        if ((rc = parse_source(p, root, src, i, quiet, &sources[i].spec)) != 0 && rc != DPP_ESPEC)
+            return rc;
+        if (i == 0)
+            first_failed = p->nerrors > before;
+        if (i > 0 && rc == 0 && sources[0].spec.batch_size &&
+            (sources[i].spec.text != NULL) != (sources[0].spec.text != NULL))
+            fail(p, &ip, "a %s source among %s ones: every source's batches must have the same "
+                         "columns",
+                 sources[i].spec.text ? "text" : "row", sources[i].spec.text ? "row" : "text");
+    }
+    if (p->nerrors)
+        return DPP_ESPEC;
+    /* this spec's own fields: source 0's (the shared ones are every
+     * source's); its problems were reported above */
+    parser_t silent = *p;
+    silent.err = NULL;
+    silent.report = NULL;
+    if ((rc = parse_source(&silent, root, json_array_get(srcs, 0), 0, 1, s)) != 0)
+        return rc;
+    /* each source's rows in a window: the largest-remainder shares */
+    uint64_t rows = (uint64_t)window * s->batch_size, given = 0;
+    double *frac = calloc(n, sizeof *frac);
+    if (frac == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        double share = sources[i].weight / total * (double)rows;
+        sources[i].window_rows = (unsigned)share;
+        frac[i] = share - (double)sources[i].window_rows;
+        given += sources[i].window_rows;
+    }
+    for (; given < rows; given++) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (frac[i] > frac[best])
+                best = i;
+        sources[best].window_rows++;
+        frac[best] = -1;
+    }
+    free(frac);
+    for (size_t i = 0; i < n; i++) {
+        if (sources[i].window_rows == 0) {
+            jpath_t ip = at_index(&sp, i);
+            jpath_t wp = at_key(&ip, "weight");
+            fail(p, &wp, "%g of %g gives no row in a window of %llu rows (%lld batches of %u): "
+                         "raise mixture.window or the weight",
+                 sources[i].weight, total, (unsigned long long)rows, (long long)window,
+                 s->batch_size);
+        }
+    }
+    return p->nerrors ? DPP_ESPEC : 0;
+}
+
 int dpp_spec_parse(const char *json, size_t len, dpp_spec_t *out, char *err, size_t errlen)
 {
     return dpp_spec_parse_report(json, len, out, err, errlen, NULL, NULL);
@@ -1283,7 +1473,7 @@ int dpp_spec_parse_report(const char *json, size_t len, dpp_spec_t *out, char *e
         rc = -ENOMEM;
         goto out;
     }
-    rc = parse_root(&p, root, &s);
+    rc = json_object_get(root, "sources") ? parse_mixture(&p, root, &s) : parse_root(&p, root, &s);
 out:
     if (rc == -ENOMEM && err && errlen)
         snprintf(err, errlen, "out of memory");
@@ -1354,6 +1544,9 @@ void dpp_spec_close(dpp_spec_t *spec)
             free(spec->filters[i].feature);
     free(spec->filters);
     text_free(spec->text);
+    for (unsigned i = 0; spec->sources && i < spec->nsources; i++)
+        dpp_spec_close(&spec->sources[i].spec);
+    free(spec->sources);
     memset(spec, 0, sizeof(*spec));
 }
 
@@ -1580,11 +1773,12 @@ void dpp_spec_split_key(uint64_t fingerprint, const char *path, uint64_t byte_st
     key[1] = h.low64;
 }
 
-char *dpp_spec_to_json(const dpp_spec_t *spec)
+/* The normalised spec as a JSON object (NULL when out of memory). */
+static json_t *spec_object(const dpp_spec_t *spec)
 {
     json_t *root = json_object();
     json_t *features = json_object();
-    char *text = NULL;
+    json_t *done = NULL;
 
     if (!root || !features)
         goto out;
@@ -1632,7 +1826,8 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
                 goto out;
             }
         json_decref(t);
-        text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        done = root;
+        root = NULL;
         goto out;
     }
     json_t *f = features;
@@ -1654,9 +1849,48 @@ char *dpp_spec_to_json(const dpp_spec_t *spec)
     for (unsigned i = 0; i < spec->nfilters; i++)
         if (json_array_append_new(filters, filter_to_json(&spec->filters[i])) != 0)
             goto out;
-    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    done = root;
+    root = NULL;
 out:
     json_decref(features);
+    json_decref(root);
+    return done;
+}
+
+char *dpp_spec_to_json(const dpp_spec_t *spec)
+{
+    json_t *root = spec_object(spec);
+    char *text = NULL;
+    if (root == NULL)
+        return NULL;
+    if (spec->nsources > 0) {
+        /* the shared keys once; each source's own in "sources" */
+        for (const char *const *k = source_keys; *k; k++)
+            json_object_del(root, *k);
+        json_t *srcs = json_array(), *mix = json_object();
+        if (set(root, "sources", srcs) != 0 || set(root, "mixture", mix) != 0 ||
+            set(mix, "window", json_integer(spec->mix_window)) != 0 ||
+            set(mix, "exhausted", json_string(exhausted_names[spec->mix_repeat ? 1 : 0])) != 0)
+            goto out;
+        for (unsigned i = 0; i < spec->nsources; i++) {
+            json_t *one = spec_object(&spec->sources[i].spec), *src = json_object();
+            if (json_array_append_new(srcs, src) != 0 || one == NULL) {
+                json_decref(one);
+                goto out;
+            }
+            for (const char *const *k = source_keys; *k; k++) {
+                json_t *v = strcmp(*k, "weight") == 0 ? json_real(spec->sources[i].weight)
+                                                      : json_incref(json_object_get(one, *k));
+                if (v && set(src, *k, v) != 0) {
+                    json_decref(one);
+                    goto out;
+                }
+            }
+            json_decref(one);
+        }
+    }
+    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+out:
     json_decref(root);
     return text;
 }

@@ -202,7 +202,28 @@ typedef struct dpp_spec {
     dpp_filter_t *filters; /* applied in order, after decoding, before transforms */
     unsigned nfilters;
     dpp_text_spec_t *text; /* a text session; NULL otherwise */
+    /* A mixture (spec "sources", docs/spec.md#mixtures): nsources >= 2
+     * sources, each a whole spec of its own; this spec's own table,
+     * format, partitions, filters and text are then source 0's. */
+    struct dpp_mix_source *sources;
+    unsigned nsources;
+    unsigned mix_window; /* batches of a rank in which the weights hold exactly */
+    int mix_repeat;      /* exhausted "repeat": a source that runs out starts again */
 } dpp_spec_t;
+
+#define DPP_SPEC_MAX_SOURCES 64
+#define DPP_SPEC_DEFAULT_MIX_WINDOW 16
+
+/* One source of a mixture. */
+typedef struct dpp_mix_source {
+    /* the mixture's spec with this source's table, format, partitions,
+     * filters and text in place of its own (what a worker reads its splits
+     * with) */
+    dpp_spec_t spec;
+    double weight;        /* as given; the shares are weight / the sum */
+    unsigned window_rows; /* its rows in each window of a rank: the
+                           * largest-remainder share of mix_window x batch_size */
+} dpp_mix_source_t;
 
 /* Parses and validates a spec (JSON text of len bytes). On failure returns
  * DPP_ESPEC and writes the first problem as "<json path>: <problem>" into

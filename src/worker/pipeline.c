@@ -283,6 +283,7 @@ static dpp_out_block_t *new_block(split_ctx_t *x, uint32_t rows, uint8_t *raw, s
     b->seq = x->task->seq;
     b->rank_splits = x->task->rank_splits;
     b->plan_gen = x->task->plan_gen;
+    b->source = x->task->source;
     b->index = x->next_index++;
     b->rows = rows;
     b->auto_compression = x->plan->spec.compression == DPP_COMPRESSION_AUTO;

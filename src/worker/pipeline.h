@@ -37,6 +37,7 @@ typedef struct dpp_task {
     uint64_t range_records;    /* SPLIT: records the index puts in the range; 0: unknown */
     uint32_t seq, rank_splits; /* SPLIT: its place in the rank's epoch order */
     uint32_t plan_gen;         /* SPLIT: the session's plan generation (Lease.generation) */
+    uint32_t source;           /* SPLIT: a mixture's source (Lease.source) */
     uint32_t split_rows;       /* INDEX */
     int format; /* a dpp_format_t (format/format.h); -1: a name this worker does not know */
     int text;   /* a text session's task: the text source reads the file (source_text.c) */
@@ -53,6 +54,7 @@ typedef struct dpp_out_block {
     uint32_t rank, epoch, split, index;
     uint32_t seq, rank_splits; /* of its split */
     uint32_t plan_gen;         /* of its lease (BlockHeader.generation) */
+    uint32_t source;           /* of its lease (BlockHeader.source) */
     int last;
     uint32_t rows;
     uint32_t codec;       /* 0 raw, 1 zstd */

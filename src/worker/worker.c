@@ -258,6 +258,7 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         h.split_seq = b->seq;
         h.rank_splits = b->rank_splits;
         h.generation = b->plan_gen;
+        h.source = b->source;
         c->credits--;
         w->n.blocks_emitted++;
         w->n.rows_emitted += b->rows;
@@ -464,6 +465,7 @@ static void handle_leases(dpp_worker_t *w, const Dpp__LeaseReply *r)
         t->seq = l->split_seq;
         t->rank_splits = l->rank_splits;
         t->plan_gen = l->generation;
+        t->source = l->source;
         t->split_rows = l->split_rows;
         snprintf(t->etag, sizeof t->etag, "%s", l->etag ? l->etag : "");
         t->object_size = l->object_size;

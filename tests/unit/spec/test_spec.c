@@ -1472,6 +1472,104 @@ static void test_remainder(void **state)
     dpp_spec_close(&spec);
 }
 
+/* Mixtures: sources with their own table, format and filters, the shares
+ * of a window, the round trip, and the refusals. */
+#define MIX_SOURCES                                                                                \
+    "\"sources\":[{\"table\":\"web\",\"weight\":0.5},{\"table\":\"code\",\"weight\":0.3,"         \
+    "\"format\":\"parquet\",\"partitions\":[\"ds=1\"]},{\"table\":\"books\",\"weight\":0.2,"      \
+    "\"filters\":[{\"op\":\"sample\",\"p\":0.5,\"seed\":3}]}]"
+static void test_mixture(void **state)
+{
+    (void)state;
+    dpp_spec_t s;
+    char err[DPP_SPEC_ERRLEN];
+    const char *json = "{\"batch_size\":10," FEATURES_OK "," LABEL_OK "," MIX_SOURCES
+                       ",\"mixture\":{\"window\":4}}";
+    int rc = parse(json, &s, err);
+    if (rc)
+        fail_msg("%s", err);
+    assert_int_equal(s.nsources, 3);
+    assert_int_equal(s.mix_window, 4);
+    assert_int_equal(s.mix_repeat, 0);
+    assert_string_equal(s.table, "web"); /* source 0's */
+    assert_string_equal(s.sources[1].spec.table, "code");
+    assert_int_equal(s.sources[1].spec.format, DPP_FORMAT_PARQUET);
+    assert_int_equal(s.sources[1].spec.npartitions, 1);
+    assert_int_equal(s.sources[2].spec.nfilters, 1);
+    assert_int_equal(s.sources[0].spec.nfilters, 0);
+    assert_int_equal(s.sources[2].spec.ndense, 1); /* the shared features */
+    /* 40 rows a window: 20, 12, 8 */
+    assert_int_equal(s.sources[0].window_rows, 20);
+    assert_int_equal(s.sources[1].window_rows, 12);
+    assert_int_equal(s.sources[2].window_rows, 8);
+    char *text = dpp_spec_to_json(&s);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"sources\":[{\"table\":\"web\",\"weight\":0.5,"));
+    dpp_spec_t b;
+    assert_int_equal(parse(text, &b, err), 0);
+    char *again = dpp_spec_to_json(&b);
+    assert_string_equal(text, again);
+    assert_int_equal(b.sources[2].window_rows, 8);
+    free(again);
+    free(text);
+    dpp_spec_close(&b);
+    /* a source's spec is a whole spec (what a worker reads it with) */
+    text = dpp_spec_to_json(&s.sources[1].spec);
+    assert_int_equal(parse(text, &b, err), 0);
+    assert_int_equal(b.nsources, 0);
+    assert_string_equal(b.table, "code");
+    free(text);
+    dpp_spec_close(&b);
+    dpp_spec_close(&s);
+    /* shares by largest remainder: 1/3 each of 10 rows is 4, 3, 3 */
+    assert_int_equal(parse("{\"batch_size\":10," FEATURES_OK ",\"mixture\":{\"window\":1,"
+                           "\"exhausted\":\"repeat\"},\"sources\":[{\"table\":\"a\",\"weight\":1},"
+                           "{\"table\":\"b\",\"weight\":1},{\"table\":\"c\",\"weight\":1}]}",
+                           &s, err),
+                     0);
+    assert_int_equal(s.mix_repeat, 1);
+    assert_int_equal(s.sources[0].window_rows + s.sources[1].window_rows +
+                         s.sources[2].window_rows,
+                     10);
+    assert_int_equal(s.sources[0].window_rows, 4);
+    dpp_spec_close(&s);
+
+    static const struct {
+        const char *json, *err;
+    } bad[] = {
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1}]}",
+         "sources: expected an array of 2 to 64 sources"},
+        {"{\"table\":\"t\",\"batch_size\":10," FEATURES_OK "," MIX_SOURCES "}",
+         "table: a mixture names each source's table"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"remainder\":\"pad\"," MIX_SOURCES "}",
+         "remainder: a mixture's epoch is whole windows"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"b\"}]}",
+         "sources[1].weight: required: a positive number"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"b\",\"weight\":1,\"formt\":\"parquet\"}]}",
+         "sources[1].formt: unknown key; did you mean \"format\"?"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"../b\",\"weight\":1}]}",
+         "sources[1].table: must be a relative path inside a data root"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"b\",\"weight\":1,\"features\":{}}]}",
+         "sources[1].features: a mixture's features are shared by every source"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"b\",\"weight\":0.001}]}",
+         "sources[1].weight: 0.001 of 1.001 gives no row in a window of 160 rows"},
+        {"{\"batch_size\":4," TEXT_TOK "," TEXT_SEQ ",\"sources\":[{\"table\":\"a\",\"weight\":1,"
+         "\"format\":\"jsonl\"},{\"table\":\"b\",\"weight\":1}]}",
+         "sources[1]: tokenizer: applies to text sessions only"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(bad[i].json, &s, err);
+        if (rc != DPP_ESPEC || strncmp(err, bad[i].err, strlen(bad[i].err)) != 0)
+            fail_msg("mixture case %zu: rc %d, err \"%s\", want \"%s...\"", i, rc, err,
+                     bad[i].err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1486,7 +1584,8 @@ int main(void)
         cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_new_keys_limits),
         cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_text), cmocka_unit_test(test_cache_fingerprint),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_mixture), cmocka_unit_test(test_cache_fingerprint),
         cmocka_unit_test(test_every_problem),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),
