@@ -301,8 +301,8 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
     return 0;
 }
 
-/* Appends to recs the records that rebuild session s. */
-static void snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
+void dpp_master_snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n,
+                                 size_t *cap)
 {
     size_t need = *n + 6 + s->nfiles + s->nsplits + s->nchain;
     if (need > *cap) {
@@ -375,7 +375,7 @@ static int compact(dpp_master_t *m, const dpp_journal_stats_t *st)
     dpp_journal_rec_t *recs = NULL;
     size_t n = 0, cap = 0;
     for (size_t i = 0; i < m->nsessions; i++)
-        snapshot_session(m->sessions[i], &recs, &n, &cap);
+        dpp_master_snapshot_session(m->sessions[i], &recs, &n, &cap);
     int rc = dpp_journal_compact(m->journal, recs, n);
     for (size_t i = 0; i < n; i++)
         free((void *)recs[i].payload);

@@ -36,6 +36,12 @@ dpp_journal_rec_t dpp_master_session_rec(const dpp_session_t *s);
 /* The record of file i's index in session s. */
 dpp_journal_rec_t dpp_master_indexed_rec(const dpp_session_t *s, size_t i);
 
+/* Appends to recs (grown, *n of *cap) the records that rebuild session s
+ * (compaction's snapshot): its record, its indexes, its epoch (with an
+ * elastic resume's world before it and the resumes), its consumed splits. */
+void dpp_master_snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, size_t *n,
+                                 size_t *cap);
+
 /* Writes recs[0..n) to the journal and frees their payloads. They become
  * durable at the loop turn's group commit (dpp_master_commit()); until then
  * every frame the master sends is held, so the caller may apply the change

@@ -848,6 +848,68 @@ static void test_reshape(void **state)
     dpp_session_free(s);
 }
 
+/* A session resumed at other world sizes, snapshot (compaction) and
+ * replayed: the same world, generation and plan, the same splits consumed;
+ * in the next epoch too, whose snapshot still carries the resumes. */
+static void replay_equal(dpp_session_t *s)
+{
+    dpp_journal_rec_t *recs = NULL;
+    size_t n = 0, cap = 0;
+    dpp_master_snapshot_session(s, &recs, &n, &cap);
+    dpp_master_t *m = dpp_xcalloc(1, sizeof *m);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(dpp_master_replay_record(m, recs[i].type, recs[i].payload, recs[i].len),
+                         0);
+        free((void *)recs[i].payload);
+    }
+    free(recs);
+    assert_int_equal(m->nsessions, 1);
+    const dpp_session_t *r = m->sessions[0];
+    assert_int_equal(r->state, s->state);
+    assert_int_equal(r->epoch, s->epoch);
+    assert_int_equal(r->generation, s->generation);
+    assert_int_equal(r->spec.consumers, s->spec.consumers);
+    assert_int_equal(r->nchain, s->nchain);
+    assert_int_equal(r->gen_epoch, s->gen_epoch);
+    assert_int_equal(r->gen_pad_batches, s->gen_pad_batches);
+    assert_int_equal(r->nsplits, s->nsplits);
+    for (size_t i = 0; i < s->nsplits; i++) {
+        assert_int_equal(r->splits[i].rank, s->splits[i].rank);
+        assert_int_equal(r->splits[i].record_skip, s->splits[i].record_skip);
+        assert_int_equal(r->splits[i].out_skip, s->splits[i].out_skip);
+        assert_int_equal(r->splits[i].out_take, s->splits[i].out_take);
+        assert_int_equal(r->splits[i].state == SPLIT_CONSUMED,
+                         s->splits[i].state == SPLIT_CONSUMED);
+    }
+    dpp_session_free(m->sessions[0]);
+    free(m->sessions);
+    free(m->by_id);
+    free(m);
+}
+
+static void test_reshape_journal(void **state)
+{
+    (void)state;
+    dpp_session_t *s = make_r(4, 2, 4, 100, "pad");
+    index_all(s, 30);
+    uint8_t seen[4 * 30] = {0}, tokens[4 * DPP_CKPT_TOKEN_SIZE];
+    char why[512];
+    for (unsigned r = 0; r < 4; r++)
+        take_rows(s, r, 11, 30, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    assert_int_equal(dpp_session_reshape(s, tokens, 4, 3, 1, why, sizeof why), 0);
+    dpp_session_consumed(s, s->rank_first[1], 0); /* rank 1's first split came */
+    replay_equal(s);
+    for (unsigned r = 0; r < 3; r++)
+        take_rows(s, r, 3, 30, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 2, 1, why, sizeof why), 0);
+    replay_equal(s);
+    consume_all(s); /* epoch 1, planned for 2 ranks */
+    assert_int_equal(s->epoch, 1);
+    dpp_session_consumed(s, 0, 0);
+    replay_equal(s);
+    dpp_session_free(s);
+}
+
 static void test_token_key_journal(void **state)
 {
     (void)state;
@@ -916,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_check_token),
         cmocka_unit_test(test_token_key_journal),
         cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_reshape_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
