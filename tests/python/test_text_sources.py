@@ -22,17 +22,23 @@ of test_text.py; the documents read with plain Python).
      Debian's python3-sentencepiece, which also encodes the reference):
      format "text", best_fit with its <s> and the default eos </s>, 2
      ranks: every sequence of the reference exactly once; an eos the model
-     lacks is refused by dppctl validate, naming its control pieces.
+     lacks is refused by dppctl validate, naming its control pieces;
+  7. a mixture of the plain-text and the Parquet table (docs/spec.md#mixtures):
+     every window of both ranks holds equal shares of each, by source_ids,
+     and every sequence is one of its source's reference, none twice.
 """
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dpptest as T  # noqa: E402
 import parquet_min as P  # noqa: E402
 import test_text as TT  # noqa: E402
+
+import dpp  # noqa: E402
 
 R = TT.R
 EOS, BOS = TT.EOS, TT.BOS
@@ -332,6 +338,51 @@ def main():
         assert r.returncode == 1 and "sequence.eos" in r.stderr and \
             "no control or user-defined piece" in r.stderr and "</s> (2)" in r.stderr, r.stderr
         T.log("  " + r.stderr.strip().splitlines()[-1][:200])
+
+        T.log("case 7: a mixture of a plain-text and a Parquet source, 1:1, windows of 2 batches")
+        TT.PAD = ids[EOS]
+        seq = {"length": 32, "pack": "concat"}
+        mix = {"batch_size": 4, "consumers": 2, "split_rows": 30, "shuffle": {"seed": 4},
+               "max_reject_ratio": 0.5, "tokenizer": tok, "sequence": seq,
+               "mixture": {"window": 2},
+               "sources": [{"table": "lines", "format": "text", "weight": 1,
+                            "text": {"min_bytes": 3}},
+                           {"table": "pq", "format": "parquet", "weight": 1,
+                            "text": {"field": "text", "where": {"lang": "en"}}}]}
+        one = {"split_rows": 30, "sequence": seq}
+        want = [Counter(reference(lambda n: line_inputs(root, n, 3), lines, one, enc, ids)[0]),
+                Counter(reference(lambda n: pq_inputs(pq_rows[n]), pq, one, enc, ids)[0])]
+        sid = cl.submit(cl.write_spec(mix, "mix.json"))
+        got = {}
+
+        def read_mix(rank):
+            rows = []
+            with dpp.Client(cl.master, sid, rank=rank) as c:
+                for b in c:
+                    t, cu = b.text, b.text.row_cu_seqlens
+                    for r in range(t.input_ids.shape[0]):
+                        row_cu = cu.values[int(cu.offsets[r]):int(cu.offsets[r + 1])].tolist()
+                        rows.append((int(b.source_ids[r]), (
+                            tuple(t.input_ids[r].tolist()), tuple(t.labels[r].tolist()),
+                            tuple(t.position_ids[r].tolist()), tuple(row_cu),
+                            int(t.padding[r]))))
+            got[rank] = rows
+        th = [threading.Thread(target=read_mix, args=(r,)) for r in range(2)]
+        for x in th:
+            x.start()
+        for x in th:
+            x.join()
+        assert len(got) == 2 and len(got[0]) == len(got[1]) > 0, {k: len(v) for k, v in got.items()}
+        for r in range(2):
+            for w in range(0, len(got[r]), 8):
+                shares = Counter(src for src, _ in got[r][w:w + 8])
+                assert shares == Counter({0: 4, 1: 4}), (r, w, shares)
+        for src in (0, 1):
+            seen = Counter(x for r in range(2) for sid_, x in got[r] if sid_ == src)
+            assert not seen - want[src], "source %d: sequences that are not its own" % src
+            assert max(seen.values()) == 1, "source %d: a sequence came twice" % src
+        T.log("  %d sequences per rank, every window 4 + 4; each a sequence of its own source's "
+              "reference, none twice" % len(got[0]))
     T.log("ok")
 
 
