@@ -143,16 +143,21 @@ int dpp_client_open_opts(dpp_client_t **out, const dpp_client_options_t *o)
     dpp_ckpt_token_t first;
     if (o->elastic_tokens) {
         size_t n = o->elastic_tokens_len / DPP_CKPT_TOKEN_SIZE;
-        if (resume || o->elastic_tokens_len % DPP_CKPT_TOKEN_SIZE != 0 || n == 0 ||
-            o->world_size == 0 || o->rank >= o->world_size) {
-            set_open_error("elastic resume: %s",
-                           resume ? "give either resume_token or elastic_tokens, not both"
-                           : o->world_size == 0 || o->rank >= o->world_size
-                               ? "world_size (the new world's) is required, and rank below it"
-                               : "elastic_tokens must be every old rank's checkpoint token, "
-                                 "concatenated");
-            return resume ? DPP_EINVAL : o->world_size == 0 || o->rank >= o->world_size ? DPP_ERANK
-                                                                                     : DPP_ETOKEN;
+        if (resume) {
+            set_open_error("elastic resume: give either resume_token or elastic_tokens, not both");
+            return DPP_EINVAL;
+        }
+        if (o->world_size == 0 || o->rank >= o->world_size) {
+            set_open_error("elastic resume: world_size (the new world's, %u) is required, and "
+                           "rank (%u) below it",
+                           o->world_size, o->rank);
+            return DPP_ERANK;
+        }
+        if (n == 0 || o->elastic_tokens_len % DPP_CKPT_TOKEN_SIZE != 0) {
+            set_open_error("elastic resume: %zu bytes of tokens: expected every old rank's "
+                           "%d-byte checkpoint token, concatenated in rank order",
+                           o->elastic_tokens_len, DPP_CKPT_TOKEN_SIZE);
+            return DPP_ETOKEN;
         }
         for (size_t i = 0; i < n; i++) {
             dpp_ckpt_token_t t;

@@ -1147,7 +1147,7 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "cache",
                                            "format",     "idle_timeout_s", "max_reject_ratio",
                                            "text",       "tokenizer",      "sequence",
-                                           NULL};
+                                           "sources",    "mixture",        NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -1162,7 +1162,18 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     if ((rc = go_on(check_keys(p, NULL, root, top_keys, NULL))) != 0)
         return rc;
 
-    const char *table = get_string(p, NULL, root, "table", &rc);
+    /* (a mixture's sources and their table never reach here: parse_source
+     * puts a source's table in their place) */
+    if (json_object_get(root, "mixture") || json_object_get(root, "sources")) {
+        jpath_t mp = at_key(NULL, json_object_get(root, "mixture") ? "mixture" : "sources");
+        fail(p, &mp, "applies to a mixture, whose tables are in \"sources\": [{\"table\": ..., "
+                     "\"weight\": ...}, ...] (instead of a top-level \"table\")");
+    }
+    const char *table = NULL;
+    if (json_object_get(root, "table"))
+        table = get_string(p, NULL, root, "table", &rc);
+    else
+        fail(p, &table_path, p->prefix ? "required" : "required (or \"sources\" for a mixture of tables)");
     int s3 = table && strncmp(table, "s3://", 5) == 0;
     if (s3 && (table[5] == '\0' || table[5] == '/' || strstr(table, "//") != table + 3)) {
         fail(p, &table_path, "expected s3://BUCKET/PREFIX (no empty segment)");
@@ -1282,9 +1293,10 @@ static int parse_source(parser_t *p, json_t *root, json_t *src, size_t i, int qu
     if (rc == 0) {
         json_object_del(one, "sources");
         json_object_del(one, "mixture");
-        for (void *it = json_object_iter(src); it; it = json_object_iter_next(src, it))
-            if (strcmp(json_object_iter_key(it), "weight") != 0 &&
-                json_object_set(one, json_object_iter_key(it), json_object_iter_value(it)) != 0)
+        /* the source's own keys (its unknown ones parse_mixture named) */
+        for (const char *const *k = source_keys; *k; k++)
+            if (strcmp(*k, "weight") != 0 && json_object_get(src, *k) &&
+                json_object_set(one, *k, json_object_get(src, *k)) != 0)
                 rc = -ENOMEM;
     }
     if (rc == 0)
@@ -1378,11 +1390,6 @@ static int parse_mixture(parser_t *p, json_t *root, dpp_spec_t *s)
             return rc;
         if (i == 0)
             first_failed = p->nerrors > before;
-        if (i > 0 && rc == 0 && sources[0].spec.batch_size &&
-            (sources[i].spec.text != NULL) != (sources[0].spec.text != NULL))
-            fail(p, &ip, "a %s source among %s ones: every source's batches must have the same "
-                         "columns",
-                 sources[i].spec.text ? "text" : "row", sources[i].spec.text ? "row" : "text");
     }
     if (p->nerrors)
         return DPP_ESPEC;

@@ -581,7 +581,8 @@ static const bad_case_t bad_cases[] = {
     {"{\"a\\nb\":1}", "a?b: unknown key"},
 
     /* required keys */
-    {"{\"batch_size\":8," FEATURES_OK "," LABEL_OK "}", "table: required"},
+    {"{\"batch_size\":8," FEATURES_OK "," LABEL_OK "}",
+     "table: required (or \"sources\" for a mixture of tables)"},
     {"{\"table\":\"t\"," FEATURES_OK "," LABEL_OK "}", "batch_size: required"},
     {"{" BASE_OK "," LABEL_OK "}", "features: required"},
     {"{" BASE_OK "," FEATURES_OK ",\"label\":{}}", "label.name: required"},
@@ -1558,6 +1559,13 @@ static void test_mixture(void **state)
         {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
          "{\"table\":\"b\",\"weight\":0.001}]}",
          "sources[1].weight: 0.001 of 1.001 gives no row in a window of 160 rows"},
+        {"{\"batch_size\":10," FEATURES_OK ",\"source\":[{\"table\":\"a\",\"weight\":1}]}",
+         "source: unknown key; did you mean \"sources\"?"},
+        {"{" BASE_OK "," FEATURES_OK ",\"mixture\":{\"window\":2}}",
+         "mixture: applies to a mixture, whose tables are in \"sources\""},
+        {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
+         "{\"table\":\"b\",\"wieght\":1}]}",
+         "sources[1].wieght: unknown key; did you mean \"weight\"?"},
         {"{\"batch_size\":4," TEXT_TOK "," TEXT_SEQ ",\"sources\":[{\"table\":\"a\",\"weight\":1,"
          "\"format\":\"jsonl\"},{\"table\":\"b\",\"weight\":1}]}",
          "sources[1]: tokenizer: applies to text sessions only"},
