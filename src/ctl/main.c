@@ -677,6 +677,20 @@ static int cmd_index(const char *dir)
             failed = 1;
             continue;
         }
+        if (rc == 0 && tail.gaps) {
+            /* a sidecar lists contiguous records: one with a gap would be
+             * taken for a stale one */
+            fprintf(stderr,
+                    "dppctl: index %s: the framing breaks at offset %" PRIu64
+                    " and records resume at %" PRIu64 " (%" PRIu64 " gap%s, %" PRIu64
+                    " bytes that are no record); no sidecar written: sessions read the file "
+                    "without one and count each gap as a corrupted record\n",
+                    files[i], tail.gap_offset, tail.gap_resume, tail.gaps,
+                    tail.gaps == 1 ? "" : "s", tail.gap_bytes);
+            dpp_tfindex_close(&idx);
+            failed = 1;
+            continue;
+        }
         if (rc) {
             fprintf(stderr, "dppctl: index %s: %s\n", files[i], err);
             failed = 1;

@@ -353,6 +353,35 @@ static int payload_ok(window_t *w, uint64_t off, uint64_t len, int *ok)
     return 0;
 }
 
+/* Where records resume after the framing broke at off (tfrecord.h:
+ * resynchronisation): *next, or size when nowhere. Returns 0 or -errno. */
+static int resync(window_t *w, uint64_t off, uint64_t size, uint64_t max_record, uint64_t *next)
+{
+    unsigned false_candidates = 0;
+    *next = size;
+    for (uint64_t p = off + 1; p < size && size - p >= DPP_TFRECORD_OVERHEAD; p++) {
+        uint8_t hdr[HEADER_LEN];
+        int rc = window_copy(w, p, HEADER_LEN, hdr);
+        if (rc)
+            return rc == DPP_ETRUNCATED ? 0 : rc; /* the file shrank under the scan */
+        uint64_t length;
+        int hrc = dpp_tfrecord_header(hdr, max_record, &length);
+        if (hrc == DPP_ECORRUPT)
+            continue;
+        int ok = 0;
+        if (hrc == 0 && length <= size - p - DPP_TFRECORD_OVERHEAD &&
+            (rc = payload_ok(w, p + HEADER_LEN, length, &ok)) != 0 && rc != DPP_ETRUNCATED)
+            return rc;
+        if (ok) {
+            *next = p;
+            return 0;
+        }
+        if (++false_candidates == DPP_TFRECORD_RESYNC_CANDIDATES)
+            return 0;
+    }
+    return 0;
+}
+
 static int scan_file(const char *path, int verify, uint64_t max_record, dpp_tfindex_t *out,
                      dpp_tfindex_scan_result_t *tail, char *err, size_t errlen)
 {
@@ -401,17 +430,25 @@ static int scan_file(const char *path, int verify, uint64_t max_record, dpp_tfin
         }
         if (rc)
             goto io_error;
-        uint32_t masked = (uint32_t)hdr[8] | (uint32_t)hdr[9] << 8 | (uint32_t)hdr[10] << 16 |
-                          (uint32_t)hdr[11] << 24;
-        if (dpp_crc32c_unmask(masked) != dpp_crc32c(0, hdr, 8)) {
-            bad = DPP_ECORRUPT;
-            break;
-        }
         uint64_t length = 0;
-        for (int i = 7; i >= 0; i--)
-            length = length << 8 | hdr[i];
-        if (length > max_record) {
-            bad = DPP_ETOOBIG;
+        int hrc = dpp_tfrecord_header(hdr, max_record, &length);
+        if (hrc == DPP_ECORRUPT && tail != NULL) {
+            /* the framing is lost here: find where records resume */
+            uint64_t next;
+            if ((rc = resync(&w, off, size, max_record, &next)) != 0)
+                goto io_error;
+            if (next < size) {
+                if (tail->gaps++ == 0) {
+                    tail->gap_offset = off;
+                    tail->gap_resume = next;
+                }
+                tail->gap_bytes += next - off;
+                off = next;
+                continue;
+            }
+        }
+        if (hrc) {
+            bad = hrc;
             break;
         }
         /* Written so that a length near 2^64 cannot wrap. */

@@ -41,12 +41,20 @@ typedef struct dpp_tfindex_scan_result {
                 * DPP_ETRUNCATED or DPP_ETOOBIG: the record at
                 * error_offset ends the usable part of the file */
     uint64_t error_offset;
+    /* Framing breaks the scan resynchronised past (format/tfrecord.h): how
+     * many, the bytes they hold, and the first one's start and the offset
+     * where records resumed after it. The records on either side are in the
+     * index; offsets[i] + sizes[i] == offsets[i + 1] no longer holds at a
+     * gap. */
+    uint64_t gaps, gap_bytes, gap_offset, gap_resume;
 } dpp_tfindex_scan_result_t;
 
 /* Builds the index of a TFRecord file from its framing: each record's length
  * and length CRC are checked and its payload skipped unread (large records
- * cost one small pread each). A length CRC mismatch is DPP_ECORRUPT
- * ("corrupted record at OFFSET"), a file ending inside a record
+ * cost one small pread each). A length CRC mismatch with tail set is a gap
+ * the scan resynchronises past (format/tfrecord.h), counted in *tail; one
+ * after which no record resumes, or any with tail NULL, is DPP_ECORRUPT
+ * ("corrupted record at OFFSET"); a file ending inside a record
  * DPP_ETRUNCATED ("truncated record at OFFSET"), a length above max_record
  * (0: no limit; nothing is allocated per record) DPP_ETOOBIG.
  * With tail == NULL those are returned as errors and *out is left empty.

@@ -8,7 +8,7 @@
 #include "format/tfrecord.h"
 #include "base/util.h"
 
-#define HEADER_LEN 12 /* u64 length + masked CRC of it */
+#define HEADER_LEN DPP_TFRECORD_HEADER
 
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
@@ -20,6 +20,20 @@ static inline void store_le32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int dpp_tfrecord_header(const uint8_t *hdr, uint64_t max_record, uint64_t *length)
+{
+    if (dpp_crc32c_unmask(dpp_load_le32(hdr + 8)) != dpp_crc32c(0, hdr, 8))
+        return DPP_ECORRUPT;
+    *length = dpp_load_le64(hdr);
+    return *length > max_record ? DPP_ETOOBIG : 0;
+}
+
+int dpp_tfrecord_payload_ok(const uint8_t *frame, uint64_t length)
+{
+    return dpp_crc32c_unmask(dpp_load_le32(frame + HEADER_LEN + length)) ==
+           dpp_crc32c(0, frame + HEADER_LEN, (size_t)length);
 }
 
 void dpp_tfrecord_iter_init(dpp_tfrecord_iter_t *it, const uint8_t *buf, size_t len, uint64_t base,
@@ -54,15 +68,8 @@ int dpp_tfrecord_next(dpp_tfrecord_iter_t *it, const uint8_t **payload, size_t *
         err = DPP_ETRUNCATED;
         goto stuck;
     }
-    if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != dpp_crc32c(0, rec, 8)) {
-        err = DPP_ECORRUPT;
+    if ((err = dpp_tfrecord_header(rec, it->max_record, &length)) != 0)
         goto stuck;
-    }
-    length = dpp_load_le64(rec);
-    if (length > it->max_record) {
-        err = DPP_ETOOBIG;
-        goto stuck;
-    }
     /* Written so that a length near 2^64 cannot wrap the comparison. */
     if (left - HEADER_LEN < 4 || length > left - HEADER_LEN - 4) {
         err = DPP_ETRUNCATED;
@@ -70,8 +77,7 @@ int dpp_tfrecord_next(dpp_tfrecord_iter_t *it, const uint8_t **payload, size_t *
     }
 
     it->off += HEADER_LEN + (size_t)length + 4;
-    if (dpp_crc32c_unmask(dpp_load_le32(rec + HEADER_LEN + length)) !=
-        dpp_crc32c(0, rec + HEADER_LEN, (size_t)length)) {
+    if (!dpp_tfrecord_payload_ok(rec, length)) {
         *err_off = it->base + (uint64_t)(rec - it->buf);
         return DPP_ECORRUPT;
     }

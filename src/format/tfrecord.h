@@ -10,6 +10,30 @@
 #include <stdint.h>
 
 #define DPP_TFRECORD_OVERHEAD 16 /* 8 length + 4 length CRC + 4 payload CRC */
+#define DPP_TFRECORD_HEADER 12   /* 8 length + 4 length CRC */
+
+/* A record's header (its first DPP_TFRECORD_HEADER bytes) checked: 0 with
+ * *length, DPP_ECORRUPT for a length CRC mismatch, DPP_ETOOBIG for a length
+ * over max_record. */
+int dpp_tfrecord_header(const uint8_t *hdr, uint64_t max_record, uint64_t *length);
+
+/* 1 when the payload CRC of the record frame[0 .. length + 16) matches. */
+int dpp_tfrecord_payload_ok(const uint8_t *frame, uint64_t length);
+
+/* Resynchronisation. After a length CRC mismatch (a byte inserted, deleted
+ * or overwritten: the framing is lost) the next record is looked for one
+ * byte further on, then the next byte, and so on: records resume at the
+ * first offset whose header checks (length CRC, length <= max_record), whose
+ * record fits before the end of the data and whose payload CRC matches. The
+ * bytes passed over are a gap: no record of them is trusted, and the gap
+ * counts as one corrupted record. A header that checks but whose record does
+ * not (too long, past the end, a payload CRC mismatch) is a false candidate;
+ * after DPP_TFRECORD_RESYNC_CANDIDATES of them in one gap the search gives
+ * up and the rest of the data is lost (each one costs a CRC over up to
+ * max_record bytes, so crafted data must not make a search unbounded). The
+ * index scan (tfindex.c) and the worker's reader (worker/reader.c) apply
+ * this same rule from the same offset, so they agree on where records are. */
+#define DPP_TFRECORD_RESYNC_CANDIDATES 64
 
 typedef struct dpp_tfrecord_iter {
     const uint8_t *buf; /* not owned; must outlive the iterator */

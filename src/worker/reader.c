@@ -63,6 +63,7 @@ struct dpp_reader {
     int fd_direct; /* fd currently has O_DIRECT */
     uint64_t rd_start, rd_end;
     uint64_t data_end;  /* min(range end, file size) */
+    uint64_t size;      /* of the file or object */
     uint64_t range_end; /* the end the caller expects records up to */
     uint64_t nchunks;
     uint64_t cur_chunk; /* the chunk being consumed */
@@ -70,6 +71,9 @@ struct dpp_reader {
     uint64_t fpos;      /* file offset of the next record */
     int stuck;          /* sticky error, or 0 */
     uint64_t stuck_off;
+    /* framing breaks resynchronised past in this range (tfrecord.h): how
+     * many, and the last one's bytes [gap_from, gap_to) */
+    uint64_t gaps, gap_from, gap_to;
 
     /* A record that straddles buffers is assembled here: it holds file bytes
      * [fpos, fpos + scratch_len), and pos is just past them in cur_chunk. */
@@ -512,6 +516,14 @@ static int set_stuck(dpp_reader_t *r, int err, uint64_t *offset)
     return err;
 }
 
+/* set_stuck for a break found at `at`, before fpos. */
+static int set_stuck_at(dpp_reader_t *r, int err, uint64_t at, uint64_t *offset)
+{
+    set_stuck(r, err, offset);
+    r->stuck_off = *offset = at;
+    return err;
+}
+
 static uint32_t crc_of(dpp_reader_t *r, const uint8_t *p, size_t n)
 {
     if (!r->time_crc)
@@ -520,6 +532,54 @@ static uint32_t crc_of(dpp_reader_t *r, const uint8_t *p, size_t n)
     uint32_t crc = dpp_crc32c(0, p, n);
     r->stats.crc_ns += dpp_now_ns() - t0;
     return crc;
+}
+
+/* Passes over the byte at fpos, which the last peek covered. */
+static void skip_byte(dpp_reader_t *r)
+{
+    if (r->scratch_len) {
+        /* the scratch holds [fpos, fpos + scratch_len) and pos is past it */
+        memmove(r->scratch, r->scratch + 1, --r->scratch_len);
+    } else {
+        r->pos++;
+    }
+    r->fpos++;
+}
+
+/* The framing broke at fpos: moves fpos to where records resume
+ * (tfrecord.h: resynchronisation), data_end when no record starts before it
+ * (a range ends where the index saw a record start, so they resume there),
+ * and sets *found; *found 0 when the search gave up. Returns 0, or a read
+ * error. A false candidate's frame may have filled the scratch; passing over
+ * it a byte at a time moves the rest, which the bound on candidates keeps to
+ * DPP_TFRECORD_RESYNC_CANDIDATES frames of copying. */
+static int resync(dpp_reader_t *r, int *found)
+{
+    unsigned false_candidates = 0;
+    const uint8_t *rec;
+    *found = 0;
+    for (skip_byte(r); r->data_end - r->fpos >= DPP_TFRECORD_OVERHEAD; skip_byte(r)) {
+        int rc = peek(r, HEADER_LEN, &rec);
+        if (rc)
+            return rc;
+        uint64_t length;
+        int hrc = dpp_tfrecord_header(rec, r->max_record, &length);
+        if (hrc == DPP_ECORRUPT)
+            continue;
+        if (hrc == 0 && length + DPP_TFRECORD_OVERHEAD <= r->data_end - r->fpos) {
+            if ((rc = peek(r, (size_t)length + DPP_TFRECORD_OVERHEAD, &rec)) != 0)
+                return rc;
+            if (dpp_tfrecord_payload_ok(rec, length)) {
+                *found = 1;
+                return 0;
+            }
+        }
+        if (++false_candidates == DPP_TFRECORD_RESYNC_CANDIDATES)
+            return 0;
+    }
+    r->fpos = r->data_end; /* nothing is read after it: pos may stay behind */
+    *found = 1;
+    return 0;
 }
 
 int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint64_t *offset)
@@ -541,12 +601,30 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
         *offset = r->fpos;
         return 0;
     }
-    if (r->data_end - r->fpos < HEADER_LEN)
-        return set_stuck(r, DPP_ETRUNCATED, offset);
-    if ((rc = peek(r, HEADER_LEN, &rec)) != 0)
-        goto fail;
-    if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != crc_of(r, rec, 8))
-        return set_stuck(r, DPP_ECORRUPT, offset);
+    uint64_t at = r->fpos;
+    int found = 0;
+    if (r->data_end - r->fpos < HEADER_LEN) {
+        if (r->data_end == r->size)
+            return set_stuck(r, DPP_ETRUNCATED, offset);
+        /* less than a header before a range end that the index saw a
+         * record start at: a gap */
+        r->fpos = r->data_end;
+        found = 1;
+    } else {
+        if ((rc = peek(r, HEADER_LEN, &rec)) != 0)
+            goto fail;
+        if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != crc_of(r, rec, 8) &&
+            (rc = resync(r, &found)) != 0)
+            goto fail;
+    }
+    if (r->fpos != at) {
+        if (!found) /* the search gave up: the rest is lost */
+            return set_stuck_at(r, DPP_ECORRUPT, at, offset);
+        r->gaps++;
+        r->gap_from = at;
+        r->gap_to = r->fpos;
+        return dpp_reader_next(r, payload, len, offset);
+    }
     uint64_t length = dpp_load_le64(rec);
     if (length > r->max_record)
         return set_stuck(r, DPP_ETOOBIG, offset);
@@ -557,7 +635,6 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
     if ((rc = peek(r, frame, &rec)) != 0)
         goto fail;
 
-    uint64_t at = r->fpos;
     int ok = dpp_crc32c_unmask(dpp_load_le32(rec + HEADER_LEN + length)) ==
              crc_of(r, rec + HEADER_LEN, (size_t)length);
     consume(r, frame);
@@ -581,11 +658,13 @@ fail:
  * and starts its first reads. */
 static void range_begin(dpp_reader_t *r, uint64_t size, uint64_t start, uint64_t end, int direct)
 {
+    r->size = size;
     r->range_end = end == UINT64_MAX ? size : end;
     r->data_end = r->range_end < size ? r->range_end : size;
     if (r->data_end < start)
         r->data_end = start;
     r->fpos = start;
+    r->gaps = r->gap_from = r->gap_to = 0;
     if (direct) {
         r->rd_start = start & ~(uint64_t)(DIRECT_ALIGN - 1);
         r->rd_end = (r->data_end + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
@@ -671,6 +750,13 @@ int dpp_reader_open_object(dpp_reader_t *r, const char *url, const char *etag, u
     r->s3 = s3;
     range_begin(r, size, start, end, 0);
     return 0;
+}
+
+uint64_t dpp_reader_gaps(const dpp_reader_t *r, uint64_t *from, uint64_t *to)
+{
+    *from = r->gap_from;
+    *to = r->gap_to;
+    return r->gaps;
 }
 
 const char *dpp_reader_error_text(const dpp_reader_t *r)

@@ -85,6 +85,11 @@ int dpp_reader_open(dpp_reader_t *r, const char *path, uint64_t start, uint64_t 
 int dpp_reader_open_object(dpp_reader_t *r, const char *url, const char *etag, uint64_t size,
                            uint64_t start, uint64_t end);
 
+/* The gaps in the framing dpp_reader_next() passed over in the open range:
+ * how many, and the last one's bytes [*from, *to) (*to: where records
+ * resumed). */
+uint64_t dpp_reader_gaps(const dpp_reader_t *r, uint64_t *from, uint64_t *to);
+
 /* The store's words for the last failed read of an object ("" when none). */
 const char *dpp_reader_error_text(const dpp_reader_t *r);
 
@@ -95,7 +100,11 @@ const char *dpp_reader_error_text(const dpp_reader_t *r);
  * or an error with *offset = the offset of the record it is about:
  *  - DPP_ECORRUPT for a payload CRC mismatch: the record is skipped and the
  *    caller may go on calling;
- *  - DPP_ECORRUPT for a length CRC mismatch, DPP_ETRUNCATED (the range or the
+ *  - a length CRC mismatch is a gap in the framing: the reader looks for the
+ *    next record past it (format/tfrecord.h: resynchronisation) and hands
+ *    that out (or ends the range cleanly when the gap runs to its end),
+ *    counting the gap (dpp_reader_gaps);
+ *  - DPP_ECORRUPT for a gap whose search gave up, DPP_ETRUNCATED (the range or the
  *    file ends inside a record), DPP_ETOOBIG (length > max_record, checked
  *    right after the length CRC, before any allocation) and -errno for a read
  *    error: no later record boundary can be trusted, so every later call

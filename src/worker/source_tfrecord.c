@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/errtext.h"
 #include "base/log.h"
 #include "base/reject.h"
 #include "dpp/error.h"
@@ -18,24 +19,49 @@
 #include "spec/table.h"
 #include "storage/s3.h"
 
+/* What decode() projects, and what a split does at a gap in the framing. */
+typedef struct tf_proj {
+    dpp_projection_t *names;
+    int fail_on_corrupt; /* the spec's on_corrupt: fail */
+} tf_proj_t;
+
+/* An open split's own. */
+typedef struct tf_split {
+    int fail_on_corrupt;
+    uint64_t gaps; /* the reader's gaps already counted */
+    int failed;    /* a gap under on_corrupt: fail ended the split */
+    char why[300]; /* the last gap, in words */
+} tf_split_t;
+
 static int projection_new(void **proj, const char *const *names, size_t n, const dpp_spec_t *spec,
                           const char *root, const dpp_pipeline_config_t *cfg, char *err,
                           size_t errlen)
 {
-    (void)spec;
     (void)root;
     (void)cfg;
     (void)err;
     (void)errlen;
-    dpp_projection_t *p = NULL;
-    int rc = dpp_projection_new(&p, names, n);
+    *proj = NULL;
+    tf_proj_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return -ENOMEM;
+    p->fail_on_corrupt = spec->on_corrupt_fail;
+    int rc = dpp_projection_new(&p->names, names, n);
+    if (rc) {
+        free(p);
+        return rc;
+    }
     *proj = p;
-    return rc;
+    return 0;
 }
 
 static void projection_free(void *proj)
 {
-    dpp_projection_free(proj);
+    tf_proj_t *p = proj;
+    if (p == NULL)
+        return;
+    dpp_projection_free(p->names);
+    free(p);
 }
 
 static const char *outside_roots =
@@ -44,10 +70,14 @@ static const char *outside_roots =
 static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, const void *proj,
                    const dpp_pipeline_config_t *cfg, char *err, size_t errlen)
 {
-    (void)proj; /* decode() projects */
     s->ops = &dpp_source_tfrecord;
     s->reader = reader;
     s->task = t;
+    tf_split_t *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return dpp_errf(-ENOMEM, err, errlen, "file %s: out of memory", t->rel_path);
+    x->fail_on_corrupt = ((const tf_proj_t *)proj)->fail_on_corrupt;
+    s->state = x;
     if (dpp_s3_is_url(t->path)) {
         int rc = dpp_source_object_check(cfg, t, err, errlen);
         if (rc == 0 && (rc = dpp_reader_open_object(reader, t->path, t->etag, t->object_size,
@@ -67,32 +97,63 @@ static int tf_open(dpp_source_t *s, dpp_reader_t *reader, const dpp_task_t *t, c
     return rc;
 }
 
-/* Once stuck on an object's failed GET, the store's words. */
+/* Once stuck, the store's words on an object's failed GET, or the gap
+ * that failed the split. */
 static const char *tf_why(const dpp_source_t *s)
 {
+    const tf_split_t *x = s->state;
     const char *text = s->reader ? dpp_reader_error_text(s->reader) : "";
-    return text[0] ? text : NULL;
+    return text[0] ? text : x && x->failed ? x->why : NULL;
 }
 
+/* A gap in the framing is no row: the rows keep their numbers (the index
+ * counted records on both sides of it), and the gap counts as one corrupted
+ * record of the range, once, like a text source's rejected inputs; under
+ * on_corrupt: fail it ends the split. */
 static int tf_next(dpp_source_t *s, dpp_source_row_t *row)
 {
-    return dpp_reader_next(s->reader, &row->data, &row->len, &row->offset);
+    tf_split_t *x = s->state;
+    int rc = dpp_reader_next(s->reader, &row->data, &row->len, &row->offset);
+    uint64_t from, to, gaps = dpp_reader_gaps(s->reader, &from, &to);
+    if (gaps == x->gaps)
+        return rc;
+    x->gaps = gaps;
+    snprintf(x->why, sizeof x->why,
+             "the framing breaks there: %" PRIu64 " bytes that are no record, records resume "
+             "at offset %" PRIu64,
+             to - from, to);
+    if (x->fail_on_corrupt) {
+        x->failed = 1;
+        row->offset = from;
+        return DPP_ECORRUPT;
+    }
+    dpp_rejects_count(&s->rejects, DPP_ECORRUPT, 1);
+    if (!s->reject_detail[0])
+        snprintf(s->reject_detail, sizeof s->reject_detail,
+                 "file %s: corrupted record at offset %" PRIu64 ": %s", s->task->rel_path, from,
+                 x->why);
+    DPP_WARN("framing_gap file=%s offset=%" PRIu64 " bytes=%" PRIu64 " resume=%" PRIu64,
+             s->task->rel_path, from, to - from, to);
+    return rc;
 }
 
 static int tf_stuck(const dpp_source_t *s)
 {
-    return dpp_reader_stuck(s->reader);
+    const tf_split_t *x = s->state;
+    return x && x->failed ? DPP_ECORRUPT : dpp_reader_stuck(s->reader);
 }
 
 static int tf_decode(void *proj, const uint8_t *data, size_t len, dpp_feat_ref_t *refs)
 {
-    return dpp_example_decode(proj, data, len, refs);
+    return dpp_example_decode(((tf_proj_t *)proj)->names, data, len, refs);
 }
 
 static void tf_close(dpp_source_t *s)
 {
     if (s->reader)
         dpp_reader_close(s->reader);
+    free(s->state);
+    s->state = NULL;
 }
 
 /* Appends a record at off to idx (sizes are filled in later). */
@@ -153,6 +214,14 @@ static int scan_object(dpp_reader_t *reader, const dpp_task_t *t, dpp_tfindex_t 
             goto fail;
         }
     }
+    uint64_t from, to, gaps = dpp_reader_gaps(reader, &from, &to);
+    if (gaps > 0 && to >= t->object_size && tail->error == 0) {
+        /* a gap that runs to the end: a broken tail, as the local scan has */
+        tail->error = DPP_ECORRUPT;
+        tail->error_offset = end = from;
+        gaps--;
+    }
+    tail->gaps = gaps;
     dpp_reader_close(reader);
     if ((idx->sizes = malloc((idx->n ? idx->n : 1) * sizeof *idx->sizes)) == NULL) {
         rc = -ENOMEM;
@@ -216,6 +285,11 @@ static int tf_index_one(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader, 
         dpp_reader_free(own);
         if (rc)
             return dpp_source_fail(res, rc, "file %s: %s", t->path, err);
+        if (scan.gaps)
+            DPP_WARN("file_framing_gaps file=%s gaps=%" PRIu64
+                     " reason=\"records resume after each; every read counts each as a "
+                     "corrupted record\"",
+                     t->path, scan.gaps);
         if (scan.error) {
             dpp_rejects_count(&res->rejects, scan.error, 1);
             snprintf(res->reject_detail, sizeof res->reject_detail,
@@ -244,6 +318,12 @@ static int tf_index_one(const dpp_pipeline_config_t *cfg, dpp_reader_t *reader, 
         rc = dpp_tfindex_scan(t->path, cfg->reader.max_record, &idx, &scan, err, sizeof err);
         if (rc)
             return dpp_source_fail(res, rc, "file %s: %s", t->rel_path, err);
+        if (scan.gaps)
+            DPP_WARN("file_framing_gaps file=%s gaps=%" PRIu64 " first_offset=%" PRIu64
+                     " resume=%" PRIu64 " bytes=%" PRIu64
+                     " reason=\"records resume after each; every read counts each as a "
+                     "corrupted record\"",
+                     t->rel_path, scan.gaps, scan.gap_offset, scan.gap_resume, scan.gap_bytes);
         if (scan.error) {
             /* A broken tail: the records before it are served, the tail is
              * counted (and fails the session under on_corrupt: fail). */

@@ -265,9 +265,20 @@ printf "$(printf '\\%03o' $((byte ^ 0xff)))" |
 n_b=$(wc -l <"$dmg/$rel_b.idx")
 read -r off_b _ <<<"$(idx_line "$dmg/$rel_b.idx" $((n_b / 2 + 7)))"
 truncate -s $((off_b + 30)) -- "$dmg/$rel_b"
-rm -f -- "$dmg/$rel_a.idx" "$dmg/$rel_b.idx"
+# one byte inserted inside a payload (a bad copy, a store shifting a body):
+# that record fails its CRC, the framing after it is one byte off, and
+# records resume one byte later
+rel_c=ds=2026-01-02/part-00002.tfrecord
+n_c=$(wc -l <"$dmg/$rel_c.idx")
+read -r off_c size_c <<<"$(idx_line "$dmg/$rel_c.idx" $((n_c / 3)))"
+gap_c=$((off_c + size_c)) # where the next header was, one byte before it is now
+{ head -c $((off_c + 12 + (size_c - 16) / 2)) -- "$dmg/$rel_c"; printf 'X'
+  tail -c +$((off_c + 12 + (size_c - 16) / 2 + 1)) -- "$dmg/$rel_c"; } >"$dmg/$rel_c.new"
+mv -- "$dmg/$rel_c.new" "$dmg/$rel_c"
+rm -f -- "$dmg/$rel_a.idx" "$dmg/$rel_b.idx" "$dmg/$rel_c.idx"
 dpp_log "$rel_a: record $((n_a / 2)) at offset $off_a has a flipped payload byte;" \
-    "$rel_b: truncated inside record $((n_b / 2 + 7)) at offset $off_b"
+    "$rel_b: truncated inside record $((n_b / 2 + 7)) at offset $off_b;" \
+    "$rel_c: a byte inserted inside record $((n_c / 3)) at offset $off_c"
 
 spec4=$DPP_TMP/damaged.json
 write_split_spec "$spec4" damaged
@@ -278,23 +289,29 @@ check_produced case4
 rej=$(json_int records_rejected "$ST")
 refsum_rejected "$spec4" "$dmg" --skip-corrupt
 want_rej=$REJECTED
-((rej >= 2 && rej == want_rej)) ||
-    dpp_fail "case 4: records_rejected $rej, expected $want_rej (dpp-refsum) and at least 2"
-# dppctl status may break records_rejected down by reason
+((rej == 4 && rej == want_rej)) ||
+    dpp_fail "case 4: records_rejected $rej, expected $want_rej (dpp-refsum) and 4"
+# dppctl status may break records_rejected down by reason: the flipped
+# byte's record, the record with the inserted byte and the gap after it;
+# the truncated tail
 if grep -q '"rejects":{' "$ST"; then
-    if ! grep -q '"rejects":{[^}]*"corrupt":1[,}]' "$ST" ||
+    if ! grep -q '"rejects":{[^}]*"corrupt":3[,}]' "$ST" ||
         ! grep -q '"rejects":{[^}]*"truncated":1[,}]' "$ST"; then
-        dpp_fail "case 4: expected rejects corrupt 1 and truncated 1: $(cat -- "$ST")"
+        dpp_fail "case 4: expected rejects corrupt 3 and truncated 1: $(cat -- "$ST")"
     fi
 fi
-# the records dpp-refsum did not skip, with both rejects: the corrupt record
-# is one of its file's records, the truncated file lost its tail
+# the records dpp-refsum did not skip, with every reject: the corrupt
+# records are their files' records, the truncated file lost its tail, and
+# nothing after the inserted byte is lost
 rows4=$(rows_of case4)
-((rows4 == 9000 - 1 - (n_b - n_b / 2 - 7))) ||
-    dpp_fail "case 4: $rows4 rows delivered, expected $((9000 - 1 - (n_b - n_b / 2 - 7)))"
+((rows4 == 9000 - 2 - (n_b - n_b / 2 - 7))) ||
+    dpp_fail "case 4: $rows4 rows delivered, expected $((9000 - 2 - (n_b - n_b / 2 - 7)))"
 grep -Eq "record_rejected .*file=\"?$rel_a\"? offset=$off_a( |\$)" \
     "$DPP_TMP"/worker-[45].log ||
     dpp_fail "case 4: no worker logged record_rejected file=$rel_a offset=$off_a"
+grep -Eq "framing_gap file=\"?$rel_c\"? offset=$gap_c bytes=1 resume=$((gap_c + 1))( |\$)" \
+    "$DPP_TMP"/worker-[45].log ||
+    dpp_fail "case 4: no worker logged framing_gap file=$rel_c offset=$gap_c bytes=1"
 grep -Eq "file_tail_rejected session=$session4 .*$rel_b: truncated record at offset $off_b" \
     "$DPP_TMP/master.log" ||
     dpp_fail "case 4: the master did not log the truncated tail of $rel_b at offset $off_b"

@@ -115,6 +115,7 @@ typedef struct totals {
     double sparse_weights_sum;                /* every delivered weight, after the chains */
     int64_t skipped;                          /* records with a per-record error */
     int64_t tails;                            /* files whose broken tail was dropped */
+    int64_t gaps;                             /* breaks in the framing records resume after */
     int64_t filtered;                         /* rows dropped by a filter */
 } totals_t;
 
@@ -948,15 +949,44 @@ typedef struct split_walk {
     uint64_t base;   /* global index of the current file's first record */
 } split_walk_t;
 
+/* Where records resume after the framing broke at `from` (a length CRC
+ * mismatch): the first later offset whose length CRC matches, whose length
+ * is within the limit and fits the file, and whose payload CRC matches; -1
+ * when none does. The rest of the file is read whole: test files are small. */
+static int64_t resync_at(FILE *f, uint64_t from)
+{
+    if (fseeko(f, 0, SEEK_END) != 0)
+        die("seek: %s", strerror(errno));
+    uint64_t size = (uint64_t)ftello(f);
+    if (size <= from + 1)
+        return -1;
+    uint64_t n = size - from;
+    uint8_t *b = xcalloc((size_t)n, 1);
+    if (fseeko(f, (off_t)from, SEEK_SET) != 0 || fread(b, 1, (size_t)n, f) != n)
+        die("read: %s", strerror(errno));
+    int64_t found = -1;
+    for (uint64_t p = 1; p + 16 <= n && found < 0; p++) {
+        uint64_t len = le64(b + p);
+        if (crc_mask(crc32c_bitwise(b + p, 8)) != le32(b + p + 8) || len > MAX_RECORD ||
+            len > n - p - 16)
+            continue;
+        if (crc_mask(crc32c_bitwise(b + p + 12, (size_t)len)) == le32(b + p + 12 + len))
+            found = (int64_t)(from + p);
+    }
+    free(b);
+    return found;
+}
+
 /* Walks one file's framing, verifying both CRCs, and adds the records of the
  * splits of this rank. A file of N records has ceil(N / split_rows) splits;
  * split b holds records [b * split_rows, (b + 1) * split_rows).
  * skip_corrupt: a payload CRC mismatch skips the record instead of failing;
- * it still counts as a record of its file. A broken frame (the file ends
- * inside a record, a length CRC mismatch, an absurd length) ends the file
- * there: no record boundary after it can be trusted, so the file's records
- * are the whole ones before it (the index docs/protocol.md describes), and
- * the tail counts as one rejected record (t->tails). */
+ * it still counts as a record of its file. A length CRC mismatch is a gap
+ * records resume after (resync_at), counted as one rejected record of every
+ * epoch (t->gaps). A broken frame no record follows (the file ends inside a
+ * record, an absurd length, a gap to the end) ends the file there: the
+ * file's records are the whole ones before it (the index docs/protocol.md
+ * describes), and the tail counts as one rejected record (t->tails). */
 static void scan_file(const char *path, const char *rel_path, const ref_spec_t *s, totals_t *t,
                       int skip_corrupt, split_walk_t *w, scratch_t *x)
 {
@@ -989,6 +1019,18 @@ static void scan_file(const char *path, const char *rel_path, const ref_spec_t *
             }
             if (fread(payload, 1, (size_t)len, f) != len || fread(crcbuf, 1, 4, f) != 4)
                 broken = "truncated record";
+        }
+        int64_t resume;
+        if (broken && got == sizeof(hdr) && skip_corrupt &&
+            crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8) && (resume = resync_at(f, off)) > 0) {
+            fprintf(stderr, "refsum: %s: %s; records resume at offset %" PRId64 "\n", where, broken,
+                    resume);
+            t->gaps++;
+            off = (uint64_t)resume;
+            if (fseeko(f, (off_t)off, SEEK_SET) != 0)
+                die("seek: %s", strerror(errno));
+            record_index--; /* a gap is no record */
+            continue;
         }
         if (broken) {
             if (!skip_corrupt)
@@ -1033,8 +1075,13 @@ static uint64_t count_records(const char *path)
         if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr)
             break;
         uint64_t len = le64(hdr);
-        if (crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8) || len > MAX_RECORD ||
-            fseeko(f, (off_t)len, SEEK_CUR) != 0)
+        if (crc_mask(crc32c_bitwise(hdr, 8)) != le32(hdr + 8)) {
+            int64_t resume = resync_at(f, (uint64_t)ftello(f) - sizeof hdr);
+            if (resume < 0 || fseeko(f, (off_t)resume, SEEK_SET) != 0)
+                break;
+            continue;
+        }
+        if (len > MAX_RECORD || fseeko(f, (off_t)len, SEEK_CUR) != 0)
             break;
         /* a payload cut short shows as a missing CRC: fseeko past EOF succeeds */
         uint8_t crc[4];
@@ -1557,13 +1604,14 @@ int main(int argc, char **argv)
     int rc = 0;
     totals_t t;
     if (rejected) {
-        int64_t per_epoch = 0, tails = 0;
+        int64_t per_epoch = 0, tails = 0, gaps = 0;
         for (long r = 0; r < (long)spec.consumers; r++) {
             walk_rank(&spec, &tf, r, skip_corrupt, &t);
             per_epoch += t.skipped;
             tails = t.tails; /* the same for every rank */
+            gaps = t.gaps;
         }
-        printf("%" PRId64 "\n", per_epoch * spec.epochs + tails);
+        printf("%" PRId64 "\n", (per_epoch + gaps) * spec.epochs + tails);
     } else {
         walk_rank(&spec, &tf, rank, skip_corrupt, &t);
         /* The client hands out batches of exactly batch_size rows, cut
@@ -1574,6 +1622,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "refsum: %" PRId64 " records skipped (per-record errors)\n", t.skipped);
         if (t.tails)
             fprintf(stderr, "refsum: %" PRId64 " broken file tails dropped\n", t.tails);
+        if (t.gaps)
+            fprintf(stderr, "refsum: %" PRId64 " gaps in the framing passed over\n", t.gaps);
         if (t.filtered)
             fprintf(stderr, "refsum: %" PRId64 " rows filtered out\n", t.filtered);
         if (check) {

@@ -251,17 +251,46 @@ static void test_scan_corrupt_and_truncated(void **state)
     uint8_t *bad = malloc(im.len);
     assert_non_null(bad);
 
-    /* Length CRC. */
+    /* Length CRC: strictly an error; with a tail a gap that records
+     * resume after (the scan finds record 5), of the last record a tail. */
     memcpy(bad, im.data, im.len);
     bad[im.off[4] + 9] ^= 1;
+    char path[PATH_MAX], err[256];
+    dpp_tfindex_t idx;
+    dpp_tfindex_scan_result_t tail;
+    tmp_path(path, "gap.tfrecord");
+    write_file(path, bad, im.len);
+    assert_int_equal(dpp_tfindex_scan(path, 0, &idx, NULL, err, sizeof err), DPP_ECORRUPT);
     snprintf(msg, sizeof msg, "corrupted record at offset %llu", (unsigned long long)im.off[4]);
-    scan_bad(bad, im.len, &im, 0, 0, DPP_ECORRUPT, 4, im.off[4], msg);
+    assert_string_equal(err, msg);
+    for (int verify = 0; verify < 2; verify++) {
+        assert_int_equal((verify ? dpp_tfindex_scan_verify : dpp_tfindex_scan)(
+                             path, 0, &idx, &tail, err, sizeof err),
+                         0);
+        assert_int_equal(tail.error, 0);
+        assert_int_equal(tail.gaps, 1);
+        assert_int_equal(tail.gap_offset, im.off[4]);
+        assert_int_equal(tail.gap_resume, im.off[5]);
+        assert_int_equal(tail.gap_bytes, im.off[5] - im.off[4]);
+        assert_int_equal(idx.n, NSIZES - 1);
+        for (size_t i = 0, k = 0; i < NSIZES; i++) {
+            if (i == 4)
+                continue;
+            assert_int_equal(idx.offsets[k], im.off[i]);
+            assert_int_equal(idx.sizes[k], im.size[i]);
+            k++;
+        }
+        dpp_tfindex_close(&idx);
+    }
+    memcpy(bad, im.data, im.len);
+    bad[im.off[NSIZES - 1] + 9] ^= 1;
+    snprintf(msg, sizeof msg, "corrupted record at offset %llu",
+             (unsigned long long)im.off[NSIZES - 1]);
+    scan_bad(bad, im.len, &im, 0, 0, DPP_ECORRUPT, NSIZES - 1, im.off[NSIZES - 1], msg);
 
     /* Payload CRC: only a verifying scan notices. */
     memcpy(bad, im.data, im.len);
     bad[im.off[5] + 12 + 200000] ^= 0x80;
-    char path[PATH_MAX], err[256];
-    dpp_tfindex_t idx;
     tmp_path(path, "payload.tfrecord");
     write_file(path, bad, im.len);
     assert_int_equal(dpp_tfindex_scan(path, 0, &idx, NULL, err, sizeof err), 0);

@@ -21,6 +21,8 @@
 #include "dpp/error.h"
 #include "ref_tfrecord.h"
 #include "test_tmpdir.h"
+#include "format/tfindex.h"
+#include "format/tfrecord.h"
 #include "worker/reader.h"
 
 #define MAX_RECORDS 256
@@ -355,31 +357,210 @@ static void test_corrupt_payload_continues(void **state)
     image_free(&im);
 }
 
-static void test_corrupt_length_stops(void **state)
+/* Inserts `n` bytes of value v at `at` into im (shifting what follows):
+ * the framing breaks there. Offsets of records after `at` move by n. */
+static void image_insert(image_t *im, size_t at, size_t n, uint8_t v)
+{
+    image_reserve(im, n);
+    memmove(im->data + at + n, im->data + at, im->len - at);
+    memset(im->data + at, v, n);
+    im->len += n;
+    for (size_t i = 0; i <= im->n; i++)
+        if (im->off[i] >= at)
+            im->off[i] += n;
+}
+
+/* A length CRC that does not match is a gap in the framing: the reader
+ * finds the next record and goes on, counting the gap; a range the gap runs
+ * to the end of ends cleanly; a gap no record follows ends the data. */
+static void test_corrupt_length_resyncs(void **state)
 {
     image_t im = {0};
     char path[PATH_MAX];
+    uint64_t from, to;
     (void)state;
     image_standard(&im, 6);
     im.data[im.off[3] + 9] ^= 0x10; /* length CRC of record 3 */
     path_in(path, sizeof path, tmpdir, "badlength.tfrecord");
     write_file(path, im.data, im.len);
-    for (size_t c = 0; c < NCONFIGS; c++)
-        check_range(&configs[c], path, &im, 0, UINT64_MAX, 0, 3, DPP_ECORRUPT, im.off[3]);
-    /* A flipped length byte fails the same check. */
+    for (size_t c = 0; c < NCONFIGS; c++) {
+        dpp_reader_t *r;
+        assert_int_equal(dpp_reader_new(&r, &configs[c]), 0);
+        assert_int_equal(dpp_reader_open(r, path, 0, UINT64_MAX), 0);
+        for (int i = 0; i < 3; i++)
+            expect_next(r, 1, im.off[i]);
+        assert_int_equal(dpp_reader_gaps(r, &from, &to), 0);
+        expect_next(r, 1, im.off[4]);
+        assert_int_equal(dpp_reader_gaps(r, &from, &to), 1);
+        assert_int_equal(from, im.off[3]);
+        assert_int_equal(to, im.off[4]);
+        assert_int_equal(dpp_reader_stuck(r), 0);
+        expect_next(r, 1, im.off[5]);
+        expect_next(r, 0, im.len);
+        /* a range that ends where the gap does */
+        assert_int_equal(dpp_reader_open(r, path, im.off[2], im.off[4]), 0);
+        expect_next(r, 1, im.off[2]);
+        expect_next(r, 0, im.off[4]);
+        assert_int_equal(dpp_reader_gaps(r, &from, &to), 1);
+        dpp_reader_free(r);
+    }
+    /* the last record's length broken: the gap runs to the end */
     im.data[im.off[3] + 9] ^= 0x10;
-    im.data[im.off[3] + 1] ^= 0x01;
+    im.data[im.off[5] + 1] ^= 0x01;
     write_file(path, im.data, im.len);
-    check_range(&configs[0], path, &im, 0, UINT64_MAX, 0, 3, DPP_ECORRUPT, im.off[3]);
     dpp_reader_t *r;
     assert_int_equal(dpp_reader_new(&r, NULL), 0);
     assert_int_equal(dpp_reader_open(r, path, 0, UINT64_MAX), 0);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 5; i++)
         expect_next(r, 1, im.off[i]);
-    expect_next(r, DPP_ECORRUPT, im.off[3]);
-    assert_int_equal(dpp_reader_stuck(r), DPP_ECORRUPT);
+    expect_next(r, 0, im.len);
+    assert_int_equal(dpp_reader_gaps(r, &from, &to), 1);
+    assert_int_equal(from, im.off[5]);
+    assert_int_equal(to, im.len);
     dpp_reader_free(r);
     image_free(&im);
+}
+
+/* One byte inserted inside a payload (an object store shifting a body, a
+ * bad copy): that record fails its payload CRC, the next header is one byte
+ * off, and records resume one byte later; nothing else is lost. */
+static void test_inserted_byte(void **state)
+{
+    image_t im = {0};
+    char path[PATH_MAX];
+    uint64_t from, to;
+    (void)state;
+    image_standard(&im, 40);
+    uint64_t at = im.off[20] + 12 + im.plen[20] / 2;
+    image_insert(&im, (size_t)at, 1, 0x5a);
+    path_in(path, sizeof path, tmpdir, "inserted.tfrecord");
+    write_file(path, im.data, im.len);
+    for (size_t c = 0; c < NCONFIGS; c++) {
+        dpp_reader_t *r;
+        assert_int_equal(dpp_reader_new(&r, &configs[c]), 0);
+        assert_int_equal(dpp_reader_open(r, path, 0, UINT64_MAX), 0);
+        for (size_t i = 0; i < 40; i++) {
+            const uint8_t *p;
+            size_t len;
+            uint64_t off;
+            int rc = dpp_reader_next(r, &p, &len, &off);
+            if (i == 20) {
+                assert_int_equal(rc, DPP_ECORRUPT);
+                assert_int_equal(off, im.off[20]);
+                continue;
+            }
+            assert_int_equal(rc, 1);
+            assert_int_equal(off, im.off[i]);
+            assert_int_equal(len, im.plen[i]);
+            assert_memory_equal(p, im.data + im.off[i] + 12, len);
+        }
+        expect_next(r, 0, im.len);
+        assert_int_equal(dpp_reader_gaps(r, &from, &to), 1);
+        assert_int_equal(to - from, 1);
+        assert_int_equal(to, im.off[21]);
+        dpp_reader_free(r);
+    }
+    image_free(&im);
+}
+
+/* Headers that check, with payloads that do not, after a break: the search
+ * passes DPP_TFRECORD_RESYNC_CANDIDATES of them at most, then gives up and
+ * the rest of the data is lost (stuck at the break). */
+static void test_resync_gives_up(void **state)
+{
+    char path[PATH_MAX];
+    (void)state;
+    for (int extra = -1; extra <= 0; extra++) {
+        image_t im = {0};
+        image_standard(&im, 3);
+        size_t nbad = DPP_TFRECORD_RESYNC_CANDIDATES + (size_t)extra;
+        for (size_t i = 0; i < nbad + 2; i++)
+            image_add(&im, 20);
+        im.data[im.off[3] + 9] ^= 0x10; /* record 3's length CRC */
+        for (size_t i = 4; i < 4 + nbad; i++)
+            im.data[im.off[i] + 12] ^= 0x01; /* a payload that fails its CRC */
+        path_in(path, sizeof path, tmpdir, "candidates.tfrecord");
+        write_file(path, im.data, im.len);
+        dpp_reader_t *r;
+        assert_int_equal(dpp_reader_new(&r, NULL), 0);
+        assert_int_equal(dpp_reader_open(r, path, 0, UINT64_MAX), 0);
+        for (int i = 0; i < 3; i++)
+            expect_next(r, 1, im.off[i]);
+        if (extra < 0) {
+            expect_next(r, 1, im.off[4 + nbad]); /* found after 63 false candidates */
+        } else {
+            expect_next(r, DPP_ECORRUPT, im.off[3]);
+            assert_int_equal(dpp_reader_stuck(r), DPP_ECORRUPT);
+        }
+        dpp_reader_free(r);
+        image_free(&im);
+    }
+}
+
+/* The index scan and the reader find the same records whatever breaks the
+ * framing: random bytes inserted, deleted or overwritten; every split cut
+ * from the scan's index reads back exactly the index's records of it. */
+static void test_scan_and_reader_agree(void **state)
+{
+    char path[PATH_MAX];
+    uint64_t rng = 777;
+    (void)state;
+    path_in(path, sizeof path, tmpdir, "agree.tfrecord");
+    for (int iter = 0; iter < 60; iter++) {
+        image_t im = {0};
+        image_standard(&im, 120);
+        for (int k = 0; k < 3; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (size_t)((rng >> 33) % im.len), n = 1 + (size_t)((rng >> 20) % 40);
+            switch ((rng >> 8) % 3) {
+            case 0:
+                image_insert(&im, at, n, (uint8_t)rng);
+                break;
+            case 1:
+                if (at + n > im.len)
+                    n = im.len - at;
+                memmove(im.data + at, im.data + at + n, im.len - at - n);
+                im.len -= n;
+                break;
+            default:
+                for (size_t i = at; i < at + n && i < im.len; i++)
+                    im.data[i] = (uint8_t)(rng >> (i % 50));
+            }
+        }
+        write_file(path, im.data, im.len);
+        dpp_tfindex_t idx;
+        dpp_tfindex_scan_result_t tail;
+        char err[256];
+        assert_int_equal(dpp_tfindex_scan(path, 0, &idx, &tail, err, sizeof err), 0);
+        size_t per = 1 + (size_t)(rng % 17);
+        dpp_reader_config_t cfg = {.chunk_bytes = 1 + (size_t)(rng % 5000), .depth = 2};
+        dpp_reader_t *r;
+        assert_int_equal(dpp_reader_new(&r, &cfg), 0);
+        for (size_t first = 0; first < idx.n; first += per) {
+            size_t last = first + per < idx.n ? first + per : idx.n;
+            uint64_t end = last < idx.n ? idx.offsets[last]
+                                        : idx.offsets[idx.n - 1] + idx.sizes[idx.n - 1];
+            assert_int_equal(dpp_reader_open(r, path, idx.offsets[first], end), 0);
+            for (size_t i = first; i < last; i++) {
+                const uint8_t *p;
+                size_t len;
+                uint64_t off;
+                int rc = dpp_reader_next(r, &p, &len, &off);
+                if (rc != 1 && rc != DPP_ECORRUPT)
+                    fail_msg("iter %d record %zu: %d (%s)", iter, i, rc, dpp_strerror(rc));
+                assert_int_equal(off, idx.offsets[i]);
+                assert_int_equal(dpp_reader_stuck(r), 0);
+            }
+            const uint8_t *p;
+            size_t len;
+            uint64_t off;
+            assert_int_equal(dpp_reader_next(r, &p, &len, &off), 0);
+            assert_int_equal(off, end);
+        }
+        dpp_reader_free(r);
+        dpp_tfindex_close(&idx);
+        image_free(&im);
+    }
 }
 
 static void test_too_big(void **state)
@@ -708,7 +889,10 @@ int main(void)
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_truncated_everywhere),
         cmocka_unit_test(test_corrupt_payload_continues),
-        cmocka_unit_test(test_corrupt_length_stops),
+        cmocka_unit_test(test_corrupt_length_resyncs),
+        cmocka_unit_test(test_inserted_byte),
+        cmocka_unit_test(test_resync_gives_up),
+        cmocka_unit_test(test_scan_and_reader_agree),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_reuse_across_files),
         cmocka_unit_test(test_open_errors),
