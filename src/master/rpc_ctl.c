@@ -18,6 +18,7 @@
 #include "lease.h"
 #include "metrics.h"
 #include "persist.h"
+#include "pins.h"
 #include "rpc_ctl.h"
 #include "s3_table.h"
 #include "spec/table.h"
@@ -103,8 +104,8 @@ static void submit_job_free(struct dpp_submit_job *j)
 
 /* Lists one table (a mixture's source, or the session's) and appends its
  * files. Threadpool. */
-static int list_one(struct dpp_submit_job *j, unsigned source, const dpp_spec_t *spec,
-                    char *err, size_t errlen)
+static int list_one(struct dpp_submit_job *j, unsigned source, dpp_spec_t *spec, char *err,
+                    size_t errlen)
 {
     const dpp_master_t *m = j->m;
     dpp_s3_table_t obj = {0};
@@ -123,6 +124,8 @@ static int list_one(struct dpp_submit_job *j, unsigned source, const dpp_spec_t 
         if (rc == 0)
             rc = dpp_table_list_files(j->table_paths[source], spec, &files, &n, err, errlen);
     }
+    if (rc == 0)
+        rc = dpp_master_pin_files(m, spec, j->table_paths[source], err, errlen);
     if (rc == 0 && n == 0 && j->spec.nsources > 0)
         rc = dpp_errf(DPP_ESPEC, err, errlen, "table \"%s\": no data files in the selected "
                                               "partitions",

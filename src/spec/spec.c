@@ -50,7 +50,7 @@ typedef struct parser {
 
 /* The keys a mixture's source sets for itself (docs/spec.md#mixtures). */
 static const char *const source_keys[] = {"table", "weight", "format", "partitions", "filters",
-                                          "text", NULL};
+                                          "text", "pins", NULL};
 
 /* After a problem in one part of the spec, the parse goes on with the next
  * part (the next top-level key, feature, transform or filter), so that one
@@ -1137,6 +1137,117 @@ static int parse_text(parser_t *p, json_t *root, dpp_spec_t *s)
     return text_columns(s);
 }
 
+#define MAX_SIDE_FILES 64  /* a tokenizer and the vocabularies of the features */
+#define MAX_PIN_VERSION 191 /* storage/file_version.h: DPP_FILE_VERSION_MAX - 1 */
+
+size_t dpp_spec_side_files(const dpp_spec_t *spec, const char **files, size_t cap)
+{
+    size_t n = 0;
+    if (spec->text) {
+        if (cap > 0)
+            files[0] = spec->text->tokenizer_file;
+        n = 1;
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        const dpp_feature_spec_t *f = kind ? spec->sparse : spec->dense;
+        unsigned nf = kind ? spec->nsparse : spec->ndense;
+        for (unsigned i = 0; i < nf; i++)
+            for (unsigned j = 0; j < f[i].nops; j++) {
+                const char *file = f[i].ops[j].op == DPP_OP_VOCAB ? f[i].ops[j].file : NULL;
+                int seen = file == NULL;
+                for (size_t k = 0; !seen && k < n && k < cap; k++)
+                    seen = strcmp(files[k], file) == 0;
+                if (seen)
+                    continue;
+                if (n < cap)
+                    files[n] = file;
+                n++;
+            }
+    }
+    return n;
+}
+
+const char *dpp_spec_pin(const dpp_spec_t *spec, const char *file)
+{
+    for (unsigned i = 0; i < spec->npins; i++)
+        if (strcmp(spec->pin_files[i], file) == 0)
+            return spec->pin_versions[i];
+    return NULL;
+}
+
+int dpp_spec_set_pin(dpp_spec_t *spec, const char *file, const char *version)
+{
+    char *v = strdup(version);
+    if (v == NULL)
+        return -ENOMEM;
+    for (unsigned i = 0; i < spec->npins; i++)
+        if (strcmp(spec->pin_files[i], file) == 0) {
+            free(spec->pin_versions[i]);
+            spec->pin_versions[i] = v;
+            return 0;
+        }
+    char *f = strdup(file);
+    char **pf = realloc(spec->pin_files, (spec->npins + 1) * sizeof *pf);
+    if (pf != NULL)
+        spec->pin_files = pf;
+    char **pv = pf ? realloc(spec->pin_versions, (spec->npins + 1) * sizeof *pv) : NULL;
+    if (pv != NULL)
+        spec->pin_versions = pv;
+    if (f == NULL || pv == NULL) {
+        free(f);
+        free(v);
+        return -ENOMEM;
+    }
+    spec->pin_files[spec->npins] = f;
+    spec->pin_versions[spec->npins++] = v;
+    return 0;
+}
+
+/* "pins": {"FILE": "VERSION", ...}, each FILE one the spec names beside its
+ * table. The master sets them at submit; a spec that gives one demands
+ * that version. */
+static int parse_pins(parser_t *p, json_t *root, dpp_spec_t *s)
+{
+    jpath_t path = at_key(NULL, "pins");
+    json_t *obj = json_object_get(root, "pins");
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail(p, &path, "expected an object of file: version (set by the master)");
+    const char *files[MAX_SIDE_FILES];
+    size_t nfiles = dpp_spec_side_files(s, files, MAX_SIDE_FILES);
+    if (nfiles > MAX_SIDE_FILES)
+        nfiles = MAX_SIDE_FILES;
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        jpath_t kp = at_key(&path, key);
+        int known = 0;
+        for (size_t i = 0; i < nfiles && !known; i++)
+            known = strcmp(files[i], key) == 0;
+        if (!known) {
+            char names[512] = "";
+            size_t at = 0;
+            for (size_t i = 0; i < nfiles && at < sizeof names; i++)
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%s\"", i ? ", " : "",
+                                       files[i]);
+            fail(p, &kp, "no file of this spec (its files beside the table: %s)",
+                 nfiles ? names : "none");
+            continue;
+        }
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) > MAX_PIN_VERSION) {
+            fail(p, &kp, "expected a version string of 1 to %d bytes, as the master writes it",
+                 MAX_PIN_VERSION);
+            continue;
+        }
+        if (dpp_spec_set_pin(s, key, json_string_value(v)) != 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
 {
     static const char *const top_keys[] = {"table",      "partitions",     "batch_size",
@@ -1147,7 +1258,8 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
                                            "cache",
                                            "format",     "idle_timeout_s", "max_reject_ratio",
                                            "text",       "tokenizer",      "sequence",
-                                           "sources",    "mixture",        NULL};
+                                           "sources",    "mixture",        "pins",
+                                           NULL};
     static const char *const feature_keys[] = {"dense", "sparse", NULL};
     jpath_t table_path = at_key(NULL, "table");
     jpath_t features_path = at_key(NULL, "features");
@@ -1217,6 +1329,8 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     if (s->format == DPP_FORMAT_JSONL || s->format == DPP_FORMAT_TEXT ||
         (s->format == DPP_FORMAT_PARQUET && text_key)) {
         rc = go_on(parse_text(p, root, s));
+        if (rc == 0)
+            rc = go_on(parse_pins(p, root, s));
         return rc ? rc : p->nerrors ? DPP_ESPEC : 0;
     }
     for (const char *const *k = text_keys; *k; k++) {
@@ -1269,6 +1383,8 @@ static int parse_root(parser_t *p, json_t *root, dpp_spec_t *s)
     /* last: a require filter names a feature, weights or the label */
     json_t *filters = json_object_get(root, "filters");
     if (filters && (rc = go_on(parse_filters(p, filters, s))) != 0)
+        return rc;
+    if ((rc = go_on(parse_pins(p, root, s))) != 0)
         return rc;
     return p->nerrors ? DPP_ESPEC : 0;
 }
@@ -1551,6 +1667,12 @@ void dpp_spec_close(dpp_spec_t *spec)
             free(spec->filters[i].feature);
     free(spec->filters);
     text_free(spec->text);
+    for (unsigned i = 0; i < spec->npins; i++) {
+        free(spec->pin_files[i]);
+        free(spec->pin_versions[i]);
+    }
+    free(spec->pin_files);
+    free(spec->pin_versions);
     for (unsigned i = 0; spec->sources && i < spec->nsources; i++)
         dpp_spec_close(&spec->sources[i].spec);
     free(spec->sources);
@@ -1739,6 +1861,11 @@ uint64_t dpp_spec_index_key(const dpp_spec_t *spec)
     for (const char *c = js ? js : ""; *c; c++)
         h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
     free(js);
+    /* the sequences a file makes are counted with the tokenizer's pinned
+     * version: a tokenizer replaced in place is another index */
+    const char *pin = dpp_spec_pin(spec, spec->text->tokenizer_file);
+    for (const char *c = pin ? pin : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
     h ^= (uint64_t)spec->split_rows * UINT64_C(0x9E3779B97F4A7C15);
     /* never a plain split_rows value, so a text index is never taken for
      * a row format's */
@@ -1823,6 +1950,14 @@ static json_t *spec_object(const dpp_spec_t *spec)
     if (set(root, "shuffle", shuffle) != 0 ||
         (spec->shuffle && set(shuffle, "seed", json_integer(spec->shuffle_seed)) != 0))
         goto out;
+    if (spec->npins > 0) {
+        json_t *pins = json_object();
+        if (set(root, "pins", pins) != 0)
+            goto out;
+        for (unsigned i = 0; i < spec->npins; i++)
+            if (set(pins, spec->pin_files[i], json_string(spec->pin_versions[i])) != 0)
+                goto out;
+    }
     if (spec->text) {
         json_t *t = text_to_json(spec->text, spec->format);
         if (t == NULL)

@@ -207,9 +207,27 @@ typedef struct dpp_spec {
      * format, partitions, filters and text are then source 0's. */
     struct dpp_mix_source *sources;
     unsigned nsources;
+    /* "pins": the version of each file the spec names beside its table
+     * (tokenizer.file, vocab files) that every split must read, set by the
+     * master at submit (storage/file_version.h); a mixture's sources each
+     * have their own (their files lie under their own data roots) */
+    char **pin_files, **pin_versions;
+    unsigned npins;
     unsigned mix_window; /* batches of a rank in which the weights hold exactly */
     int mix_repeat;      /* exhausted "repeat": a source that runs out starts again */
 } dpp_spec_t;
+
+/* The files spec names beside its table (its tokenizer, its vocabularies),
+ * each once, as the spec spells them, into files[0..cap); returns how many
+ * there are (more than cap: only cap written). Pointers into spec. */
+size_t dpp_spec_side_files(const dpp_spec_t *spec, const char **files, size_t cap);
+
+/* The version spec pins `file` to (its "pins"), or NULL when none. */
+const char *dpp_spec_pin(const dpp_spec_t *spec, const char *file);
+
+/* Pins file (one of dpp_spec_side_files) to version, replacing a pin it
+ * had. Returns 0 or -ENOMEM. */
+int dpp_spec_set_pin(dpp_spec_t *spec, const char *file, const char *version);
 
 #define DPP_SPEC_MAX_SOURCES 64
 #define DPP_SPEC_DEFAULT_MIX_WINDOW 16

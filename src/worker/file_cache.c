@@ -15,6 +15,7 @@
 #include "base/errtext.h"
 #include "dpp/error.h"
 #include "spec/table.h"
+#include "storage/file_version.h"
 #include "storage/s3.h"
 #include "file_cache.h"
 
@@ -72,6 +73,21 @@ static int same_arg(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* An object of size bytes at version etag as st: its size, and as mtime
+ * the ETag's hash; DPP_ESPEC when it is larger than kind takes. */
+static int object_stat(const dpp_file_kind_t *kind, const char *url, uint64_t size,
+                       const char *etag, struct stat *st, char *err, size_t errlen)
+{
+    if (size > kind->max_bytes)
+        return dpp_errf(DPP_ESPEC, err, errlen, "%s %s: %llu bytes, more than the %llu dpp takes",
+                        kind->what, url, (unsigned long long)size,
+                        (unsigned long long)kind->max_bytes);
+    memset(st, 0, sizeof *st);
+    st->st_size = (off_t)size;
+    st->st_mtim.tv_sec = (time_t)dpp_s3_etag_version(etag);
+    return 0;
+}
+
 /* The version of object url: st's size, and mtime (the ETag's hash),
  * from a HEAD; etag for the GET. */
 static int object_head(const dpp_file_kind_t *kind, const char *url, struct stat *st, char *etag,
@@ -91,14 +107,7 @@ static int object_head(const dpp_file_kind_t *kind, const char *url, struct stat
     char why[512];
     if ((rc = dpp_s3_head(s3, u.bucket, u.key, &size, etag, why, sizeof why)) != 0)
         return dpp_errf(rc, err, errlen, "%s %s", kind->what, why);
-    if (size > kind->max_bytes)
-        return dpp_errf(DPP_ESPEC, err, errlen, "%s %s: %llu bytes, more than the %llu dpp takes",
-                        kind->what, url, (unsigned long long)size,
-                        (unsigned long long)kind->max_bytes);
-    memset(st, 0, sizeof *st);
-    st->st_size = (off_t)size;
-    st->st_mtim.tv_sec = (time_t)dpp_s3_etag_version(etag);
-    return 0;
+    return object_stat(kind, url, size, etag, st, err, errlen);
 }
 
 /* The object url whole, at version etag and size bytes, into *buf
@@ -129,9 +138,43 @@ static int object_get(const dpp_file_kind_t *kind, const char *url, const char *
     return 0;
 }
 
+/* The version pin names (storage/file_version.h) as st's size and mtime
+ * (an object's: the ETag's hash), and its ETag. */
+static int pinned_object(const dpp_file_kind_t *kind, const char *url, const char *pin,
+                         struct stat *st, char *etag, char *err, size_t errlen)
+{
+    uint64_t size;
+    int64_t mtime_ns;
+    if (dpp_file_version_parse(pin, &size, &mtime_ns, etag) != 0 || etag[0] == '\0')
+        return dpp_errf(DPP_EINVAL, err, errlen,
+                        "%s %s: the session pins it to \"%s\", which is no object's version",
+                        kind->what, url, pin);
+    return object_stat(kind, url, size, etag, st, err, errlen);
+}
+
+/* 0 when the local file of st is the version pin names, else
+ * DPP_ECHANGED saying both. */
+static int check_pin(const dpp_file_kind_t *kind, const char *file, const char *pin,
+                     const struct stat *st, char *err, size_t errlen)
+{
+    char now[DPP_FILE_VERSION_MAX];
+    dpp_file_version_format(now, (uint64_t)st->st_size,
+                            (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec, NULL);
+    if (strcmp(now, pin) == 0)
+        return 0;
+    char then_w[256], now_w[256];
+    dpp_file_version_words(pin, then_w, sizeof then_w);
+    dpp_file_version_words(now, now_w, sizeof now_w);
+    return dpp_errf(DPP_ECHANGED, err, errlen,
+                    "%s %s changed since the session was submitted (then %s; now %s): its "
+                    "splits would mix two versions, so none is read with it; submit the session "
+                    "again (or restore the file)",
+                    kind->what, file, then_w, now_w);
+}
+
 int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char *root,
-                       char *const *roots, size_t nroots, const char *file, void **out, char *err,
-                       size_t errlen)
+                       char *const *roots, size_t nroots, const char *file, const char *pin,
+                       void **out, char *err, size_t errlen)
 {
     char real[PATH_MAX];
     struct stat st;
@@ -142,13 +185,18 @@ int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char 
     if (object) {
         if (snprintf(real, sizeof real, "%s/%s", root, file) >= (int)sizeof real)
             return dpp_errf(-ENAMETOOLONG, err, errlen, "%s %s: name too long", kind->what, file);
-        if ((rc = object_head(kind, real, &st, etag, err, errlen)) != 0)
+        /* a pinned object needs no HEAD: its GET asks for that ETag */
+        rc = pin ? pinned_object(kind, real, pin, &st, etag, err, errlen)
+                 : object_head(kind, real, &st, etag, err, errlen);
+        if (rc != 0)
             return rc;
     } else {
         if ((rc = resolve(kind->what, root, roots, nroots, file, real, err, errlen)) != 0)
             return rc;
         if (stat(real, &st) != 0)
             return dpp_errf(-errno, err, errlen, "%s %s: %s", kind->what, file, strerror(errno));
+        if (pin && (rc = check_pin(kind, file, pin, &st, err, errlen)) != 0)
+            return rc;
     }
     pthread_mutex_lock(&mu);
     for (entry_t *e = entries; e; e = e->next) {

@@ -29,13 +29,17 @@ typedef struct dpp_file_kind {
  * in), loaded as `kind` with arg, or taken from the cache. A file whose
  * size or mtime changed is loaded again. Under an s3:// root it is the
  * object root/file: its size and ETag (HEAD) key the cache, and one GET
- * fetches it for load_bytes. With roots (n > 0) the file's real
+ * fetches it for load_bytes. pin, when not NULL, is the version the
+ * session pinned the file to (the spec's "pins", storage/file_version.h):
+ * a local file of another size or mtime is DPP_ECHANGED, naming both
+ * versions; an object is not HEADed but got at the pinned ETag (another
+ * one is DPP_ECHANGED from the store). With roots (n > 0) the file's real
  * path must lie under one of them. Returns 0 with *out (give it back with
  * dpp_file_cache_put), or an error with a sentence in err naming the file
  * (DPP_EPATH when it resolves outside every root). */
 int dpp_file_cache_get(const dpp_file_kind_t *kind, const char *arg, const char *root,
-                       char *const *roots, size_t nroots, const char *file, void **out, char *err,
-                       size_t errlen);
+                       char *const *roots, size_t nroots, const char *file, const char *pin,
+                       void **out, char *err, size_t errlen);
 void dpp_file_cache_put(const void *obj);
 
 #endif

@@ -148,16 +148,16 @@ static int plan_init(plan_t *p, const dpp_task_t *t, const dpp_pipeline_config_t
     dpp_source_data_root(cfg, t, p->spec.table, root, sizeof root);
     for (unsigned k = 0; k < p->spec.nsparse; k++) {
         dpp_transform_t *op = p->spec.sparse[k].ops;
-        char why[256];
+        char why[600];
         if (p->spec.sparse[k].nops == 0 || op->op != DPP_OP_VOCAB)
             continue;
         void *vocab = NULL;
-        rc = dpp_file_cache_get(&vocab_files, NULL, root, cfg->roots, cfg->nroots, op->file, &vocab,
-                                why, sizeof why);
+        rc = dpp_file_cache_get(&vocab_files, NULL, root, cfg->roots, cfg->nroots, op->file,
+                                dpp_spec_pin(&p->spec, op->file), &vocab, why, sizeof why);
         op->vocab = vocab;
         if (rc != 0) {
-            snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %s", k, p->spec.sparse[k].name,
-                     why);
+            snprintf(err, errlen, "features.sparse[%u] (\"%.64s\"): %.400s", k,
+                     p->spec.sparse[k].name, why);
             plan_close(p);
             return rc;
         }
@@ -817,12 +817,19 @@ static int check_index(split_ctx_t *x, dpp_source_t *src, dpp_split_result_t *re
     }
     if (what == NULL)
         return 0;
+    /* only a TFRecord file has a sidecar to blame; a text range's records
+     * are sequences, counted with the session's tokenizer */
+    const char *why = x->plan->spec.format == DPP_FORMAT_TFRECORD
+                          ? "the file changed since it was indexed, or its .idx sidecar (where "
+                            "it has one) is wrong: rewrite the sidecar (dppctl index) or delete it"
+                      : x->plan->spec.text != NULL
+                          ? "the file changed since it was indexed (its sequences were counted "
+                            "by an index task of this master): submit the session again"
+                          : "the file changed since it was indexed: submit the session again";
     set_error(res, DPP_EINDEX,
               "file %s: the index says %" PRIu64 " records in bytes %" PRIu64 " to %" PRIu64
-              ", the file has %s (found at offset %" PRIu64
-              "): the file changed or its .idx sidecar is wrong; rewrite the sidecar (dppctl "
-              "index) or delete it",
-              t->rel_path, t->range_records, t->byte_start, t->byte_end, what, row.offset);
+              ", the file has %s (found at offset %" PRIu64 "): %s",
+              t->rel_path, t->range_records, t->byte_start, t->byte_end, what, row.offset, why);
     return DPP_EINDEX;
 }
 

@@ -117,9 +117,10 @@ static int projection_new(void **proj, const char *const *names, size_t n, const
             p->column[i] = DPP_TEXT_NCOLUMNS;
     }
     void *tok = NULL;
-    char why[512], arg[64];
+    char why[700], arg[64];
     int rc = dpp_file_cache_get(&tokenizer_files, dpp_tokenizer_arg(t, arg, sizeof arg), root,
-                                cfg->roots, cfg->nroots, t->tokenizer_file, &tok, why, sizeof why);
+                                cfg->roots, cfg->nroots, t->tokenizer_file,
+                                dpp_spec_pin(spec, t->tokenizer_file), &tok, why, sizeof why);
     p->tok = tok;
     if (rc) {
         dpp_errf(rc, err, errlen, "tokenizer.file: %s", why);

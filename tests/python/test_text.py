@@ -22,7 +22,13 @@ and packs each split (concat; best_fit) as the spec says. Checked:
   5. a misspelt text field: the session fails, naming the field;
   6. a truncated .zst file: the session fails, naming the file;
   7. dppctl validate/submit --table: a sample read as the worker reads it
-     (documents counted, a misspelt field and a missing special refused).
+     (documents counted, a misspelt field and a missing special refused);
+  8. the tokenizer file replaced in place: a tokenizer that cuts otherwise
+     gives a new session its own sequences (the index the master holds of
+     the old one is not taken), also after a master restart; one that cuts
+     the same with other ids, replaced while a session reads, fails that
+     session naming the file (its version was pinned at submit), after
+     batches that all carry the old ids.
 """
 import base64
 import json
@@ -405,6 +411,49 @@ def main():
                              capture_output=True, text=True, env=cl.env)
         assert bad.returncode == 1 and 'no special token "<|eot|>"' in bad.stderr, bad.stderr
         T.log("  " + good.stdout.strip().splitlines()[-1])
+
+        T.log("case 8a: the tokenizer replaced in place by one that cuts otherwise")
+        tok = os.path.join(cl.root, "corpus", "_tok.tiktoken")
+        st0 = os.stat(tok)
+        ranks2 = R.train(docs[:200], 60)
+        R.write_ranks(tok, ranks2)
+        os.utime(tok, ns=(st0.st_atime_ns, st0.st_mtime_ns + 10**9))
+        want2, _ = reference(cl.root, files, one, ranks2, ids)
+        assert Counter(want2) != Counter(want), "the second tokenizer cuts as the first"
+
+        def check_new(tag):
+            sid = cl.submit(cl.write_spec(one, tag + ".json"))
+            got2, _ = read_all(cl.master, sid, 1)
+            assert Counter(got2[0]) == Counter(want2), \
+                "%s: the sequences are not the new tokenizer's" % tag
+            T.log("  %s: %d sequences of the new tokenizer" % (tag, len(want2)))
+        check_new("replaced")
+        cl.restart_master()
+        check_new("replaced-restart")
+
+        T.log("case 8b: replaced while a session reads: the session fails, naming the file")
+        shifted = {k: v + 1000 for k, v in ranks2.items()}  # the same order: the same cuts
+        two = dict(one, epochs=2, shuffle=False)
+        sid8 = cl.submit(cl.write_spec(two, "pinned.json"))
+        seen, err = [], None
+        with dpp.Client(cl.master, sid8, rank=0) as c:
+            try:
+                for i, b in enumerate(c):
+                    t = b.text
+                    for r in range(t.input_ids.shape[0]):
+                        seen.append(tuple(t.input_ids[r].tolist()))
+                    if i == 2:
+                        R.write_ranks(tok, shifted)
+                        os.utime(tok, ns=(st0.st_atime_ns, st0.st_mtime_ns + 2 * 10**9))
+            except dpp.DppError as e:
+                err = e
+        assert err is not None, "the session read on after its tokenizer changed"
+        text = str(err) + " " + (getattr(err, "detail", "") or "")
+        assert "corpus/_tok.tiktoken" in text and "changed since the session was submitted" in text, \
+            text
+        old_ids = Counter(x[0] for x in want2)
+        assert seen and all(x in old_ids for x in seen), "a batch carried the replaced ids"
+        T.log("  %d sequences of the pinned version, then: %s" % (len(seen), text[:240]))
     T.log("ok")
 
 

@@ -538,8 +538,8 @@ static void test_scan_and_reader_agree(void **state)
         assert_int_equal(dpp_reader_new(&r, &cfg), 0);
         for (size_t first = 0; first < idx.n; first += per) {
             size_t last = first + per < idx.n ? first + per : idx.n;
-            uint64_t end = last < idx.n ? idx.offsets[last]
-                                        : idx.offsets[idx.n - 1] + idx.sizes[idx.n - 1];
+            uint64_t end =
+                last < idx.n ? idx.offsets[last] : idx.offsets[idx.n - 1] + idx.sizes[idx.n - 1];
             assert_int_equal(dpp_reader_open(r, path, idx.offsets[first], end), 0);
             for (size_t i = first; i < last; i++) {
                 const uint8_t *p;
