@@ -582,6 +582,29 @@ static int resync(dpp_reader_t *r, int *found)
     return 0;
 }
 
+/* The framing broke at fpos: the next record after the gap, as
+ * dpp_reader_next() returns it. Kept out of line: the loop over good
+ * records stays as short as it was. */
+static __attribute__((noinline)) int after_gap(dpp_reader_t *r, const uint8_t **payload,
+                                               size_t *len, uint64_t *offset)
+{
+    uint64_t at = r->fpos;
+    int found = 1, rc = 0;
+    if (r->data_end - r->fpos < HEADER_LEN)
+        r->fpos = r->data_end; /* less than a header before a range end the index saw a record
+                                * start at */
+    else
+        rc = resync(r, &found);
+    if (rc != 0)
+        return set_stuck_at(r, rc, at, offset); /* the position moved: no retry */
+    if (!found)                                 /* the search gave up: the rest is lost */
+        return set_stuck_at(r, DPP_ECORRUPT, at, offset);
+    r->gaps++;
+    r->gap_from = at;
+    r->gap_to = r->fpos;
+    return dpp_reader_next(r, payload, len, offset);
+}
+
 int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint64_t *offset)
 {
     const uint8_t *rec;
@@ -601,30 +624,15 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
         *offset = r->fpos;
         return 0;
     }
-    uint64_t at = r->fpos;
-    int found = 0;
     if (r->data_end - r->fpos < HEADER_LEN) {
         if (r->data_end == r->size)
             return set_stuck(r, DPP_ETRUNCATED, offset);
-        /* less than a header before a range end that the index saw a
-         * record start at: a gap */
-        r->fpos = r->data_end;
-        found = 1;
-    } else {
-        if ((rc = peek(r, HEADER_LEN, &rec)) != 0)
-            goto fail;
-        if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != crc_of(r, rec, 8) &&
-            (rc = resync(r, &found)) != 0)
-            goto fail;
+        return after_gap(r, payload, len, offset); /* a gap to the range's end */
     }
-    if (r->fpos != at) {
-        if (!found) /* the search gave up: the rest is lost */
-            return set_stuck_at(r, DPP_ECORRUPT, at, offset);
-        r->gaps++;
-        r->gap_from = at;
-        r->gap_to = r->fpos;
-        return dpp_reader_next(r, payload, len, offset);
-    }
+    if ((rc = peek(r, HEADER_LEN, &rec)) != 0)
+        goto fail;
+    if (dpp_crc32c_unmask(dpp_load_le32(rec + 8)) != crc_of(r, rec, 8))
+        return after_gap(r, payload, len, offset);
     uint64_t length = dpp_load_le64(rec);
     if (length > r->max_record)
         return set_stuck(r, DPP_ETOOBIG, offset);
@@ -635,6 +643,7 @@ int dpp_reader_next(dpp_reader_t *r, const uint8_t **payload, size_t *len, uint6
     if ((rc = peek(r, frame, &rec)) != 0)
         goto fail;
 
+    uint64_t at = r->fpos;
     int ok = dpp_crc32c_unmask(dpp_load_le32(rec + HEADER_LEN + length)) ==
              crc_of(r, rec + HEADER_LEN, (size_t)length);
     consume(r, frame);
@@ -908,8 +917,8 @@ static int read_object_ranges(dpp_reader_t *r, dpp_read_range_t *ranges, size_t 
             if (e == 0 && req[k].got < want[k]) {
                 e = DPP_ETRUNCATED;
                 snprintf(req[k].err, sizeof req[k].err,
-                         "s3://%s/%s: the object ends before byte %llu", req[k].bucket,
-                         req[k].key, (unsigned long long)(req[k].off + want[k]));
+                         "s3://%s/%s: the object ends before byte %llu", req[k].bucket, req[k].key,
+                         (unsigned long long)(req[k].off + want[k]));
             }
             r->stats.bytes_read += req[k].got;
             if (e != 0 && rc == 0) {
