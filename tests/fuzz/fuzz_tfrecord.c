@@ -5,7 +5,9 @@
 // from, then the file. The in-memory iterator, the iterator restarted at a
 // record boundary (as a worker reads a split), dpp_tfindex_scan() and
 // dpp_tfindex_scan_verify() over the same bytes written to a file must agree
-// on every record boundary and on where and why reading stops.
+// on every record boundary and on where and why reading stops; where the
+// iterator stops at a length CRC mismatch, the scans resynchronise
+// (tfrecord.h) where a plain search written here finds the next record.
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/crc32c.h"
+#include "base/util.h"
 #include "format/tfindex.h"
 #include "format/tfrecord.h"
 #include "dpp/error.h"
@@ -128,6 +132,54 @@ static void write_file(const uint8_t *data, size_t size)
     }
 }
 
+/* Where records resume after the framing broke at `at` (format/tfrecord.h),
+ * searched byte by byte over the buffer: UINT64_MAX when nowhere. */
+static uint64_t search_resume(const uint8_t *d, size_t len, uint64_t at, uint64_t max_record)
+{
+    unsigned false_candidates = 0;
+    for (uint64_t p = at + 1; p + DPP_TFRECORD_OVERHEAD <= len; p++) {
+        if (dpp_crc32c_unmask(dpp_load_le32(d + p + 8)) != dpp_crc32c(0, d + p, 8))
+            continue;
+        uint64_t l = dpp_load_le64(d + p);
+        if (l <= max_record && l <= len - p - DPP_TFRECORD_OVERHEAD &&
+            dpp_crc32c_unmask(dpp_load_le32(d + p + 12 + l)) ==
+                dpp_crc32c(0, d + p + 12, (size_t)l))
+            return p;
+        if (++false_candidates == DPP_TFRECORD_RESYNC_CANDIDATES)
+            return UINT64_MAX;
+    }
+    return UINT64_MAX;
+}
+
+/* The records a scan indexes: the iterator's, and after each length CRC
+ * mismatch the iterator's again from where records resume; *gaps counts
+ * the breaks passed, *first the first one. */
+static void walk_resync(const uint8_t *d, size_t len, uint64_t max_record, walk_t *w,
+                        uint64_t *gaps, uint64_t *first)
+{
+    uint64_t base = 0;
+    *gaps = 0;
+    for (;;) {
+        walk_t part = {0};
+        iterate(d + base, len - (size_t)base, base, max_record, &part);
+        for (size_t i = 0; i < part.n; i++)
+            push(w, part.off[i], part.size[i], part.payload_ok[i]);
+        w->err = part.err;
+        w->err_off = part.err_off;
+        walk_free(&part);
+        if (w->err != DPP_ECORRUPT || len - w->err_off < 12 ||
+            dpp_crc32c_unmask(dpp_load_le32(d + w->err_off + 8)) ==
+                dpp_crc32c(0, d + w->err_off, 8))
+            return; /* clean, or no length CRC mismatch */
+        uint64_t next = search_resume(d, len, w->err_off, max_record);
+        if (next == UINT64_MAX)
+            return;
+        if ((*gaps)++ == 0)
+            *first = w->err_off;
+        base = next;
+    }
+}
+
 /* Compares a scan with the iterator's records [0, n) and the given stop. */
 static void check_scan(const char *what, int rc, const dpp_tfindex_t *idx,
                        const dpp_tfindex_scan_result_t *tail, const char *err, const walk_t *w,
@@ -178,26 +230,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dpp_tfindex_t idx;
     dpp_tfindex_scan_result_t tail;
     char err[256];
+    walk_t rw = {0};
+    uint64_t gaps = 0, first_gap = 0;
+    walk_resync(data, size, max_record, &rw, &gaps, &first_gap);
     int rc = dpp_tfindex_scan(file_path, scan_max, &idx, &tail, err, sizeof err);
-    check_scan("scan", rc, &idx, &tail, err, &w, w.n, w.err, w.err_off);
+    check_scan("scan", rc, &idx, &tail, err, &rw, rw.n, rw.err, rw.err_off);
+    FUZZ_CHECK(tail.gaps == gaps && (gaps == 0 || tail.gap_offset == first_gap),
+               "scan: %llu gaps, the search %llu", (unsigned long long)tail.gaps,
+               (unsigned long long)gaps);
     dpp_tfindex_close(&idx);
 
-    /* Verifying stops at the first payload CRC mismatch as well. */
+    /* Verifying stops at the first payload CRC mismatch as well (gaps are
+     * passed the same way: a candidate's payload is always checked). */
+    walk_t vw = {0};
     size_t good = 0;
-    while (good < w.n && w.payload_ok[good])
-        good++;
+    for (; good < rw.n && rw.payload_ok[good]; good++)
+        push(&vw, rw.off[good], rw.size[good], 1);
     rc = dpp_tfindex_scan_verify(file_path, scan_max, &idx, &tail, err, sizeof err);
-    if (good < w.n)
-        check_scan("scan_verify", rc, &idx, &tail, err, &w, good, DPP_ECORRUPT, w.off[good]);
+    if (good < rw.n)
+        check_scan("scan_verify", rc, &idx, &tail, err, &vw, good, DPP_ECORRUPT, rw.off[good]);
     else
-        check_scan("scan_verify", rc, &idx, &tail, err, &w, w.n, w.err, w.err_off);
+        check_scan("scan_verify", rc, &idx, &tail, err, &rw, rw.n, rw.err, rw.err_off);
     dpp_tfindex_close(&idx);
+    walk_free(&vw);
 
-    /* Without a tail a stop is the error, and nothing is returned. */
+    /* Without a tail a stop (a gap too) is the error, and nothing is
+     * returned. */
     rc = dpp_tfindex_scan(file_path, scan_max, &idx, NULL, err, sizeof err);
     FUZZ_CHECK(rc == w.err && (rc != 0 || idx.n == w.n) && (rc == 0 || idx.n == 0),
                "scan without tail: rc %d, want %d", rc, w.err);
     dpp_tfindex_close(&idx);
+    walk_free(&rw);
     walk_free(&w);
     return 0;
 }
