@@ -320,6 +320,10 @@ static void on_link_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protobuf
         sub.session_id = l->io->session;
         sub.rank = l->io->rank;
         sub.credits = l->io->core->prefetch;
+        /* the worker sends it blocks of this plan only: an elastic resume
+         * takes its rank over from a world that may still be subscribed */
+        sub.generation = l->io->core->generation;
+        sub.generation_known = 1;
         if (dpp_conn_send(conn, DPP_MSG_SUBSCRIBE, &sub.base) == 0) {
             l->ready = 1;
             l->inflight = sub.credits;
@@ -598,8 +602,13 @@ static void on_master_frame(dpp_conn_t *conn, const dpp_frame_t *f, const Protob
         Dpp__Error *e = (Dpp__Error *)m;
         io->attach_inflight = 0;
         if (e->code == DPP_ENOSESSION || e->code == DPP_ERANK || e->code == DPP_EAUTH ||
-            e->code == DPP_EHELD)
+            e->code == DPP_EHELD) {
             fail_client(io, e->code, e->message);
+            /* closing: no reply will confirm the acknowledgements (a reader
+             * of an elastic resume's old world: they were dropped) */
+            if (io->stopping)
+                finish_close(io);
+        }
         break;
     }
     default:

@@ -52,12 +52,22 @@ typedef struct client {
     uint32_t credits;
     int loopback;            /* the peer is this host */
     struct client *sub_next; /* subscribers of stream */
+    /* the plan generation its client reads (Subscribe.generation), when it
+     * said one */
+    int gen_known;
+    uint32_t generation;
 } client_t;
 
-/* Blocks of one (session, rank) waiting for its client. */
+/* Blocks of one (session, rank) waiting for its client. An elastic resume
+ * gives the rank to a client of the new world while the old world's may
+ * still be subscribed: blocks go only to a client of their plan generation,
+ * and once a block or a client of a newer generation came (gen_known,
+ * generation), those of older ones are dropped (stream_generation()). */
 struct stream {
     char session[24];
     uint32_t rank;
+    int gen_known;
+    uint32_t generation;
     int compress;  /* compression "auto"'s decision for its client (auto_compress()); -1 none */
     int auto_mode; /* its session's spec says "auto" (known from its first block) */
     dpp_out_block_t *head, **tail;
@@ -163,6 +173,58 @@ static void free_stream_if_idle(dpp_worker_t *w, stream_t *s)
     }
 }
 
+/* Whether client c may be sent s's blocks: it reads their generation (or
+ * did not say which it reads). */
+static int takes_generation(const stream_t *s, const client_t *c)
+{
+    return !c->gen_known || !s->gen_known || c->generation == s->generation;
+}
+
+/* Frees block b that will not be sent, and counts it. */
+static void drop_block(dpp_worker_t *w, dpp_out_block_t *b)
+{
+    dpp_pipeline_release(&w->pipe, b->len);
+    dpp_out_block_free(b);
+    w->n.blocks_dropped++;
+}
+
+/* Drops the blocks queued on s; returns how many. */
+static size_t drop_queued(dpp_worker_t *w, stream_t *s)
+{
+    size_t n = 0;
+    while (s->head) {
+        dpp_out_block_t *b = s->head;
+        s->head = b->next;
+        drop_block(w, b);
+        n++;
+    }
+    s->tail = &s->head;
+    s->nblocks = 0;
+    return n;
+}
+
+/* A block or a client of plan generation gen came to s: a newer one than
+ * s had makes the queued blocks (of the plan before) worthless. Returns
+ * whether gen is older than s's: such a block is not to be queued, and
+ * such a client is sent nothing. */
+static int stream_generation(dpp_worker_t *w, stream_t *s, uint32_t gen)
+{
+    if (s->gen_known && gen <= s->generation)
+        return gen < s->generation;
+    /* (a stream's blocks always came with a generation) */
+    size_t dropped = drop_queued(w, s), old_subs = 0;
+    for (const client_t *c = s->subs; c; c = c->sub_next)
+        old_subs += c->gen_known && c->generation != gen;
+    if (s->gen_known && (dropped || old_subs))
+        DPP_INFO("stream_generation session=%s rank=%u generation=%u old_generation=%u "
+                 "old_clients=%zu blocks_dropped=%zu reason=\"the session was resumed at "
+                 "another world size: its new plan's blocks go to the new world's client only\"",
+                 s->session, s->rank, gen, s->generation, old_subs, dropped);
+    s->gen_known = 1;
+    s->generation = gen;
+    return 0;
+}
+
 static void on_block_written(void *payload, void *arg)
 {
     (void)payload;
@@ -187,18 +249,8 @@ static int leases_fresh(const dpp_worker_t *w)
 static void drop_streams(dpp_worker_t *w)
 {
     size_t n = 0;
-    for (stream_t *s = w->streams; s; s = s->next) {
-        while (s->head) {
-            dpp_out_block_t *b = s->head;
-            s->head = b->next;
-            dpp_pipeline_release(&w->pipe, b->len);
-            dpp_out_block_free(b);
-            n++;
-        }
-        s->tail = &s->head;
-        s->nblocks = 0;
-    }
-    w->n.blocks_dropped += n;
+    for (stream_t *s = w->streams; s; s = s->next)
+        n += drop_queued(w, s);
     if (n)
         DPP_WARN("blocks_dropped count=%zu reason=\"leases revoked\"", n);
 }
@@ -236,7 +288,7 @@ static void flush_stream(dpp_worker_t *w, stream_t *s)
         return; /* fenced: held until the master is heard from again */
     while (s->head) {
         client_t *c = s->subs;
-        while (c && (c->credits == 0 || c->peer.conn.closing))
+        while (c && (c->credits == 0 || c->peer.conn.closing || !takes_generation(s, c)))
             c = c->sub_next;
         if (c == NULL)
             return;
@@ -328,11 +380,19 @@ static void on_client_frame(dpp_peer_t *p, const dpp_frame_t *f, const ProtobufC
         stream_t *s = find_stream(w, sub->session_id, sub->rank, 1);
         c->stream = s;
         c->credits = sub->credits;
+        c->gen_known = sub->generation_known;
+        c->generation = sub->generation;
         c->sub_next = s->subs;
         s->subs = c;
         c->loopback = is_loopback(&c->peer.conn);
-        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d", conn->peer,
-                  s->session, s->rank, sub->credits, c->loopback);
+        if (c->gen_known && stream_generation(w, s, c->generation))
+            DPP_INFO("client_subscribed_old_generation peer=%s session=%s rank=%u generation=%u "
+                     "stream_generation=%u reason=\"it reads a plan an elastic resume replaced: "
+                     "it is sent nothing\"",
+                     conn->peer, s->session, s->rank, c->generation, s->generation);
+        DPP_DEBUG("client_subscribed peer=%s session=%s rank=%u credits=%u loopback=%d "
+                  "generation=%u",
+                  conn->peer, s->session, s->rank, sub->credits, c->loopback, sub->generation);
         flush_stream(w, s);
         break;
     }
@@ -781,6 +841,11 @@ static void on_pipeline_ready(uv_async_t *a)
             continue;
         }
         stream_t *s = find_stream(w, b->session, b->rank, 1);
+        if (stream_generation(w, s, b->plan_gen)) { /* an elastic resume replaced its plan */
+            drop_block(w, b);
+            free_stream_if_idle(w, s);
+            continue;
+        }
         s->auto_mode = b->auto_compression;
         *s->tail = b;
         s->tail = &b->next;
@@ -821,8 +886,9 @@ static int drained(const dpp_worker_t *w)
     if (w->outstanding > 0)
         return 0;
     for (const stream_t *s = w->streams; s; s = s->next)
-        if (s->head && s->subs)
-            return 0;
+        for (const client_t *c = s->subs; c && s->head; c = c->sub_next)
+            if (takes_generation(s, c))
+                return 0;
     for (const dpp_peer_t *p = w->lst.peers; p; p = p->next)
         if (p->conn.queued > 0)
             return 0;
@@ -943,8 +1009,10 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
                         n->bytes_emitted);
     dpp_metrics_counter(m, "dpp_blocks_emitted_total", "Blocks sent to clients.",
                         n->blocks_emitted);
-    dpp_metrics_counter(m, "dpp_blocks_dropped_total",
-                        "Blocks dropped because their leases were revoked.", n->blocks_dropped);
+    dpp_metrics_counter(
+        m, "dpp_blocks_dropped_total",
+        "Blocks dropped: their leases were revoked, or an elastic resume replaced their plan.",
+        n->blocks_dropped);
     dpp_metrics_rejects(m, "Records rejected, by reason.", &n->rejects);
     if (w->cache)
         cache_metrics(m, w->cache);
