@@ -275,9 +275,12 @@ int dpp_master_replay_record(void *arg, uint8_t type, const uint8_t *payload, si
         const Dpp__JournalReshape *jr = (const Dpp__JournalReshape *)msg;
         dpp_session_t *s = dpp_master_find_session(m, jr->session_id);
         char why[512];
-        if (s && jr->generation == s->generation + 1 &&
-            dpp_session_reshape(s, jr->tokens.data, (unsigned)(jr->tokens.len / DPP_CKPT_TOKEN_SIZE),
-                                jr->consumers, 1, why, sizeof why) != 0) {
+        /* (a snapshot's chain may skip generations: a world started again
+         * from the tokens of an entry took a new one in its place) */
+        if (s && jr->generation > s->generation &&
+            dpp_session_reshape(s, jr->tokens.data,
+                                (unsigned)(jr->tokens.len / DPP_CKPT_TOKEN_SIZE), jr->consumers,
+                                jr->generation, why, sizeof why) != 0) {
             char q[1024];
             DPP_WARN("journal_record_skipped type=%u session=%s error=%s", type, s->id,
                      dpp_log_quote(why, q, sizeof q));
@@ -329,7 +332,7 @@ void dpp_master_snapshot_session(dpp_session_t *s, dpp_journal_rec_t **recs, siz
             jr.consumers = s->chain[c].n_new;
             jr.tokens.data = s->chain[c].tokens;
             jr.tokens.len = (size_t)s->chain[c].n_old * DPP_CKPT_TOKEN_SIZE;
-            jr.generation = s->base_generation + (unsigned)c + 1;
+            jr.generation = s->chain[c].generation;
             (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_RESHAPE, &jr.base);
         }
     } else if (s->generation > 0) {

@@ -124,30 +124,82 @@ static size_t lost_workers(dpp_master_t *m, dpp_session_t *s, const Dpp__AttachR
     return n;
 }
 
+/* A rank of the world the last elastic resume made opens with that
+ * resume's tokens (AttachRequest.elastic_tokens, the same world size). A
+ * rank of that world that has read nothing yet is one opening late:
+ * nothing to do. One that has read some of it was started again (its
+ * world died before its first checkpoint; the job restarts every rank from
+ * the same tokens): the rank goes back alone to the start of the
+ * re-planned epoch, as a resume from a token there would, so that what
+ * the rank read before comes again whichever ranks start again, and in
+ * whatever order. A rank whose reader is still connected is left to
+ * hold_rank(), which refuses the new one. Returns 0, or an error already
+ * sent. */
+static int elastic_rejoin(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req)
+{
+    unsigned r = req->rank;
+    if (r >= s->spec.consumers)
+        return 0; /* refused by the attach */
+    const dpp_rank_holder_t *h = &s->holders[r];
+    if (h->client_id == req->client_id || (h->client_id != 0 && h->peer != NULL && h->peer != p) ||
+        !dpp_session_rank_went_on(s, r))
+        return 0;
+    Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+    jr.session_id = s->id;
+    jr.rank = r;
+    jr.epoch = s->gen_epoch;
+    jr.seq = 0;
+    jr.generation = s->generation;
+    dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
+    unsigned was = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
+    int rc = dpp_master_journal_put(p->m, &rec, 1);
+    if (rc == 0)
+        rc = dpp_session_resume(s, r, s->gen_epoch, 0);
+    if (rc) {
+        dpp_conn_send_error(&p->base.conn, rc,
+                            "rank %u of session %s cannot start again from its elastic resume's "
+                            "checkpoint tokens (generation %u, epoch %u): %s",
+                            r, s->id, s->generation, s->gen_epoch, dpp_strerror(rc));
+        return rc;
+    }
+    p->m->n.resumes++;
+    DPP_WARN("elastic_rank_restarted session=%s rank=%u peer=%s generation=%u epoch=%u "
+             "from_epoch=%u reason=\"a client opens the rank with the tokens of the resume that "
+             "made this world, and the rank had read from it: it starts again at the re-planned "
+             "epoch's start\"",
+             s->id, r, p->base.conn.peer, s->generation, s->gen_epoch, was);
+    dpp_master_grant_soon(p->m);
+    return 0;
+}
+
 /* An elastic resume (AttachRequest.elastic_tokens): every token checked
  * as a resume would check it, journaled, then the rest of their epoch
- * planned for the new world. The same tokens and world size again (each
- * rank of the new world sends them) find it done. Returns 0, or an error
- * already sent. */
+ * planned for the new world. The same tokens and world size as the last
+ * resume (each rank of the new world sends them) find it done, or start
+ * their rank again (elastic_rejoin). Tokens of an earlier resume of the
+ * chain, or of the last at another world size, make that resume again (a
+ * new world that died before its first checkpoint, started again): what
+ * the worlds made from them read counts for nothing. The old world's
+ * clients still attached are taken over: they are refused from their next
+ * attach on (DPP_ERANK), and workers send them nothing of the new plan.
+ * Returns 0, or an error already sent. */
 static int elastic_resume(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest *req)
 {
     dpp_master_t *m = p->m;
     const uint8_t *tokens = req->elastic_tokens.data;
     size_t len = req->elastic_tokens.len;
     unsigned n_old = (unsigned)(len / DPP_CKPT_TOKEN_SIZE), n_new = req->elastic_consumers;
-    if (s->nchain > 0) {
-        const dpp_reshape_t *last = &s->chain[s->nchain - 1];
-        if (last->n_old == n_old && last->n_new == n_new &&
-            len == (size_t)n_old * DPP_CKPT_TOKEN_SIZE && memcmp(last->tokens, tokens, len) == 0)
-            return 0; /* another rank of the new world made it */
-    }
+    const dpp_reshape_t *again = dpp_session_chain_find(s, tokens, len);
+    if (again && again == &s->chain[s->nchain - 1] && again->n_new == n_new)
+        return elastic_rejoin(p, s, req); /* a rank of the world it made */
     char why[768] = "";
     int rc = 0;
     if (len == 0 || len % DPP_CKPT_TOKEN_SIZE != 0)
         rc = dpp_errf(DPP_ETOKEN, why, sizeof why,
                       "%zu bytes of tokens: expected every old rank's %d-byte token, concatenated",
                       len, DPP_CKPT_TOKEN_SIZE);
-    for (unsigned i = 0; rc == 0 && i < n_old; i++) {
+    /* (the tokens of an entry of the chain were checked when it was made) */
+    for (unsigned i = 0; rc == 0 && again == NULL && i < n_old; i++) {
         dpp_ckpt_token_t t;
         dpp_token_plan_t plan;
         char field[600];
@@ -161,6 +213,10 @@ static int elastic_resume(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest 
     }
     if (rc == 0)
         rc = dpp_session_reshape(s, tokens, n_old, n_new, 0, why, sizeof why);
+    unsigned old_gen = s->generation, old_ranks = s->spec.consumers, attached = 0;
+    size_t from_entry = again ? (size_t)(again - s->chain) : s->nchain;
+    for (unsigned r = 0; rc == 0 && r < s->spec.consumers; r++)
+        attached += s->holders[r].peer != NULL && s->holders[r].peer != p;
     if (rc == 0) {
         /* journaled first: a restarted master makes the same plan */
         Dpp__JournalReshape jr = DPP__JOURNAL_RESHAPE__INIT;
@@ -173,7 +229,7 @@ static int elastic_resume(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest 
         dpp_journal_rec_t rec = dpp_master_pack_rec(DPP_J_RESHAPE, &jr.base);
         rc = dpp_master_journal_put(m, &rec, 1);
         if (rc == 0)
-            rc = dpp_session_reshape(s, tokens, n_old, n_new, 1, why, sizeof why);
+            rc = dpp_session_reshape(s, tokens, n_old, n_new, jr.generation, why, sizeof why);
         else
             snprintf(why, sizeof why, "journal write failed");
     }
@@ -187,8 +243,22 @@ static int elastic_resume(peer_t *p, dpp_session_t *s, const Dpp__AttachRequest 
         return rc;
     }
     m->n.resumes++;
-    DPP_INFO("session_reshaped session=%s ranks=%u new_ranks=%u epoch=%u generation=%u splits=%zu",
-             s->id, n_old, n_new, s->epoch, s->generation, s->nsplits);
+    if (again)
+        DPP_WARN("session_reshaped_again session=%s ranks=%u new_ranks=%u epoch=%u "
+                 "generation=%u was_generation=%u resume=%zu reason=\"these tokens were resumed "
+                 "from before: the worlds made from them since are dropped, what they read comes "
+                 "again\"",
+                 s->id, n_old, n_new, s->epoch, s->generation, old_gen, from_entry);
+    else
+        DPP_INFO("session_reshaped session=%s ranks=%u new_ranks=%u epoch=%u generation=%u "
+                 "splits=%zu",
+                 s->id, n_old, n_new, s->epoch, s->generation, s->nsplits);
+    if (attached > 0)
+        DPP_WARN("elastic_takeover session=%s generation=%u old_generation=%u old_ranks=%u "
+                 "attached=%u reason=\"the old world's readers are still attached: they are "
+                 "refused from their next attach on (DPP_ERANK), and the workers send them "
+                 "nothing of the new plan\"",
+                 s->id, s->generation, old_gen, old_ranks, attached);
     dpp_master_grant_soon(m);
     return 0;
 }

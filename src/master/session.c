@@ -1159,24 +1159,42 @@ void dpp_session_set_world(dpp_session_t *s, unsigned epoch, unsigned consumers,
     dpp_session_set_epoch(s, epoch);
 }
 
-int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old, unsigned n_new,
-                        int apply, char *why, size_t whylen)
+const dpp_reshape_t *dpp_session_chain_find(const dpp_session_t *s, const uint8_t *tokens,
+                                            size_t len)
 {
-    if (n_old != s->spec.consumers || n_new == 0 || n_new > DPP_SPEC_MAX_CONSUMERS)
-        return dpp_errf(DPP_ETOKEN, why, whylen,
-                        "%u tokens for session %s's %u ranks, to resume at %u ranks (1 to %u): "
-                        "give every rank's token, in rank order",
-                        n_old, s->id, s->spec.consumers, n_new, DPP_SPEC_MAX_CONSUMERS);
-    if (s->state == SESSION_INDEXING || s->state == SESSION_FAILED)
-        return dpp_errf(DPP_ETOKEN, why, whylen, "session %s is %s: nothing to resume", s->id,
-                        dpp_session_state_label(s));
-    /* every token at one epoch, one at its end counting as at the next's
-     * start (the plan of an epoch before it is made again to tell) */
-    unsigned epoch = UINT32_MAX;
+    for (size_t c = 0; c < s->nchain; c++)
+        if ((size_t)s->chain[c].n_old * DPP_CKPT_TOKEN_SIZE == len &&
+            memcmp(s->chain[c].tokens, tokens, len) == 0)
+            return &s->chain[c];
+    return NULL;
+}
+
+int dpp_session_rank_went_on(const dpp_session_t *s, unsigned r)
+{
+    if (s->nchain == 0 || r >= s->spec.consumers || s->rank_count == NULL ||
+        (s->state != SESSION_RUNNING && s->state != SESSION_DONE))
+        return 0;
+    unsigned cur = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
+    if (cur > s->gen_epoch)
+        return rank_count_in(s, r, s->gen_epoch) > 0;
+    for (size_t j = 0; j < s->rank_count[r]; j++)
+        if (s->splits[s->rank_first[r] + j].state == SPLIT_CONSUMED)
+            return 1;
+    return 0;
+}
+
+/* The epoch that tokens (n_old, rank i's i-th, of s's current generation)
+ * are at, one at its epoch's end counting as at the next's start; checks
+ * that they are one checkpoint's (the plan of an epoch before the current
+ * one is made again to tell). Returns 0 or DPP_ETOKEN with why. */
+static int tokens_epoch(const dpp_session_t *s, const uint8_t *tokens, unsigned n_old,
+                        unsigned *epoch, char *why, size_t whylen)
+{
+    *epoch = UINT32_MAX;
     for (unsigned r = 0; r < n_old; r++) {
         dpp_ckpt_token_t t;
-        int rc = dpp_ckpt_token_parse(tokens + (size_t)r * DPP_CKPT_TOKEN_SIZE,
-                                      DPP_CKPT_TOKEN_SIZE, &t, why, whylen);
+        int rc = dpp_ckpt_token_parse(tokens + (size_t)r * DPP_CKPT_TOKEN_SIZE, DPP_CKPT_TOKEN_SIZE,
+                                      &t, why, whylen);
         if (rc)
             return rc;
         if (t.rank != r || t.generation != s->generation)
@@ -1188,36 +1206,68 @@ int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old,
         unsigned e = t.epoch;
         if (e < s->spec.epochs && t.seq >= rank_count_in(s, r, e))
             e++; /* the end of an epoch is the start of the next */
-        if (epoch == UINT32_MAX)
-            epoch = e;
-        if (e != epoch)
+        if (*epoch == UINT32_MAX)
+            *epoch = e;
+        if (e != *epoch)
             return dpp_errf(DPP_ETOKEN, why, whylen,
                             "token %u: rank %u is at epoch %u, rank 0 at epoch %u: the tokens of "
                             "one checkpoint are at one epoch (take every rank's at the same step)",
-                            r, r, e, epoch);
+                            r, r, e, *epoch);
     }
     unsigned cur = s->state == SESSION_DONE ? s->spec.epochs : s->epoch;
-    if (epoch > cur + 1) /* dpp_session_check_token refuses those */
+    if (*epoch > cur + 1) /* dpp_session_check_token refuses those */
         return dpp_errf(DPP_ETOKEN, why, whylen, "the tokens are at epoch %u, the session at %u",
-                        epoch, cur);
-    if (!apply)
+                        *epoch, cur);
+    return 0;
+}
+
+int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old, unsigned n_new,
+                        unsigned generation, char *why, size_t whylen)
+{
+    const dpp_reshape_t *again =
+        dpp_session_chain_find(s, tokens, (size_t)n_old * DPP_CKPT_TOKEN_SIZE);
+    if ((again == NULL && n_old != s->spec.consumers) || n_new == 0 ||
+        n_new > DPP_SPEC_MAX_CONSUMERS)
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "%u tokens for session %s's %u ranks, to resume at %u ranks (1 to %u): "
+                        "give every rank's token, in rank order",
+                        n_old, s->id, s->spec.consumers, n_new, DPP_SPEC_MAX_CONSUMERS);
+    if (s->state == SESSION_INDEXING || s->state == SESSION_FAILED)
+        return dpp_errf(DPP_ETOKEN, why, whylen, "session %s is %s: nothing to resume", s->id,
+                        dpp_session_state_label(s));
+    /* tokens of the chain were checked when their entry was made */
+    unsigned epoch = s->gen_epoch;
+    if (again == NULL) {
+        int rc = tokens_epoch(s, tokens, n_old, &epoch, why, whylen);
+        if (rc)
+            return rc;
+    }
+    if (generation == 0)
         return 0;
-    /* the chain of resumes that epoch `epoch`'s plan is made from */
-    if (s->nchain == 0 || s->gen_epoch != epoch) {
-        for (size_t i = 0; i < s->nchain; i++)
-            free(s->chain[i].tokens);
-        s->nchain = 0;
+    if (generation <= s->generation)
+        return dpp_errf(DPP_ETOKEN, why, whylen,
+                        "generation %u for session %s's new plan, it is at generation %u already",
+                        generation, s->id, s->generation);
+    /* the chain of resumes that epoch `epoch`'s plan is made from: a world
+     * made from an entry's tokens before is made anew from them, in place
+     * of that entry and the ones after it */
+    size_t keep = again ? (size_t)(again - s->chain) : s->nchain;
+    if (again == NULL && (s->nchain == 0 || s->gen_epoch != epoch)) {
+        keep = 0;
         s->gen_epoch = epoch;
         s->base_consumers = n_old;
         s->base_generation = s->generation;
     }
+    for (size_t i = keep; i < s->nchain; i++)
+        free(s->chain[i].tokens);
+    s->nchain = keep;
     s->chain = dpp_xrealloc(s->chain, (s->nchain + 1) * sizeof *s->chain);
     dpp_reshape_t *rs = &s->chain[s->nchain++];
     rs->tokens = dpp_xcalloc(n_old, DPP_CKPT_TOKEN_SIZE);
     memcpy(rs->tokens, tokens, (size_t)n_old * DPP_CKPT_TOKEN_SIZE);
     rs->n_old = n_old;
     rs->n_new = n_new;
-    s->generation++;
+    rs->generation = s->generation = generation;
     /* the new world's plan of that epoch, every split of it pending; what
      * workers still make for the old one is dropped by generation */
     if (s->splits) {

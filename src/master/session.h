@@ -85,10 +85,15 @@ typedef struct dpp_split {
 } dpp_split_t;
 
 /* An elastic resume of the session (dpp_session_reshape): the old world's
- * checkpoint tokens (n_old of them, in rank order) and the new world size. */
+ * checkpoint tokens (n_old of them, in rank order), the new world size and
+ * the generation of the plan it made. Its tokens carry the generation of
+ * the entry before it (the chain's first: base_generation); generations
+ * need not be consecutive (a world started again from the tokens of an
+ * earlier entry replaces that entry and those after it). */
 typedef struct dpp_reshape {
     uint8_t *tokens;
     unsigned n_old, n_new;
+    unsigned generation;
 } dpp_reshape_t;
 
 /* A feature the spec names, as the schema check sees it
@@ -344,11 +349,29 @@ static inline uint64_t dpp_split_rows(const dpp_split_t *sp)
  * ranks in old rank and split order as plan_epoch deals (equal batches per
  * rank as the remainder policy says). Tokens at their epoch's end count as
  * at the next epoch's start; all must then be at one epoch, which the
- * session is rolled back or forward to. The generation goes up by one;
- * every rank's reader is forgotten. With apply 0 only checks. Returns 0,
- * or DPP_ETOKEN with why naming the token and field. */
+ * session is rolled back or forward to. Tokens that are an entry of the
+ * chain (dpp_session_chain_find: a world made from them is started again)
+ * are not checked again: the chain is cut before that entry and the resume
+ * made anew, so that whatever the worlds made from them read counts for
+ * nothing. The session gets plan generation `generation` (above its own:
+ * the next one live, the journaled one on replay); every rank's reader is
+ * forgotten. With generation 0 only checks. Returns 0, or DPP_ETOKEN with
+ * why naming the token and field. */
 int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old, unsigned n_new,
-                        int apply, char *why, size_t whylen);
+                        unsigned generation, char *why, size_t whylen);
+
+/* The entry of s's chain of elastic resumes whose tokens are
+ * tokens[0..len) byte for byte, or NULL. Valid until the chain changes. */
+const dpp_reshape_t *dpp_session_chain_find(const dpp_session_t *s, const uint8_t *tokens,
+                                            size_t len);
+
+/* Whether rank r of the world the last elastic resume made has read
+ * anything of it: a split of the current epoch consumed, or the session
+ * past the re-planned epoch with r having had splits in it. Another client
+ * that opens rank r with that resume's tokens is then that rank started
+ * again (dpp_session_resume back to the re-planned epoch's start), not a
+ * rank of the same world opening late. */
+int dpp_session_rank_went_on(const dpp_session_t *s, unsigned r);
 
 /* Checks the checkpoint token token[0..len) that an attach for rank `rank`
  * presents to resume, asking for split position req_seq of req_epoch (which

@@ -764,6 +764,29 @@ static void assert_even(const dpp_session_t *s)
     assert_int_equal(s->gen_pad_batches, (hi + s->spec.batch_size - 1) / s->spec.batch_size);
 }
 
+/* A copy of s's plan (the caller frees it). */
+static dpp_split_t *plan_copy(const dpp_session_t *s)
+{
+    dpp_split_t *copy = dpp_xcalloc(s->nsplits + 1, sizeof *copy);
+    memcpy(copy, s->splits, s->nsplits * sizeof *copy);
+    return copy;
+}
+
+/* s's plan deals the rows of plan[0..n) to the same ranks in the same order. */
+static void assert_plan_equal(const dpp_split_t *plan, size_t n, const dpp_session_t *s)
+{
+    assert_int_equal(s->nsplits, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].file, s->splits[i].file);
+        assert_int_equal(plan[i].rank, s->splits[i].rank);
+        assert_int_equal(plan[i].seq, s->splits[i].seq);
+        assert_int_equal(plan[i].out_skip, s->splits[i].out_skip);
+        assert_int_equal(plan[i].out_take, s->splits[i].out_take);
+        assert_int_equal(plan[i].record_skip, s->splits[i].record_skip);
+        assert_int_equal(plan[i].record_count, s->splits[i].record_count);
+    }
+}
+
 static void test_reshape(void **state)
 {
     (void)state;
@@ -775,9 +798,9 @@ static void test_reshape(void **state)
     /* 4 ranks read 40% (18 of their 46-47 rows), then 3 ranks */
     for (unsigned r = 0; r < 4; r++)
         take_rows(s, r, 18, per_file, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
-    assert_int_equal(dpp_session_reshape(s, tokens, 3, 3, 1, why, sizeof why), DPP_ETOKEN);
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 3, s->generation + 1, why, sizeof why), DPP_ETOKEN);
     assert_non_null(strstr(why, "3 tokens for session s1's 4 ranks"));
-    int rc = dpp_session_reshape(s, tokens, 4, 3, 1, why, sizeof why);
+    int rc = dpp_session_reshape(s, tokens, 4, 3, s->generation + 1, why, sizeof why);
     if (rc)
         fprintf(stderr, "reshape: %s\n", why);
     assert_int_equal(rc, 0);
@@ -787,18 +810,10 @@ static void test_reshape(void **state)
     assert_counts(s, s->nsplits, 0, 0, 0);
     assert_even(s);
     /* the same plan when made again (a rollback to the epoch, a replay) */
-    dpp_split_t *again = dpp_xcalloc(s->nsplits, sizeof *again);
     size_t n = s->nsplits;
-    memcpy(again, s->splits, n * sizeof *again);
+    dpp_split_t *again = plan_copy(s);
     dpp_session_set_epoch(s, 0);
-    assert_int_equal(s->nsplits, n);
-    for (size_t i = 0; i < n; i++) {
-        assert_int_equal(again[i].file, s->splits[i].file);
-        assert_int_equal(again[i].rank, s->splits[i].rank);
-        assert_int_equal(again[i].out_skip, s->splits[i].out_skip);
-        assert_int_equal(again[i].out_take, s->splits[i].out_take);
-        assert_int_equal(again[i].record_skip, s->splits[i].record_skip);
-    }
+    assert_plan_equal(again, n, s);
     free(again);
     /* an old world's token no longer resumes */
     dpp_ckpt_token_t t;
@@ -819,7 +834,7 @@ static void test_reshape(void **state)
             fprintf(stderr, "token %u: %s\n", r, why);
         assert_int_equal(rc, 0);
     }
-    assert_int_equal(dpp_session_reshape(s, tokens, 3, 6, 1, why, sizeof why), 0);
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 6, s->generation + 1, why, sizeof why), 0);
     assert_int_equal(s->generation, 2);
     assert_int_equal(s->nchain, 2);
     assert_even(s);
@@ -838,7 +853,7 @@ static void test_reshape(void **state)
     memset(seen, 0, sizeof seen);
     for (unsigned r = 0; r < 6; r++)
         take_rows(s, r, r == 5 ? 0 : 2, per_file, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
-    assert_int_equal(dpp_session_reshape(s, tokens, 6, 2, 1, why, sizeof why), 0);
+    assert_int_equal(dpp_session_reshape(s, tokens, 6, 2, s->generation + 1, why, sizeof why), 0);
     assert_int_equal(s->generation, 3);
     assert_int_equal(s->nchain, 1); /* a new epoch's chain */
     assert_int_equal(s->base_consumers, 6);
@@ -851,11 +866,8 @@ static void test_reshape(void **state)
 /* A session resumed at other world sizes, snapshot (compaction) and
  * replayed: the same world, generation and plan, the same splits consumed;
  * in the next epoch too, whose snapshot still carries the resumes. */
-static void replay_equal(dpp_session_t *s)
+static void assert_replays_to(dpp_journal_rec_t *recs, size_t n, const dpp_session_t *s)
 {
-    dpp_journal_rec_t *recs = NULL;
-    size_t n = 0, cap = 0;
-    dpp_master_snapshot_session(s, &recs, &n, &cap);
     dpp_master_t *m = dpp_xcalloc(1, sizeof *m);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(dpp_master_replay_record(m, recs[i].type, recs[i].payload, recs[i].len),
@@ -870,6 +882,8 @@ static void replay_equal(dpp_session_t *s)
     assert_int_equal(r->generation, s->generation);
     assert_int_equal(r->spec.consumers, s->spec.consumers);
     assert_int_equal(r->nchain, s->nchain);
+    for (size_t c = 0; c < s->nchain; c++)
+        assert_int_equal(r->chain[c].generation, s->chain[c].generation);
     assert_int_equal(r->gen_epoch, s->gen_epoch);
     assert_int_equal(r->gen_pad_batches, s->gen_pad_batches);
     assert_int_equal(r->nsplits, s->nsplits);
@@ -887,6 +901,14 @@ static void replay_equal(dpp_session_t *s)
     free(m);
 }
 
+static void replay_equal(dpp_session_t *s)
+{
+    dpp_journal_rec_t *recs = NULL;
+    size_t n = 0, cap = 0;
+    dpp_master_snapshot_session(s, &recs, &n, &cap);
+    assert_replays_to(recs, n, s);
+}
+
 static void test_reshape_journal(void **state)
 {
     (void)state;
@@ -896,17 +918,161 @@ static void test_reshape_journal(void **state)
     char why[512];
     for (unsigned r = 0; r < 4; r++)
         take_rows(s, r, 11, 30, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
-    assert_int_equal(dpp_session_reshape(s, tokens, 4, 3, 1, why, sizeof why), 0);
+    assert_int_equal(dpp_session_reshape(s, tokens, 4, 3, s->generation + 1, why, sizeof why), 0);
     dpp_session_consumed(s, s->rank_first[1], 0); /* rank 1's first split came */
     replay_equal(s);
     for (unsigned r = 0; r < 3; r++)
         take_rows(s, r, 3, 30, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
-    assert_int_equal(dpp_session_reshape(s, tokens, 3, 2, 1, why, sizeof why), 0);
+    assert_int_equal(dpp_session_reshape(s, tokens, 3, 2, s->generation + 1, why, sizeof why), 0);
     replay_equal(s);
     consume_all(s); /* epoch 1, planned for 2 ranks */
     assert_int_equal(s->epoch, 1);
     dpp_session_consumed(s, 0, 0);
     replay_equal(s);
+    dpp_session_free(s);
+}
+
+/* What the master journals for an elastic resume (rpc_client.c), appended
+ * to recs[0..*n), cap *cap, and then applies. */
+static void journal_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old,
+                            unsigned n_new, dpp_journal_rec_t **recs, size_t *n, size_t *cap)
+{
+    char why[512];
+    Dpp__JournalReshape jr = DPP__JOURNAL_RESHAPE__INIT;
+    jr.session_id = s->id;
+    jr.epoch = s->epoch;
+    jr.consumers = n_new;
+    jr.tokens.data = (uint8_t *)tokens;
+    jr.tokens.len = (size_t)n_old * DPP_CKPT_TOKEN_SIZE;
+    jr.generation = s->generation + 1;
+    *recs = dpp_xrealloc(*recs, (*cap = *n + 1) * sizeof **recs);
+    (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_RESHAPE, &jr.base);
+    int rc = dpp_session_reshape(s, tokens, n_old, n_new, jr.generation, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "reshape: %s\n", why);
+    assert_int_equal(rc, 0);
+}
+
+/* The same for rank r going back to the start of the re-planned epoch. */
+static void journal_rejoin(dpp_session_t *s, unsigned r, dpp_journal_rec_t **recs, size_t *n,
+                           size_t *cap)
+{
+    Dpp__JournalResume jr = DPP__JOURNAL_RESUME__INIT;
+    jr.session_id = s->id;
+    jr.rank = r;
+    jr.epoch = s->gen_epoch;
+    jr.generation = s->generation;
+    *recs = dpp_xrealloc(*recs, (*cap = *n + 1) * sizeof **recs);
+    (*recs)[(*n)++] = dpp_master_pack_rec(DPP_J_RESUME, &jr.base);
+    assert_int_equal(dpp_session_resume(s, r, s->gen_epoch, 0), 0);
+}
+
+/* A world made by an elastic resume dies before its first checkpoint and
+ * is started again from the same tokens (docs/guarantees.md): at another
+ * world size the resume is made anew in place of its chain entry, at the
+ * same size each rank that had read goes back alone; either way the rows
+ * are those of resuming once, and a replay of the journal (as written, and
+ * as a snapshot whose chain skips generations) makes the same session. */
+static void test_reshape_again(void **state)
+{
+    (void)state;
+    const uint64_t per_file = 37;
+    const size_t T = DPP_CKPT_TOKEN_SIZE;
+    dpp_session_t *s = make_r(5, 2, 4, 100, "pad");
+    index_all(s, per_file);
+    dpp_journal_rec_t *recs = NULL;
+    size_t nrec = 0, cap = 0;
+    dpp_master_snapshot_session(s, &recs, &nrec, &cap); /* the session and its indexes */
+    uint8_t seen[5 * 37] = {0}, before[sizeof seen];
+    uint8_t t4[4 * DPP_CKPT_TOKEN_SIZE], t2[2 * DPP_CKPT_TOKEN_SIZE];
+    char why[512];
+    for (unsigned r = 0; r < 4; r++)
+        take_rows(s, r, 18, per_file, seen, t4 + r * T);
+    memcpy(before, seen, sizeof seen);
+    journal_reshape(s, t4, 4, 3, &recs, &nrec, &cap);
+    size_t n3 = s->nsplits;
+    dpp_split_t *p3 = plan_copy(s);
+    assert_ptr_equal(dpp_session_chain_find(s, t4, sizeof t4), &s->chain[0]);
+    assert_null(dpp_session_chain_find(s, t4, 3 * T));
+
+    /* the 3 ranks read (rank 0 a whole split) and die: rank 0 went on, the
+     * others would be ranks of this world opening late */
+    for (unsigned r = 0; r < 3; r++)
+        assert_false(dpp_session_rank_went_on(s, r));
+    dpp_session_consumed(s, s->rank_first[0], 0);
+    Dpp__JournalConsumed jc = DPP__JOURNAL_CONSUMED__INIT;
+    jc.session_id = s->id;
+    jc.split_id = (uint32_t)s->rank_first[0];
+    jc.generation = s->generation;
+    recs = dpp_xrealloc(recs, (cap = nrec + 1) * sizeof *recs);
+    recs[nrec++] = dpp_master_pack_rec(DPP_J_CONSUMED, &jc.base);
+    assert_true(dpp_session_rank_went_on(s, 0));
+    assert_false(dpp_session_rank_went_on(s, 1));
+    /* started again at 3 ranks: rank 0 goes back, and the plan is the same */
+    journal_rejoin(s, 0, &recs, &nrec, &cap);
+    assert_false(dpp_session_rank_went_on(s, 0));
+    assert_counts(s, n3, 0, 0, 0);
+    assert_plan_equal(p3, n3, s);
+    assert_int_equal(s->generation, 1);
+
+    /* it dies again; started at 2 ranks from the same tokens (refused as
+     * "generation 0, the session is at 1" before): made anew, every row of
+     * the rest once */
+    dpp_session_consumed(s, s->rank_first[1], 0);
+    journal_reshape(s, t4, 4, 2, &recs, &nrec, &cap);
+    assert_int_equal(s->generation, 2);
+    assert_int_equal(s->nchain, 1);
+    assert_int_equal(s->chain[0].generation, 2);
+    assert_int_equal(s->chain[0].n_new, 2);
+    assert_int_equal(s->spec.consumers, 2);
+    assert_counts(s, s->nsplits, 0, 0, 0);
+    assert_even(s);
+    take_all(s, per_file, seen);
+    for (size_t i = 0; i < sizeof seen; i++)
+        assert_int_equal(seen[i], 1);
+    memcpy(seen, before, sizeof seen); /* the 4 ranks' rows only */
+    /* the journal as written replays to the same session */
+    dpp_journal_rec_t *copy = dpp_xcalloc(nrec, sizeof *copy);
+    for (size_t i = 0; i < nrec; i++) {
+        copy[i] = recs[i];
+        uint8_t *payload = dpp_xcalloc(recs[i].len + 1, 1);
+        memcpy(payload, recs[i].payload, recs[i].len);
+        copy[i].payload = payload;
+    }
+    assert_replays_to(copy, nrec, s);
+
+    /* the 2 ranks checkpoint, 6 resume from them, then the job goes back
+     * to the first tokens at 3 ranks: the plan of resuming from them once */
+    for (unsigned r = 0; r < 2; r++)
+        take_rows(s, r, 5, per_file, seen, t2 + r * T);
+    journal_reshape(s, t2, 2, 6, &recs, &nrec, &cap);
+    assert_int_equal(s->nchain, 2);
+    replay_equal(s);
+    journal_reshape(s, t4, 4, 3, &recs, &nrec, &cap);
+    assert_int_equal(s->generation, 4);
+    assert_int_equal(s->nchain, 1);
+    assert_int_equal(s->chain[0].generation, 4);
+    assert_plan_equal(p3, n3, s);
+    replay_equal(s); /* a snapshot's chain: generation 0, then 4 */
+    assert_replays_to(recs, nrec, s);
+    /* the 2-rank world's tokens are of a plan no longer in the chain */
+    assert_int_equal(dpp_session_reshape(s, t2, 2, 6, 0, why, sizeof why), DPP_ETOKEN);
+
+    /* the 3-rank world reads into epoch 1 and dies; its ranks start again
+     * from the first tokens, in any order: back to the re-planned epoch */
+    consume_all(s);
+    assert_int_equal(s->epoch, 1);
+    for (unsigned r = 0; r < 3; r++)
+        assert_true(dpp_session_rank_went_on(s, r));
+    unsigned order[3] = {2, 0, 1};
+    for (unsigned i = 0; i < 3; i++) {
+        assert_true(dpp_session_rank_went_on(s, order[i]));
+        assert_int_equal(dpp_session_resume(s, order[i], s->gen_epoch, 0), 0);
+        assert_int_equal(s->epoch, 0);
+    }
+    assert_counts(s, n3, 0, 0, 0);
+    assert_plan_equal(p3, n3, s);
+    free(p3);
     dpp_session_free(s);
 }
 
@@ -979,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_token_key_journal),
         cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_reshape_journal),
+        cmocka_unit_test(test_reshape_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
