@@ -45,9 +45,12 @@ int64_t dpp_client_epoch_batches(const dpp_client_t *c)
         pthread_mutex_unlock(&core->mu);
         return n;
     }
-    if (core->rank_records >= 0 && !core->rest) {
-        /* (an elastic resume's epoch and those after it differ: counted
-         * from the splits below) */
+    /* an epoch an elastic resume re-planned has its own count; the epochs
+     * after it are planned as usual */
+    int rest = core->rest && c->epoch == core->rest_epoch;
+    if (rest && core->rest_rank_records >= 0) {
+        rows = core->rest_rank_records;
+    } else if (!rest && core->rank_records >= 0) {
         rows = core->rank_records;
     } else if (core->rank_splits == 0) {
         rows = 0;

@@ -340,6 +340,10 @@ int dpp__core_take_rest(dpp_core_t *core, const Dpp__AttachReply *r)
     core->rest = 1;
     core->rest_epoch = r->rest_epoch;
     core->rest_pad_batches = r->rest_pad_batches;
+    /* said of the epoch the session is in only (a client opening later
+     * than it does not read it) */
+    core->rest_rank_records =
+        r->rank_records_exact && r->epoch == r->rest_epoch ? (int64_t)r->rest_rank_records : -1;
     return 0;
 }
 

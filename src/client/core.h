@@ -132,12 +132,14 @@ typedef struct dpp_core {
     /* the plan generation this client reads (AttachReply.generation of its
      * first attach; blocks of another are dropped), and, when an elastic
      * resume re-planned epoch rest_epoch of it, that epoch's padded batch
-     * count and the splits of this rank it keeps only rows
-     * [skip, skip + take) of (by position, ascending) */
+     * count, this rank's records in it (-1: not known), and the splits of
+     * this rank it keeps only rows [skip, skip + take) of (by position,
+     * ascending) */
     uint32_t generation;
     int rest;
     uint32_t rest_epoch;
     int64_t rest_pad_batches;
+    int64_t rest_rank_records;
     struct dpp_trim_rows {
         uint32_t seq;
         uint64_t skip, take;

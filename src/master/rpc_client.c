@@ -388,7 +388,7 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.pad_batches = (uint32_t)dpp_session_pad_batches(s);
     r.order_fastest = s->spec.order_fastest;
     r.remainder_pad = s->spec.remainder == DPP_REMAINDER_PAD;
-    r.rank_records = dpp_session_rank_records(s, req->rank);
+    r.rank_records = dpp_session_plain_rank_records(s, req->rank);
     r.rank_records_exact = s->state != SESSION_INDEXING && s->spec.nfilters == 0;
     r.n_dense_names = r.n_dense_dims = s->spec.ndense;
     r.dense_names = dpp_xcalloc(s->spec.ndense + 1, sizeof(char *));
@@ -426,6 +426,8 @@ void dpp_master_client_attach(peer_t *p, const Dpp__AttachRequest *req)
     r.rest = s->nchain > 0;
     r.rest_epoch = s->gen_epoch;
     r.rest_pad_batches = (uint32_t)s->gen_pad_batches;
+    if (r.rest && s->epoch == s->gen_epoch && s->state == SESSION_RUNNING)
+        r.rest_rank_records = dpp_session_rank_records(s, req->rank);
     size_t ntrim = 0;
     for (size_t i = 0; r.rest && i < s->ngen_trims; i++)
         ntrim += s->gen_trims[i].rank == req->rank;

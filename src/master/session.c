@@ -136,6 +136,7 @@ void dpp_session_free(dpp_session_t *s)
     for (size_t i = 0; i < s->nchain; i++)
         free(s->chain[i].tokens);
     free(s->chain);
+    free(s->gen_plain_records);
     free(s->gen_trims);
     for (unsigned i = 0; s->source_tables && i < nsources; i++) {
         if (i > 0) /* [0] is table_path */
@@ -551,6 +552,33 @@ static dpp_split_t *plan_of(const dpp_session_t *s, unsigned epoch, size_t *nspl
     return plan;
 }
 
+/* What plan_epoch gives each rank of the session's world (out:
+ * [consumers]): whole windows of every source, or each rank its quota of
+ * the records while they last. */
+static void plain_rank_records(const dpp_session_t *s, uint64_t *out)
+{
+    uint64_t window = 0, left = total_records(s), total = left;
+    for (unsigned i = 0; i < s->spec.nsources; i++)
+        window += s->spec.sources[i].window_rows;
+    uint64_t windows = s->spec.nsources ? mix_windows(s, s->spec.consumers) : 0;
+    for (unsigned r = 0; r < s->spec.consumers; r++) {
+        if (s->spec.nsources) {
+            out[r] = windows * window;
+            continue;
+        }
+        uint64_t quota = rank_quota(s, total, s->spec.consumers, r);
+        out[r] = quota < left ? quota : left;
+        left -= out[r];
+    }
+}
+
+uint64_t dpp_session_plain_rank_records(const dpp_session_t *s, unsigned rank)
+{
+    if (s->nchain > 0 && s->epoch == s->gen_epoch && s->gen_plain_records)
+        return s->gen_plain_records[rank];
+    return dpp_session_rank_records(s, rank);
+}
+
 /* Installs the plan of s->epoch. */
 static void plan_splits(dpp_session_t *s)
 {
@@ -579,6 +607,9 @@ static void plan_splits(dpp_session_t *s)
             most = n > most ? n : most;
         }
         s->gen_pad_batches = (most + s->spec.batch_size - 1) / s->spec.batch_size;
+        free(s->gen_plain_records);
+        s->gen_plain_records = dpp_xcalloc(s->spec.consumers, sizeof *s->gen_plain_records);
+        plain_rank_records(s, s->gen_plain_records);
         free(s->gen_trims);
         s->gen_trims = dpp_xcalloc(s->nsplits + 1, sizeof *s->gen_trims);
         s->ngen_trims = 0;
@@ -1146,6 +1177,8 @@ static void set_consumers(dpp_session_t *s, unsigned n)
     for (unsigned r = 0; r < n; r++)
         s->rank_prefetch[r] = DPP_SESSION_DEFAULT_PREFETCH;
     s->grant_rank = 0;
+    free(s->gen_plain_records); /* of the world before; plan_splits makes it anew */
+    s->gen_plain_records = NULL;
 }
 
 void dpp_session_set_world(dpp_session_t *s, unsigned epoch, unsigned consumers,

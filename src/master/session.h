@@ -227,6 +227,9 @@ typedef struct dpp_session {
         uint64_t skip, take;
     } *gen_trims;
     size_t ngen_trims;
+    /* [spec.consumers] of epoch gen_epoch's plan: the records each rank
+     * gets in the epochs after it (dpp_session_plain_rank_records) */
+    uint64_t *gen_plain_records;
     /* A mixture (spec.nsources > 0): each source's table (resolved), spec
      * as its leases carry it, cache fingerprint; its rows consumed over the
      * session, and this epoch's (whose share of the source's records says
@@ -293,6 +296,11 @@ static inline unsigned dpp_session_rank_of(const dpp_session_t *s, size_t i)
 
 /* Records rank `rank` gets per epoch (0 while indexing). */
 uint64_t dpp_session_rank_records(const dpp_session_t *s, unsigned rank);
+
+/* Records rank `rank` gets in an epoch planned for the session's world as
+ * usual: dpp_session_rank_records(), but while the current epoch is one an
+ * elastic resume re-planned, what the epochs after it give the rank. */
+uint64_t dpp_session_plain_rank_records(const dpp_session_t *s, unsigned rank);
 
 /* Splits of the current epoch that go to `rank` (0 while indexing). */
 static inline size_t dpp_session_rank_splits(const dpp_session_t *s, unsigned rank)

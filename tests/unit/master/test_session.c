@@ -1076,6 +1076,41 @@ static void test_reshape_again(void **state)
     dpp_session_free(s);
 }
 
+/* After an elastic resume the client learns the rank's rows in the
+ * re-planned epoch and in the epochs after it (AttachReply rank_records,
+ * rest_rank_records): those a plan of the next epoch gives. */
+static void test_reshape_rank_records(void **state)
+{
+    (void)state;
+    const char *remainders[] = {"keep", "drop", "pad"};
+    for (size_t k = 0; k < 3; k++) {
+        dpp_session_t *s = make_r(5, 2, 4, 100, remainders[k]);
+        index_all(s, 37);
+        uint8_t seen[5 * 37] = {0}, tokens[4 * DPP_CKPT_TOKEN_SIZE];
+        char why[512];
+        uint64_t left = 0; /* of the 4 ranks' plan, after what they read */
+        for (unsigned r = 0; r < 4; r++) {
+            left += dpp_session_rank_records(s, r) - (9 + r);
+            take_rows(s, r, 9 + r, 37, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+        }
+        assert_int_equal(dpp_session_reshape(s, tokens, 4, 3, 1, why, sizeof why), 0);
+        uint64_t later[3], rest = 0;
+        for (unsigned r = 0; r < 3; r++) {
+            later[r] = dpp_session_plain_rank_records(s, r);
+            rest += dpp_session_rank_records(s, r);
+        }
+        /* "drop": equal full batches, fewer than 3 x 4 rows left out */
+        assert_int_equal(rest, left - (k == 1 ? left % (3 * 4) : 0));
+        consume_all(s);
+        assert_int_equal(s->epoch, 1);
+        for (unsigned r = 0; r < 3; r++) {
+            assert_int_equal(later[r], dpp_session_rank_records(s, r));
+            assert_int_equal(dpp_session_plain_rank_records(s, r), later[r]);
+        }
+        dpp_session_free(s);
+    }
+}
+
 static void test_token_key_journal(void **state)
 {
     (void)state;
@@ -1146,6 +1181,7 @@ int main(void)
         cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_reshape_journal),
         cmocka_unit_test(test_reshape_again),
+        cmocka_unit_test(test_reshape_rank_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
