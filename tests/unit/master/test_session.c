@@ -1111,6 +1111,50 @@ static void test_reshape_rank_records(void **state)
     }
 }
 
+/* An elastic resume of a mixture (remainder "drop", always): the rest of
+ * the epoch is dealt by rows, every row of it at most once and fewer than
+ * N' x batch_size left out (docs/spec.md#mixtures). 2 sources of 2 files
+ * of 40 records, window 1 (2 + 2 rows), 2 ranks read 10 rows, 3 resume. */
+static void test_reshape_mixture(void **state)
+{
+    (void)state;
+    const char *json = "{\"batch_size\":4,\"epochs\":1,\"consumers\":2,\"split_rows\":100,"
+                       "\"mixture\":{\"window\":1},\"sources\":[{\"table\":\"a\",\"weight\":1},"
+                       "{\"table\":\"b\",\"weight\":1}],\"features\":{\"sparse\":[{\"name\":"
+                       "\"c1\"}]},\"label\":{\"name\":\"label\"}}";
+    dpp_spec_t spec;
+    char err[DPP_SPEC_ERRLEN], why[512];
+    if (dpp_spec_parse(json, strlen(json), &spec, err, sizeof err) != 0)
+        fprintf(stderr, "spec: %s\n", err);
+    assert_int_equal(spec.nsources, 2);
+    char **files = dpp_xcalloc(4, sizeof *files), **tables = dpp_xcalloc(2, sizeof *tables);
+    uint32_t source[4] = {0, 0, 1, 1};
+    for (size_t i = 0; i < 4; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "/t/%c/part-%05zu", i < 2 ? 'a' : 'b', i);
+        files[i] = dpp_xstrdup(name);
+    }
+    dpp_session_t *s = dpp_session_new("s1", &spec, dpp_xstrdup("/t/a"), files, 4);
+    tables[0] = s->table_path;
+    tables[1] = dpp_xstrdup("/t/b");
+    dpp_session_set_sources(s, tables, source);
+    index_all(s, 40);
+    assert_int_equal(dpp_session_rank_records(s, 0), 80);
+    uint8_t seen[4 * 40] = {0}, tokens[2 * DPP_CKPT_TOKEN_SIZE];
+    for (unsigned r = 0; r < 2; r++)
+        take_rows(s, r, 10, 40, seen, tokens + r * DPP_CKPT_TOKEN_SIZE);
+    assert_int_equal(dpp_session_reshape(s, tokens, 2, 3, 1, why, sizeof why), 0);
+    take_all(s, 40, seen); /* fails on a row twice */
+    size_t missing = 0;
+    for (size_t i = 0; i < sizeof seen; i++)
+        missing += !seen[i];
+    assert_true(missing < 3 * 4);
+    assert_int_equal(missing, (160 - 20) % (3 * 4)); /* 140 rows: 3 x 44, 8 left out */
+    for (unsigned r = 0; r < 3; r++)
+        assert_int_equal(dpp_session_rank_records(s, r), 44);
+    dpp_session_free(s);
+}
+
 static void test_token_key_journal(void **state)
 {
     (void)state;
@@ -1182,6 +1226,7 @@ int main(void)
         cmocka_unit_test(test_reshape_journal),
         cmocka_unit_test(test_reshape_again),
         cmocka_unit_test(test_reshape_rank_records),
+        cmocka_unit_test(test_reshape_mixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
