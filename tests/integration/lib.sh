@@ -374,32 +374,37 @@ dpp_s3_stat() {
 }
 
 # dpp_kill_mid_read READER SESSION VICTIM [WORKER ARGS...]: kills worker
-# VICTIM (SIGKILL) while READER, a background read of SESSION, is stopped
-# (SIGSTOP) with the session started and not done, then starts a new worker
-# with WORKER ARGS and lets the read go on (SIGCONT). A stopped reader
-# cannot end the session, so the kill is mid-read however fast the machine.
+# VICTIM (SIGKILL) while READER, a background read of SESSION (dpp_read_bg),
+# is stopped (SIGSTOP) with the session started and not done, then starts a
+# new worker with WORKER ARGS and lets the read go on (SIGCONT). A stopped
+# reader cannot end the session, so the kill is mid-read however fast the
+# machine. The signals go to READER's process group: timeout(1) makes one of
+# its own and dppctl is in it (a SIGSTOP to timeout alone leaves dppctl
+# reading); and the session's state is asked with the reader stopped, else a
+# fast read ends between the answer and the stop.
 dpp_kill_mid_read() {
     local reader=$1 session=$2 victim=$3 _ st
     shift 3
     for _ in $(seq 1 3000); do
-        kill -0 "$reader" 2>/dev/null || dpp_fail "the read of $session ended before $victim could be killed"
+        kill -STOP -- "-$reader" 2>/dev/null ||
+            dpp_fail "the read of $session ended before $victim could be killed"
         st=$("$DPPCTL" status "$session" -o json 2>/dev/null | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
 s = s[0] if isinstance(s, list) else s
 print(s.get("state", ""), s.get("splits_produced", 0) + s.get("splits_consumed", 0))' 2>/dev/null) || st=""
         [[ $st == running\ * && ${st#running } -gt 0 ]] && break
+        kill -CONT -- "-$reader"
         sleep 0.01
     done
-    kill -STOP "$reader"
-    [[ $("$DPPCTL" status "$session" -o json 2>/dev/null) == *'"state":"running"'* ]] || {
-        kill -CONT "$reader"
+    [[ $st == running\ * ]] || {
+        kill -CONT -- "-$reader"
         dpp_fail "the session $session was not running when $victim was to be killed"
     }
     kill -KILL "$(dpp_pid_of "$victim")"
     dpp_log "killed $victim (the read of $session paused)"
     dpp_start_worker "$@"
-    kill -CONT "$reader"
+    kill -CONT -- "-$reader"
 }
 
 # dpp_track PID: the cleanup also stops PID, a background timeout(1) job.
