@@ -13,12 +13,33 @@ instead of the store's answer, in turn: 503 SlowDown, 500 InternalError, a
 connection reset after a partial status line, and a body cut short (a
 response with no body gets a 503 instead). --fault-only-get limits faults to
 GETs. --always-503 answers every request 503. --tls CERT KEY serves https. With --hold-listings FILE, a
-listing (ListObjectsV2) waits while FILE exists. Counts go to --stats (JSON),
-rewritten after each request: requests, faults, signature_failures, held
-(listings that waited) and virtual_host (requests to BUCKET.s3.localhost,
-which s3rver takes as virtual-hosted: dpp_start_s3 starts it so).
+listing (ListObjectsV2) waits while FILE exists.
+
+Lies of a store that is wrong rather than down, each for the objects
+("BUCKET/KEY") or listings ("BUCKET/PREFIX" as asked) that a glob (fnmatch,
+'*' spans '/') matches; every flag can be repeated:
+  --short-ranges GLOB  a ranged GET is answered with at most SHORT_RANGE
+                       bytes, its Content-Range saying so (206): a store or
+                       proxy that caps a range's length
+  --no-etag GLOB       GET and HEAD answers carry no ETag, and If-Match is
+                       not passed on (ignored)
+  --forbid GLOB        GETs are answered 403 AccessDenied
+  --dup-keys GLOB      a listing page repeats its first key
+  --stray-keys GLOB    a listing page also holds a key shorter than the
+                       prefix and one beside it ("PREFIX-other/...")
+  --endless GLOB       listing pages never end: each says IsTruncated with a
+                       new token and holds 1000 made-up keys (--endless-empty:
+                       none)
+  --drip GLOB          a listing's answer comes at 2 bytes a second
+
+Counts go to --stats (JSON), rewritten after each request: requests, faults,
+signature_failures, held (listings that waited), virtual_host (requests to
+BUCKET.s3.localhost, which s3rver takes as virtual-hosted: dpp_start_s3
+starts it so), and per lie: short_ranges, etags_dropped, forbidden,
+listing_lies, endless_pages, drips (started) and dripping (going on now).
 """
 import argparse
+import fnmatch
 import http.client
 import http.server
 import json
@@ -29,7 +50,7 @@ import ssl
 import struct
 import threading
 import time
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -42,7 +63,41 @@ INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError
 BADSIG = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code>'
           b'<Message>The request signature we calculated does not match the signature you '
           b'provided.</Message></Error>')
+FORBIDDEN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+             b'<Message>Access Denied</Message></Error>')
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection"}
+SHORT_RANGE = 100000  # bytes of a range answered short (--short-ranges)
+LIES = ("short_ranges", "no_etag", "forbid", "dup_keys", "stray_keys", "endless", "endless_empty",
+        "drip")
+
+
+def endless_page(prefix, page, nkeys):
+    """Page `page` of a listing of prefix that never ends."""
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult>'
+           '<IsTruncated>true</IsTruncated><KeyCount>%d</KeyCount>'
+           '<NextContinuationToken>endless-%d</NextContinuationToken>' % (nkeys, page + 1)]
+    for i in range(nkeys):
+        out.append('<Contents><Key>%sds=1/part-%06d-%04d.tfrecord</Key><Size>1000</Size>'
+                   '<ETag>&quot;%032x&quot;</ETag></Contents>' % (prefix, page, i, page * 10000 + i))
+    out.append('</ListBucketResult>')
+    return "".join(out).encode()
+
+
+def lie_in_listing(data, prefix, dup, stray):
+    """A ListObjectsV2 page with its first key repeated (dup) and with keys
+    outside prefix added (stray)."""
+    start = data.find(b"<Contents>")
+    if start < 0:
+        return data
+    end = data.find(b"</Contents>", start) + len(b"</Contents>")
+    extra = b""
+    if dup:
+        extra += data[start:end]
+    if stray:
+        for key in ("w", prefix.rstrip("/") + "-other/x.tfrecord"):
+            extra += (b"<Contents><Key>%s</Key><Size>3</Size><ETag>&quot;0badc0de&quot;</ETag>"
+                      b"</Contents>" % key.encode())
+    return data[:start] + extra + data[start:]
 
 
 def signature_ok(method, target, headers, secrets):
@@ -75,6 +130,49 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             local.conn = http.client.HTTPConnection(self.server.upstream_host,
                                                     self.server.upstream_port, timeout=60)
         return local.conn
+
+    def target(self):
+        """("list", "BUCKET/PREFIX") for a ListObjectsV2, else ("object",
+        "BUCKET/KEY")."""
+        parts = urlsplit(self.path)
+        host = self.headers.get("Host", "").split(":")[0]
+        path = unquote(parts.path)
+        if host.endswith(".s3.localhost"):
+            path = "/" + host[: -len(".s3.localhost")] + path
+        name = path.lstrip("/")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        if "list-type" in query:
+            return "list", name.rstrip("/") + "/" + query.get("prefix", [""])[0]
+        return "object", name
+
+    def lie(self, flag, name):
+        return any(fnmatch.fnmatchcase(name, g) for g in getattr(self.server.lies, flag))
+
+    def count(self, stat, n=1):
+        with self.server.lock:
+            self.server.stats[stat] += n
+        self.server.save()
+
+    def drip(self, resp, data):
+        """Sends resp's answer, its body 2 bytes a second."""
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP and k.lower() != "content-length":
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.count("drips")
+        self.count("dripping")
+        try:
+            for i in range(0, len(data), 2):
+                self.wfile.write(data[i:i + 2])
+                self.wfile.flush()
+                time.sleep(1)
+        except OSError:
+            pass  # the client went
+        finally:
+            self.close_connection = True
+            self.count("dripping", -1)
 
     def reply(self, status, body, extra=()):
         self.send_response(status)
@@ -132,7 +230,21 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             srv.save()
             self.reply(503 if fault == "503" else 500, SLOWDOWN if fault == "503" else INTERNAL)
             return
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+        kind, name = self.target()
+        if kind == "list" and (self.lie("endless", name) or self.lie("endless_empty", name)):
+            query = parse_qs(urlsplit(self.path).query)
+            page = int(query.get("continuation-token", ["endless-0"])[0].split("-")[1])
+            self.count("endless_pages")
+            self.reply(200, endless_page(name.split("/", 1)[1], page,
+                                         0 if self.lie("endless_empty", name) else 1000))
+            return
+        if kind == "object" and self.command == "GET" and self.lie("forbid", name):
+            self.count("forbidden")
+            self.reply(403, FORBIDDEN)
+            return
+        no_etag = kind == "object" and self.lie("no_etag", name)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in HOP and not (no_etag and k.lower() == "if-match")}
         conn = self.upstream()
         try:
             conn.request(self.command, self.path, body=body, headers=headers)
@@ -141,6 +253,25 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         except (http.client.HTTPException, OSError):
             self.server.local.conn = None
             raise
+        extra = {}
+        if kind == "list" and resp.status == 200:
+            dup, stray = self.lie("dup_keys", name), self.lie("stray_keys", name)
+            if dup or stray:
+                self.count("listing_lies")
+                data = lie_in_listing(data, name.split("/", 1)[1], dup, stray)
+            if self.lie("drip", name):
+                self.drip(resp, data)
+                return
+        if (kind == "object" and resp.status == 206 and self.lie("short_ranges", name)
+                and len(data) > SHORT_RANGE):
+            span, total = resp.getheader("Content-Range").split(" ")[1].split("/")
+            first = int(span.split("-")[0])
+            data = data[:SHORT_RANGE]
+            extra["content-range"] = "bytes %d-%d/%s" % (first, first + len(data) - 1, total)
+            self.count("short_ranges")
+        if no_etag:
+            extra["etag"] = None
+            self.count("etags_dropped")
         if fault == "short" and len(data) < 2:
             with srv.lock:
                 srv.stats["faults"] += 1
@@ -149,7 +280,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return
         self.send_response(resp.status)
         for k, v in resp.getheaders():
-            if k.lower() not in HOP and k.lower() != "content-length":
+            if k.lower() not in HOP and k.lower() != "content-length" and k.lower() not in extra:
+                self.send_header(k, v)
+        for k, v in extra.items():
+            if v is not None:
                 self.send_header(k, v)
         clen = resp.getheader("Content-Length")
         if self.command == "HEAD" and clen is not None:
@@ -195,6 +329,8 @@ def main():
     ap.add_argument("--fault-only-get", action="store_true")
     ap.add_argument("--always-503", action="store_true")
     ap.add_argument("--hold-listings", metavar="FILE")
+    for lie in LIES:
+        ap.add_argument("--" + lie.replace("_", "-"), action="append", default=[], metavar="GLOB")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https with these PEM files")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", 0), Proxy)
@@ -207,8 +343,10 @@ def main():
     srv.secrets = dict(k.split(":", 1) for k in a.key)
     srv.every, srv.only_get, srv.always_503 = a.fault_every, a.fault_only_get, a.always_503
     srv.hold = a.hold_listings
+    srv.lies = a
     srv.stats = {"requests": 0, "faults": 0, "signature_failures": 0, "held": 0,
-                 "virtual_host": 0}
+                 "virtual_host": 0, "short_ranges": 0, "etags_dropped": 0, "forbidden": 0,
+                 "listing_lies": 0, "endless_pages": 0, "drips": 0, "dripping": 0}
     srv.stats_path = a.stats
     srv.lock = threading.Lock()
     srv.local = threading.local()
