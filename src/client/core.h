@@ -150,7 +150,9 @@ typedef struct dpp_core {
      * after the rank's last acknowledgement that does not say "failed" */
     enum { VERDICT_NONE, VERDICT_ASKED, VERDICT_OK } verdict;
     int error;
-    char error_text[256];
+    /* as long as a worker's split error (a failed read of an object names
+     * the request, its range, status and both ETags) */
+    char error_text[1024];
 } dpp_core_t;
 
 /* A new core holding one reference, with nothing planned yet; NULL on

@@ -39,7 +39,7 @@ int dpp_master_s3_root(dpp_master_t *m, const char *url)
         char prefix[DPP_S3_KEY_MAX + 2];
         snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
         dpp_s3_listing_t l = {0};
-        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, 1, &l, err, sizeof err);
+        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, 1, NULL, &l, err, sizeof err);
         dpp_s3_listing_close(&l);
     }
     if (rc != 0) {
@@ -96,7 +96,7 @@ int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_tab
         rc = dpp_errf(-ENOMEM, err, errlen, "table \"%s\": cannot set up libcurl", spec->table);
         goto out;
     }
-    if ((rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, &l, err, errlen)) != 0)
+    if ((rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, NULL, &l, err, errlen)) != 0)
         goto out;
     if (l.n == 0) {
         rc = dpp_errf(-ENOENT, err, errlen, "table \"%s\": no objects under s3://%s/%s",

@@ -25,6 +25,7 @@
 #define ERR_BODY_MAX (16u << 10)  /* bytes kept of an error response */
 #define GROW_BODY_MAX (64u << 20) /* a listing page is < 1 MiB; more is no page */
 #define POLL_MAX_MS 1000
+#define POLL_STOP_MS 100 /* how soon a deadline or a stop is seen */
 
 struct dpp_s3_xfer {
     CURL *easy;
@@ -40,6 +41,11 @@ struct dpp_s3_xfer {
     char *ebody; /* the error response's body */
     size_t elen;
     char last[200]; /* why the last attempt failed, for the give-up message */
+    /* A range read on after short answers: its first kept bytes came with
+     * attempts up to progress_attempts, under ETag etag0. */
+    uint64_t kept;
+    unsigned progress_attempts;
+    char etag0[DPP_S3_ETAG_MAX];
 };
 
 struct dpp_s3 {
@@ -51,11 +57,16 @@ struct dpp_s3 {
     char scheme[8]; /* "http" or "https" */
 };
 
-static uint64_t g_retries, g_requests;
+static uint64_t g_retries, g_requests, g_short_reads;
 
 uint64_t dpp_s3_retries_total(void)
 {
     return __atomic_load_n(&g_retries, __ATOMIC_RELAXED);
+}
+
+uint64_t dpp_s3_short_reads_total(void)
+{
+    return __atomic_load_n(&g_short_reads, __ATOMIC_RELAXED);
 }
 
 uint64_t dpp_s3_requests_total(void)
@@ -72,7 +83,7 @@ int64_t dpp_s3_etag_version(const char *etag)
     return h ? (int64_t)h : 1;
 }
 
-static uint64_t now_ns(void)
+uint64_t dpp_s3_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -175,7 +186,7 @@ int dpp_s3_new(dpp_s3_t **out, const dpp_s3_config_t *cfg)
     s->cfg = *cfg;
     memcpy(s->scheme, cfg->endpoint, (size_t)(sep - cfg->endpoint));
     snprintf(s->host, sizeof s->host, "%s", sep + 3);
-    s->rng = now_ns() ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull;
+    s->rng = dpp_s3_now_ns() ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull;
     if ((s->multi = curl_multi_init()) == NULL) {
         free(s);
         return -ENOMEM;
@@ -331,10 +342,34 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
-/* "s3://bucket/key" for messages. */
-static const char *url_of(const dpp_s3_req_t *r, char *buf, size_t cap)
+/* The bytes the next attempt of r asks for: [*from, *to]. 0 when r asks
+ * for no range. */
+static int range_of(const dpp_s3_req_t *r, uint64_t *from, uint64_t *to)
 {
-    snprintf(buf, cap, "s3://%s/%.300s", r->bucket, r->key);
+    if (r->head || r->len == 0)
+        return 0;
+    *from = r->off + (r->xfer_ ? r->xfer_->kept : 0);
+    *to = r->off + r->len - 1;
+    return 1;
+}
+
+/* What r asks, for messages: "GET s3://bucket/key bytes=A-B", "HEAD
+ * s3://bucket/key" or "LIST s3://bucket/prefix". */
+static const char *what_of(const dpp_s3_req_t *r, char *buf, size_t cap)
+{
+    uint64_t from, to;
+    if (r->nquery > 0) {
+        const char *prefix = "";
+        for (size_t i = 0; i < r->nquery; i++)
+            if (strcmp(r->query[i].name, "prefix") == 0)
+                prefix = r->query[i].value;
+        snprintf(buf, cap, "LIST s3://%s/%.300s", r->bucket, prefix);
+    } else if (range_of(r, &from, &to)) {
+        snprintf(buf, cap, "GET s3://%s/%.300s bytes=%llu-%llu", r->bucket, r->key,
+                 (unsigned long long)from, (unsigned long long)to);
+    } else {
+        snprintf(buf, cap, "%s s3://%s/%.300s", r->head ? "HEAD" : "GET", r->bucket, r->key);
+    }
     return buf;
 }
 
@@ -360,7 +395,7 @@ static int send_attempt(dpp_s3_t *s, dpp_s3_req_t *r)
     x->elen = 0;
     x->status = 0;
     x->have_length = x->have_range = x->overflow = 0;
-    r->got = 0;
+    r->got = (size_t)x->kept;
     r->etag[0] = '\0';
 
     char host[320], path[DPP_S3_KEY_MAX + 80];
@@ -374,9 +409,10 @@ static int send_attempt(dpp_s3_t *s, dpp_s3_req_t *r)
         snprintf(path, sizeof path, "/%s", r->key);
     }
     char range[64] = "";
-    if (!r->head && r->len > 0)
-        snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)r->off,
-                 (unsigned long long)(r->off + r->len - 1));
+    uint64_t from, to;
+    if (range_of(r, &from, &to))
+        snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)from,
+                 (unsigned long long)to);
     char date[20];
     time_t t = time(NULL);
     struct tm tm;
@@ -463,9 +499,9 @@ int dpp_s3_start(dpp_s3_t *s, dpp_s3_req_t *r)
         xfer_free(s, x);
         r->xfer_ = NULL;
         r->rc = rc;
-        char u[400];
+        char u[480];
         dpp_errf(rc, r->err, sizeof r->err, "%s: the request cannot be made (%s)",
-                 url_of(r, u, sizeof u), dpp_strerror(rc));
+                 what_of(r, u, sizeof u), dpp_strerror(rc));
     }
     return rc;
 }
@@ -477,27 +513,29 @@ static void finish(dpp_s3_t *s, dpp_s3_req_t *r, int rc)
     r->xfer_ = NULL;
 }
 
-/* A failed attempt: retried when attempts remain, else r ends with why. */
+/* A failed attempt: retried when attempts remain, else r ends with why.
+ * Attempts count from the last progress (a short range read on), so a
+ * store that answers every range in pieces is read to the end. */
 static void retry_or_fail(dpp_s3_t *s, dpp_s3_req_t *r, int rc, const char *why)
 {
     struct dpp_s3_xfer *x = r->xfer_;
-    char u[400];
+    char u[480];
+    unsigned tries = r->attempts - x->progress_attempts;
     snprintf(x->last, sizeof x->last, "%s", why);
-    if (r->attempts >= s->cfg.max_attempts) {
+    if (tries >= s->cfg.max_attempts) {
         dpp_errf(rc, r->err, sizeof r->err,
                  "%s: %s, %u times; gave up (DPP_S3_MAX_ATTEMPTS=%u). Check the store at %s",
-                 url_of(r, u, sizeof u), why, r->attempts, s->cfg.max_attempts, s->cfg.endpoint);
+                 what_of(r, u, sizeof u), why, tries, s->cfg.max_attempts, s->cfg.endpoint);
         finish(s, r, rc);
         return;
     }
-    uint64_t cap = (uint64_t)s->cfg.backoff_base_ms
-                   << (r->attempts - 1 < 20 ? r->attempts - 1 : 20);
+    uint64_t cap = (uint64_t)s->cfg.backoff_base_ms << (tries - 1 < 20 ? tries - 1 : 20);
     if (cap > s->cfg.backoff_max_ms)
         cap = s->cfg.backoff_max_ms;
     s->rng ^= s->rng << 13;
     s->rng ^= s->rng >> 7;
     s->rng ^= s->rng << 17;
-    x->due_ns = now_ns() + (s->rng % (cap * 1000000u + 1));
+    x->due_ns = dpp_s3_now_ns() + (s->rng % (cap * 1000000u + 1));
     r->next_ = s->pending;
     s->pending = r;
     __atomic_add_fetch(&g_retries, 1, __ATOMIC_RELAXED);
@@ -526,15 +564,24 @@ static int curl_retryable(CURLcode c)
     }
 }
 
+/* `"ETAG"`, or `none` when the answer carried none: what came, for messages. */
+static const char *etag_came(const dpp_s3_req_t *r, char *buf, size_t cap)
+{
+    if (r->etag[0] == '\0')
+        return "none";
+    snprintf(buf, cap, "\"%s\"", r->etag);
+    return buf;
+}
+
 /* The outcome of an HTTP error status, in words. */
 static void status_error(dpp_s3_t *s, dpp_s3_req_t *r)
 {
     struct dpp_s3_xfer *x = r->xfer_;
-    char code[64], msg[256], u[400], why[400];
+    char code[64], msg[256], u[480], why[400], came[DPP_S3_ETAG_MAX + 2];
     dpp_s3_error_parse(x->ebody ? x->ebody : "", x->elen, code, sizeof code, msg, sizeof msg);
     snprintf(why, sizeof why, "HTTP %ld%s%s%s%s", x->status, code[0] ? " " : "", code,
              msg[0] ? ": " : "", msg);
-    url_of(r, u, sizeof u);
+    what_of(r, u, sizeof u);
     int rc;
     switch (x->status) {
     case 404:
@@ -554,15 +601,14 @@ static void status_error(dpp_s3_t *s, dpp_s3_req_t *r)
         break;
     case 412:
         rc = dpp_errf(DPP_ECHANGED, r->err, sizeof r->err,
-                      "%s: changed since the session was planned (ETag \"%s\" expected; %s); "
-                      "its rows would mix two versions, so nothing of it is read: submit the "
-                      "session again",
-                      u, r->if_match ? r->if_match : "", why);
+                      "%s: changed since the session was planned (ETag \"%s\" expected, %s "
+                      "read; %s); its rows would mix two versions, so nothing of it is read: "
+                      "submit the session again",
+                      u, r->if_match ? r->if_match : "", etag_came(r, came, sizeof came), why);
         break;
     case 416:
-        rc = dpp_errf(DPP_ETRUNCATED, r->err, sizeof r->err,
-                      "%s: bytes %llu.. asked of a shorter object (%s)", u,
-                      (unsigned long long)r->off, why);
+        rc = dpp_errf(DPP_ETRUNCATED, r->err, sizeof r->err, "%s: asked of a shorter object (%s)",
+                      u, why);
         break;
     case 301:
     case 307:
@@ -578,21 +624,75 @@ static void status_error(dpp_s3_t *s, dpp_s3_req_t *r)
     finish(s, r, rc);
 }
 
+/* A 2xx answer to a ranged GET: r is finished, read on or retried. */
+static void range_done(dpp_s3_t *s, dpp_s3_req_t *r)
+{
+    struct dpp_s3_xfer *x = r->xfer_;
+    char u[480], why[200];
+    /* 206 with the bytes asked (fewer at the object's end), or 200 with the
+     * whole object when it starts at 0 and fits */
+    uint64_t at = r->off + x->kept, end = r->off + r->len, want;
+    if (x->status == 206 && x->have_range && x->cr_start == at) {
+        r->size = x->cr_total;
+        want = x->cr_end - x->cr_start + 1;
+    } else if (x->status == 200 && at == 0 && x->have_length && x->content_length <= r->len) {
+        r->size = x->content_length;
+        want = x->content_length;
+    } else {
+        dpp_errf(DPP_ESTORAGE, r->err, sizeof r->err, "%s: HTTP %ld without the range asked",
+                 what_of(r, u, sizeof u), x->status);
+        finish(s, r, DPP_ESTORAGE);
+        return;
+    }
+    if (want > end - at || r->got - x->kept != want) {
+        /* the connection ended early: this answer's bytes are asked again */
+        snprintf(why, sizeof why, "HTTP %ld with a short body (%llu of %llu bytes)", x->status,
+                 (unsigned long long)(r->got - x->kept), (unsigned long long)want);
+        retry_or_fail(s, r, DPP_ESTORAGE, why);
+        return;
+    }
+    if (x->kept > 0 && x->etag0[0] != '\0' && strcmp(r->etag, x->etag0) != 0) {
+        char came[DPP_S3_ETAG_MAX + 2];
+        dpp_errf(DPP_ECHANGED, r->err, sizeof r->err,
+                 "%s: changed while it was read (ETag \"%s\" of its first bytes, %s read; HTTP "
+                 "%ld); nothing of it is read: submit the session again",
+                 what_of(r, u, sizeof u), x->etag0, etag_came(r, came, sizeof came), x->status);
+        finish(s, r, DPP_ECHANGED);
+        return;
+    }
+    if (x->status == 206 && x->cr_end + 1 < end && x->cr_end + 1 < x->cr_total) {
+        /* A complete answer that ends before the range asked and before the
+         * object: a store or proxy that caps a range's length. Its bytes
+         * are kept, and the rest is asked for at once. */
+        if (x->kept == 0)
+            snprintf(x->etag0, sizeof x->etag0, "%s", r->etag);
+        x->kept = r->got;
+        x->progress_attempts = r->attempts;
+        x->due_ns = 0;
+        r->next_ = s->pending;
+        s->pending = r;
+        __atomic_add_fetch(&g_short_reads, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_retries, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    finish(s, r, 0);
+}
+
 /* One attempt of r ended with curl's result c. */
 static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
 {
     struct dpp_s3_xfer *x = r->xfer_;
-    char u[400], why[200];
+    char u[480], why[200];
     r->status = x->status;
     if (x->overflow) {
         dpp_errf(DPP_ESTORAGE, r->err, sizeof r->err,
                  "%s: the store answered more than the %zu bytes asked (HTTP %ld)",
-                 url_of(r, u, sizeof u), r->buf ? r->cap : (size_t)GROW_BODY_MAX, x->status);
+                 what_of(r, u, sizeof u), r->buf ? r->cap : (size_t)GROW_BODY_MAX, x->status);
         finish(s, r, DPP_ESTORAGE);
         return;
     }
     if (c != CURLE_OK) {
-        snprintf(why, sizeof why, "%s", curl_easy_strerror(c));
+        snprintf(why, sizeof why, "no complete answer (%s)", curl_easy_strerror(c));
         if (curl_retryable(c)) {
             retry_or_fail(s, r, c == CURLE_OPERATION_TIMEDOUT ? DPP_ETIMEDOUT : -ECONNRESET, why);
             return;
@@ -603,7 +703,7 @@ static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
             hint = s->cfg.ca_bundle[0] ? ": is AWS_CA_BUNDLE the CA that signed the store's "
                                          "certificate?"
                                        : ": a store with a private CA needs AWS_CA_BUNDLE=PEM file";
-        dpp_errf(rc, r->err, sizeof r->err, "%s: %s (endpoint %s)%s", url_of(r, u, sizeof u), why,
+        dpp_errf(rc, r->err, sizeof r->err, "%s: %s (endpoint %s)%s", what_of(r, u, sizeof u), why,
                  s->cfg.endpoint, hint);
         finish(s, r, rc);
         return;
@@ -619,12 +719,21 @@ static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
         status_error(s, r);
         return;
     }
-    if (r->if_match != NULL && r->etag[0] != '\0' && strcmp(r->etag, r->if_match) != 0) {
-        /* A store that ignores If-Match still says which version it sent. */
-        dpp_errf(DPP_ECHANGED, r->err, sizeof r->err,
-                 "%s: changed since the session was planned (ETag \"%s\" expected, \"%s\" "
-                 "read); nothing of it is read: submit the session again",
-                 url_of(r, u, sizeof u), r->if_match, r->etag);
+    if (r->if_match != NULL && strcmp(r->etag, r->if_match) != 0) {
+        /* A store that ignores If-Match still says which version it sent;
+         * one that says none cannot be trusted to have sent the one asked. */
+        if (r->etag[0] != '\0')
+            dpp_errf(DPP_ECHANGED, r->err, sizeof r->err,
+                     "%s: changed since the session was planned (ETag \"%s\" expected, \"%s\" "
+                     "read; HTTP %ld); nothing of it is read: submit the session again",
+                     what_of(r, u, sizeof u), r->if_match, r->etag, x->status);
+        else
+            dpp_errf(DPP_ECHANGED, r->err, sizeof r->err,
+                     "%s: the answer names no version (ETag \"%s\" expected, none read; HTTP "
+                     "%ld): the object may have changed since the session was planned, so "
+                     "nothing of it is read; the store must answer every read with the "
+                     "object's ETag (docs/guarantees.md)",
+                     what_of(r, u, sizeof u), r->if_match, x->status);
         finish(s, r, DPP_ECHANGED);
         return;
     }
@@ -634,37 +743,13 @@ static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
         return;
     }
     if (r->len > 0) {
-        /* A range: 206 with the bytes asked (fewer at the object's end), or
-         * 200 with the whole object when it starts at 0 and fits. */
-        uint64_t want;
-        if (x->status == 206 && x->have_range && x->cr_start == r->off) {
-            r->size = x->cr_total;
-            want = x->cr_end - x->cr_start + 1;
-        } else if (x->status == 200 && r->off == 0 && x->have_length &&
-                   x->content_length <= r->len) {
-            r->size = x->content_length;
-            want = x->content_length;
-        } else {
-            dpp_errf(DPP_ESTORAGE, r->err, sizeof r->err,
-                     "%s: HTTP %ld without the range bytes=%llu-%llu asked", url_of(r, u, sizeof u),
-                     x->status, (unsigned long long)r->off,
-                     (unsigned long long)(r->off + r->len - 1));
-            finish(s, r, DPP_ESTORAGE);
-            return;
-        }
-        if (want > r->len || r->got != want) {
-            snprintf(why, sizeof why, "a short body (%zu of %llu bytes)", r->got,
-                     (unsigned long long)want);
-            retry_or_fail(s, r, DPP_ETRUNCATED, why);
-            return;
-        }
-        finish(s, r, 0);
+        range_done(s, r);
         return;
     }
     if (x->have_length && r->got != x->content_length) {
-        snprintf(why, sizeof why, "a short body (%zu of %llu bytes)", r->got,
-                 (unsigned long long)x->content_length);
-        retry_or_fail(s, r, DPP_ETRUNCATED, why);
+        snprintf(why, sizeof why, "HTTP %ld with a short body (%zu of %llu bytes)", x->status,
+                 r->got, (unsigned long long)x->content_length);
+        retry_or_fail(s, r, DPP_ESTORAGE, why);
         return;
     }
     r->size = r->got;
@@ -675,7 +760,7 @@ static void attempt_done(dpp_s3_t *s, dpp_s3_req_t *r, CURLcode c)
  * (POLL_MAX_MS when none waits). */
 static int send_due(dpp_s3_t *s)
 {
-    uint64_t now = now_ns(), next = UINT64_MAX;
+    uint64_t now = dpp_s3_now_ns(), next = UINT64_MAX;
     for (dpp_s3_req_t **p = &s->pending; *p != NULL;) {
         dpp_s3_req_t *r = *p;
         if (r->xfer_->due_ns > now) {
@@ -688,9 +773,9 @@ static int send_due(dpp_s3_t *s)
         r->next_ = NULL;
         int rc = send_attempt(s, r);
         if (rc != 0) {
-            char u[400];
+            char u[480];
             dpp_errf(rc, r->err, sizeof r->err, "%s: the request cannot be made (%s)",
-                     url_of(r, u, sizeof u), dpp_strerror(rc));
+                     what_of(r, u, sizeof u), dpp_strerror(rc));
             finish(s, r, rc);
         }
     }
@@ -698,6 +783,41 @@ static int send_due(dpp_s3_t *s)
         return POLL_MAX_MS;
     uint64_t ms = (next - now) / 1000000u + 1;
     return ms < POLL_MAX_MS ? (int)ms : POLL_MAX_MS;
+}
+
+/* Ends r before its answer when its deadline passed or it was stopped.
+ * Returns 1 when it did. */
+static int cut_short(dpp_s3_t *s, dpp_s3_req_t *r)
+{
+    int stopped = r->stop != NULL && __atomic_load_n(r->stop, __ATOMIC_ACQUIRE) != 0;
+    if (!stopped && (r->deadline_ns == 0 || dpp_s3_now_ns() < r->deadline_ns))
+        return 0;
+    char u[480], last[220] = "";
+    if (r->xfer_->last[0])
+        snprintf(last, sizeof last, "; the last attempt: %s", r->xfer_->last);
+    int rc = stopped ? -ECANCELED : DPP_ETIMEDOUT;
+    dpp_errf(rc, r->err, sizeof r->err, "%s: %s (%u attempt%s%s)", what_of(r, u, sizeof u),
+             stopped ? "stopped, no one waits for its answer any more"
+                     : "not answered by its deadline",
+             r->attempts, r->attempts == 1 ? "" : "s", last);
+    unlink_pending(s, r);
+    finish(s, r, rc);
+    return 1;
+}
+
+/* ms to wait in curl_multi_poll: at most wait_ms, and short enough that
+ * r's deadline or stop is seen in time. */
+static int poll_ms(const dpp_s3_req_t *r, int wait_ms)
+{
+    if (r->stop != NULL && wait_ms > POLL_STOP_MS)
+        wait_ms = POLL_STOP_MS;
+    if (r->deadline_ns != 0) {
+        uint64_t now = dpp_s3_now_ns();
+        uint64_t left = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u + 1 : 0;
+        if (left < (uint64_t)wait_ms)
+            wait_ms = (int)left;
+    }
+    return wait_ms;
 }
 
 int dpp_s3_wait(dpp_s3_t *s, dpp_s3_req_t *r)
@@ -718,12 +838,12 @@ int dpp_s3_wait(dpp_s3_t *s, dpp_s3_req_t *r)
             done->xfer_->in_multi = 0;
             attempt_done(s, done, c);
         }
-        if (r->rc != 1)
+        if (r->rc != 1 || cut_short(s, r))
             break;
         int wait_ms = send_due(s);
         if (r->rc != 1)
             break;
-        curl_multi_poll(s->multi, NULL, 0, wait_ms, NULL);
+        curl_multi_poll(s->multi, NULL, 0, poll_ms(r, wait_ms), NULL);
     }
     return r->rc;
 }
@@ -747,10 +867,14 @@ int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size
 }
 
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
-                unsigned max_pages, dpp_s3_listing_t *l, char *err, size_t errlen)
+                unsigned max_pages, const dpp_s3_list_limits_t *lim, dpp_s3_listing_t *l, char *err,
+                size_t errlen)
 {
+    static const dpp_s3_list_limits_t none = {0};
     char *token = NULL, keys[16];
     int rc = 0;
+    if (lim == NULL)
+        lim = &none;
     snprintf(keys, sizeof keys, "%u", max_keys);
     for (unsigned page = 1;; page++) {
         dpp_sigv4_param_t q[5] = {{"list-type", "2"}, {"encoding-type", "url"}, {"prefix", prefix}};
@@ -759,14 +883,16 @@ int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned ma
             q[nq++] = (dpp_sigv4_param_t){"max-keys", keys};
         if (token != NULL)
             q[nq++] = (dpp_sigv4_param_t){"continuation-token", token};
-        dpp_s3_req_t r = {.bucket = bucket, .key = "", .query = q, .nquery = nq};
+        dpp_s3_req_t r = {.bucket = bucket,
+                          .key = "",
+                          .query = q,
+                          .nquery = nq,
+                          .deadline_ns = lim->deadline_ns,
+                          .stop = lim->stop};
         rc = dpp_s3_run(s, &r);
         if (rc != 0) {
-            char u[400];
-            snprintf(u, sizeof u, "s3://%s/%s", bucket, prefix);
-            /* A listing's key is "": say the prefix, not "s3://bucket/". */
-            const char *colon = strstr(r.err, ": ");
-            rc = dpp_errf(rc, err, errlen, "listing %s%s", u, colon ? colon : r.err);
+            rc = page > 1 ? dpp_errf(rc, err, errlen, "%s (page %u)", r.err, page)
+                          : dpp_errf(rc, err, errlen, "%s", r.err);
             free(r.body);
             break;
         }
@@ -776,11 +902,26 @@ int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned ma
         rc = dpp_s3_list_parse(l, r.body ? r.body : "", r.got, perr, sizeof perr);
         free(r.body);
         if (rc != 0) {
-            rc = dpp_errf(rc, err, errlen, "listing s3://%s/%s: page %s", bucket, prefix, perr);
+            rc = dpp_errf(rc, err, errlen, "LIST s3://%s/%s: page %u: %s", bucket, prefix, page,
+                          perr);
+            break;
+        }
+        if (lim->max_keys > 0 && l->n > lim->max_keys) {
+            rc = dpp_errf(DPP_ETOOBIG, err, errlen,
+                          "LIST s3://%s/%s: over %llu keys (%zu in %u pages%s)", bucket, prefix,
+                          (unsigned long long)lim->max_keys, l->n, page,
+                          l->truncated ? ", and the store says there are more" : "");
             break;
         }
         if (!l->truncated || page == max_pages)
             break;
+        if (lim->max_pages > 0 && page >= lim->max_pages) {
+            rc = dpp_errf(DPP_ETOOBIG, err, errlen,
+                          "LIST s3://%s/%s: over %llu pages (%zu keys so far, and the store "
+                          "says there are more)",
+                          bucket, prefix, (unsigned long long)lim->max_pages, l->n);
+            break;
+        }
         token = l->next_token;
         l->next_token = NULL;
     }

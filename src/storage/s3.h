@@ -3,8 +3,11 @@
  * byte ranges, HEAD and ListObjectsV2, each signed with SigV4, several in
  * flight on kept-alive connections, retried with jittered exponential
  * backoff where a retry can help (500, 502, 503, 504, 429, a reset or
- * refused connection, a stalled or short body), failed with an error
- * naming bucket and key where it cannot (403, 404, 412).
+ * refused connection, a stalled or short body), failed where it cannot
+ * (403, 404, 412, an answer without the ETag asked for) with an error that
+ * names the request (method, s3:// URL, range) and the HTTP status. A range
+ * answered short (a 206 whose Content-Range ends before the range asked and
+ * before the object) is read on from where it stopped.
  *
  * One dpp_s3_t belongs to one thread (a worker's pipeline thread, the
  * master's listing): its connections are reused by every request it makes,
@@ -50,6 +53,12 @@ typedef struct dpp_s3_req {
     size_t nquery;
     char *buf; /* the body goes here (cap bytes); NULL: into body, malloc'd */
     size_t cap;
+    /* Past deadline_ns (dpp_s3_now_ns's clock; 0: none) the request ends
+     * with DPP_ETIMEDOUT, retries and all; once *stop (read atomically,
+     * written by another thread; NULL: never) is non-zero, with -ECANCELED.
+     * Either is seen within 100 ms, also in the middle of a slow body. */
+    uint64_t deadline_ns;
+    const int *stop;
 
     /* outputs */
     int rc;                     /* 0, or the error; err says it in words */
@@ -94,19 +103,38 @@ dpp_s3_t *dpp_s3_thread_client(void);
 int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size, char *etag,
                 char *err, size_t errlen);
 
+/* What a listing may cost before it is given up: a store whose pages do
+ * not end, or come a few bytes a second, must not hold a thread or grow
+ * memory without bound. Zeroed: no bounds. */
+typedef struct dpp_s3_list_limits {
+    uint64_t max_keys;    /* more keys than this: DPP_ETOOBIG */
+    uint64_t max_pages;   /* more pages than this: DPP_ETOOBIG */
+    uint64_t deadline_ns; /* as dpp_s3_req_t's: DPP_ETIMEDOUT */
+    const int *stop;      /* as dpp_s3_req_t's: -ECANCELED */
+} dpp_s3_list_limits_t;
+
 /* The objects under prefix (ListObjectsV2, page after page of up to
  * max_keys, 0: the store's default of 1000) into l, a zeroed listing
  * (dpp_s3_listing_close frees it): every one, or those of the first
- * max_pages pages when max_pages > 0. Returns 0 or the error. */
+ * max_pages pages when max_pages > 0, within lim (NULL: no bounds).
+ * Returns 0 or the error; err names the listing ("LIST s3://bucket/prefix"). */
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
-                unsigned max_pages, dpp_s3_listing_t *l, char *err, size_t errlen);
+                unsigned max_pages, const dpp_s3_list_limits_t *lim, dpp_s3_listing_t *l, char *err,
+                size_t errlen);
 
 /* An object's version as the index cache and the journal key files by (in
  * the place of a file's mtime): a 63-bit hash of its ETag, never 0. */
 int64_t dpp_s3_etag_version(const char *etag);
 
-/* Retries this process made, over all clients: dpp_storage_retries_total. */
+/* Now on the clock of dpp_s3_req_t's deadline_ns (CLOCK_MONOTONIC, ns). */
+uint64_t dpp_s3_now_ns(void);
+
+/* Retries this process made, over all clients: dpp_storage_retries_total
+ * (ranges read on after a short answer included). */
 uint64_t dpp_s3_retries_total(void);
+/* Ranges a store answered short, read on from where the answer stopped:
+ * dpp_storage_short_reads_total. */
+uint64_t dpp_s3_short_reads_total(void);
 /* Requests this process sent (attempts, retries included). */
 uint64_t dpp_s3_requests_total(void);
 

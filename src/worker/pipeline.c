@@ -741,14 +741,18 @@ static int take_outcome(split_ctx_t *x, dpp_split_result_t *res, int rc, uint64_
         res->filtered++;
         return 0;
     }
+    const char *sep, *why = stuck_why(x, &sep);
     if (!dpp_reject_is(rc)) {
+        /* the source's words where it has them: a failed read of an object
+         * names the request, its status and the object's URL */
         if (!res->error)
             set_error(res, rc, "split %s: %s", t->rel_path,
-                      rc == DPP_ECLOSED ? "worker stopping" : dpp_strerror(rc));
+                      rc == DPP_ECLOSED ? "worker stopping"
+                      : why[0]          ? why
+                                        : dpp_strerror(rc));
         return rc;
     }
     dpp_rejects_count(&res->rejects, rc, 1);
-    const char *sep, *why = stuck_why(x, &sep);
     if (!res->reject_detail[0]) /* the first one, for the master's reject-ratio message */
         snprintf(res->reject_detail, sizeof res->reject_detail,
                  "file %s, record at offset %" PRIu64 ": %s%s%s%s%s", t->rel_path, off,

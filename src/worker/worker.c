@@ -1001,8 +1001,12 @@ static void render_metrics(void *arg, dpp_metrics_t *m)
                         dpp_s3_requests_total());
     dpp_metrics_counter(m, "dpp_storage_retries_total",
                         "Object storage requests sent again after a 5xx, a 429, a reset, a "
-                        "stall or a short body.",
+                        "stall, a short body or a range answered short.",
                         dpp_s3_retries_total());
+    dpp_metrics_counter(m, "dpp_storage_short_reads_total",
+                        "Ranges the object store answered short (a 206 ending before the "
+                        "range asked and the object), read on from where the answer stopped.",
+                        dpp_s3_short_reads_total());
     dpp_metrics_counter(m, "dpp_bytes_emitted_total",
                         "Block bytes sent to clients (as sent: compressed "
                         "or not).",

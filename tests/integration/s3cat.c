@@ -9,7 +9,8 @@
  *                                                      ranged GETs of B bytes, D in flight
  *
  * Credentials and endpoint as the daemons take them (AWS_* variables). On
- * exit it prints "requests N retries M" on stderr; an error is one line on
+ * exit it prints "requests N retries M short S" on stderr (S: ranges the
+ * store answered short, read on); an error is one line on
  * stderr and exit status 1. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,7 @@ int main(int argc, char **argv)
     int rc = 0;
     if (strcmp(cmd, "ls") == 0) {
         dpp_s3_listing_t l = {0};
-        if (dpp_s3_list(s, u.bucket, u.key, max_keys, 0, &l, err, sizeof err) != 0)
+        if (dpp_s3_list(s, u.bucket, u.key, max_keys, 0, NULL, &l, err, sizeof err) != 0)
             rc = fail(err);
         for (size_t i = 0; i < l.n; i++)
             printf("%s\t%llu\t%s\n", l.objs[i].key, (unsigned long long)l.objs[i].size,
@@ -124,7 +125,8 @@ int main(int argc, char **argv)
         rc = fail("unknown command: expected ls, head or get");
     }
     dpp_s3_free(s);
-    fprintf(stderr, "requests %llu retries %llu\n", (unsigned long long)dpp_s3_requests_total(),
-            (unsigned long long)dpp_s3_retries_total());
+    fprintf(stderr, "requests %llu retries %llu short %llu\n",
+            (unsigned long long)dpp_s3_requests_total(), (unsigned long long)dpp_s3_retries_total(),
+            (unsigned long long)dpp_s3_short_reads_total());
     return rc;
 }
