@@ -65,6 +65,107 @@ static const char *root_of(const dpp_master_t *m, const char *table)
     return NULL;
 }
 
+/* Sorts objects by key, and equal keys by their place in the listing. */
+static int cmp_obj_key(const void *a, const void *b)
+{
+    const dpp_s3_object_t *x = *(const dpp_s3_object_t *const *)a;
+    const dpp_s3_object_t *y = *(const dpp_s3_object_t *const *)b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* DPP_ESTORAGE when l names a key twice or one outside prefix (err says
+ * which); else 0. */
+static int listing_check(const dpp_spec_t *spec, const char *prefix, const dpp_s3_listing_t *l,
+                         char *err, size_t errlen)
+{
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < l->n; i++)
+        if (strncmp(l->objs[i].key, prefix, plen) != 0)
+            return dpp_errf(DPP_ESTORAGE, err, errlen,
+                            "table \"%s\": the store listed key \"%.300s\" (object %zu of the "
+                            "listing), which is not under the prefix \"%s\" asked for; a "
+                            "listing that strays from its prefix cannot be trusted to name the "
+                            "table's objects, so the table is refused: check the store",
+                            spec->table, l->objs[i].key, i + 1, prefix);
+    if (l->n < 2)
+        return 0;
+    const dpp_s3_object_t **by_key = dpp_xcalloc(l->n, sizeof *by_key);
+    for (size_t i = 0; i < l->n; i++)
+        by_key[i] = &l->objs[i];
+    qsort(by_key, l->n, sizeof *by_key, cmp_obj_key);
+    int rc = 0;
+    for (size_t i = 1; i < l->n && rc == 0; i++)
+        if (strcmp(by_key[i - 1]->key, by_key[i]->key) == 0)
+            rc = dpp_errf(DPP_ESTORAGE, err, errlen,
+                          "table \"%s\": the store listed key \"%.300s\" twice (objects %zu and "
+                          "%zu of the listing); the table would read its rows twice, so it is "
+                          "refused: check the store (its listing pages repeat keys)",
+                          spec->table, by_key[i]->key, (size_t)(by_key[i - 1] - l->objs) + 1,
+                          (size_t)(by_key[i] - l->objs) + 1);
+    free(by_key);
+    return rc;
+}
+
+int dpp_s3_table_from_listing(const dpp_spec_t *spec, const char *bucket, const char *prefix,
+                              const dpp_s3_listing_t *l, dpp_s3_table_t *t, char *err,
+                              size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (l->n == 0)
+        return dpp_errf(-ENOENT, err, errlen, "table \"%s\": no objects under s3://%s/%s",
+                        spec->table, bucket, prefix);
+    int rc = listing_check(spec, prefix, l, err, errlen);
+    if (rc != 0)
+        return rc;
+    size_t plen = strlen(prefix);
+    const char **rel = dpp_xcalloc(l->n, sizeof *rel);
+    unsigned char *keep = dpp_xcalloc(l->n, 1);
+    for (size_t i = 0; i < l->n; i++)
+        rel[i] = l->objs[i].key + plen;
+    rc = dpp_table_select_keys(spec, rel, l->n, keep, err, errlen);
+    size_t n = 0;
+    for (size_t i = 0; rc == 0 && i < l->n; i++) {
+        n += keep[i];
+        if (keep[i] && l->objs[i].etag[0] == '\0')
+            rc = dpp_errf(DPP_ESTORAGE, err, errlen,
+                          "table \"%s\": the store listed \"s3://%s/%.300s\" without an ETag; "
+                          "dpp reads every object at the version listed (If-Match its ETag) "
+                          "and cannot pin this one, so the table is refused: the store must "
+                          "list each object's ETag",
+                          spec->table, bucket, l->objs[i].key);
+    }
+    if (rc == 0 && n > 0) {
+        t->files = dpp_xcalloc(n, sizeof *t->files);
+        t->etags = dpp_xcalloc(n, sizeof *t->etags);
+        t->sizes = dpp_xcalloc(n, sizeof *t->sizes);
+        for (size_t i = 0; i < l->n; i++) {
+            if (!keep[i])
+                continue;
+            size_t need = strlen(bucket) + strlen(l->objs[i].key) + 8;
+            char *path = dpp_xcalloc(need, 1);
+            snprintf(path, need, "s3://%s/%s", bucket, l->objs[i].key);
+            t->files[t->n] = path;
+            t->etags[t->n] = dpp_xstrdup(l->objs[i].etag);
+            t->sizes[t->n] = l->objs[i].size;
+            t->n++;
+        }
+    }
+    if (rc == 0) {
+        /* the table's own URL: the prefix without its '/' */
+        size_t need = strlen(bucket) + plen + 8;
+        t->table_path = dpp_xcalloc(need, 1);
+        snprintf(t->table_path, need, "s3://%s/%.*s", bucket, (int)(plen ? plen - 1 : 0), prefix);
+        if (plen == 0)
+            t->table_path[strlen(t->table_path) - 1] = '\0';
+    }
+    free(rel);
+    free(keep);
+    if (rc != 0)
+        dpp_s3_table_close(t);
+    return rc;
+}
+
 int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
                        char *err, size_t errlen)
 {
@@ -89,57 +190,17 @@ int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_tab
         u.key[--kl] = '\0';
     char prefix[DPP_S3_KEY_MAX + 2];
     snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
-    size_t plen = strlen(prefix);
-    dpp_s3_listing_t l = {0};
     dpp_s3_t *s3 = dpp_s3_thread_client();
-    if (s3 == NULL) {
-        rc = dpp_errf(-ENOMEM, err, errlen, "table \"%s\": cannot set up libcurl", spec->table);
-        goto out;
-    }
-    if ((rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, NULL, &l, err, errlen)) != 0)
-        goto out;
-    if (l.n == 0) {
-        rc = dpp_errf(-ENOENT, err, errlen, "table \"%s\": no objects under s3://%s/%s",
-                      spec->table, u.bucket, prefix);
-        goto out;
-    }
-    const char **rel = dpp_xcalloc(l.n, sizeof *rel);
-    unsigned char *keep = dpp_xcalloc(l.n, 1);
-    for (size_t i = 0; i < l.n; i++)
-        rel[i] = l.objs[i].key + plen;
-    rc = dpp_table_select_keys(spec, rel, l.n, keep, err, errlen);
-    size_t n = 0;
-    for (size_t i = 0; rc == 0 && i < l.n; i++)
-        n += keep[i];
-    if (rc == 0 && n > 0) {
-        t->files = dpp_xcalloc(n, sizeof *t->files);
-        t->etags = dpp_xcalloc(n, sizeof *t->etags);
-        t->sizes = dpp_xcalloc(n, sizeof *t->sizes);
-        for (size_t i = 0; i < l.n; i++) {
-            if (!keep[i])
-                continue;
-            size_t need = strlen(u.bucket) + strlen(l.objs[i].key) + 8;
-            char *path = dpp_xcalloc(need, 1);
-            snprintf(path, need, "s3://%s/%s", u.bucket, l.objs[i].key);
-            t->files[t->n] = path;
-            t->etags[t->n] = dpp_xstrdup(l.objs[i].etag);
-            t->sizes[t->n] = l.objs[i].size;
-            t->n++;
-        }
-    }
-    if (rc == 0) {
-        size_t need = strlen(u.bucket) + kl + 8;
-        t->table_path = dpp_xcalloc(need, 1);
-        snprintf(t->table_path, need, "s3://%s/%s", u.bucket, u.key);
-        if (kl == 0)
-            t->table_path[strlen(t->table_path) - 1] = '\0';
-    }
-    free(rel);
-    free(keep);
-out:
-    dpp_s3_listing_close(&l);
+    if (s3 == NULL)
+        return dpp_errf(-ENOMEM, err, errlen, "table \"%s\": cannot set up libcurl", spec->table);
+    dpp_s3_listing_t l = {0};
+    char why[700];
+    rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, NULL, &l, why, sizeof why);
     if (rc != 0)
-        dpp_s3_table_close(t);
+        dpp_errf(rc, err, errlen, "table \"%s\": %s", spec->table, why);
+    else
+        rc = dpp_s3_table_from_listing(spec, u.bucket, prefix, &l, t, err, errlen);
+    dpp_s3_listing_close(&l);
     return rc;
 }
 

@@ -11,6 +11,7 @@
 
 #include "master.h"
 #include "spec/spec.h"
+#include "storage/s3_list.h"
 
 /* A listed table: the data files (s3:// URLs, in key order) with their
  * ETags and sizes, and the table's own URL (no trailing '/'). */
@@ -29,12 +30,28 @@ typedef struct dpp_s3_table {
 int dpp_master_s3_root(dpp_master_t *m, const char *url);
 
 /* Lists spec->table (an s3:// URL under one of the roots) and keeps the
- * files of the spec's partitions (dpp_table_select_keys). Returns 0 (t
+ * files of the spec's partitions (dpp_s3_table_from_listing). Returns 0 (t
  * filled, t->n may be 0), DPP_EPATH for a table under no root, -ENOENT for
- * a prefix without objects, DPP_ESPEC for a named partition not there, or
- * the store's error; err says it. */
+ * a prefix without objects, DPP_ESPEC for a named partition not there,
+ * DPP_ESTORAGE for a listing that repeats a key or strays from its prefix,
+ * or the store's error; err says it. */
 int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
                        char *err, size_t errlen);
+
+/* The table t in listing l of prefix (a table's key and '/', or "" for the
+ * top of bucket): the keys the spec's partitions select
+ * (dpp_table_select_keys) as s3://bucket/key URLs in the listing's order,
+ * with their ETags and sizes (copied; free with dpp_s3_table_close). Every
+ * key must lie under prefix, be listed once, and a kept one have an ETag:
+ * a listing that breaks this would read an object twice, read outside the
+ * table or read a version nothing pins, so it is refused (DPP_ESTORAGE,
+ * err naming the key and spec->table). No I/O: the master's listings and
+ * the fuzz target (tests/fuzz/fuzz_s3_list.c) share it. Returns 0 (t filled,
+ * t->n may be 0), -ENOENT when l holds no object, DPP_ESPEC for a named
+ * partition not there, or DPP_ESTORAGE. */
+int dpp_s3_table_from_listing(const dpp_spec_t *spec, const char *bucket, const char *prefix,
+                              const dpp_s3_listing_t *l, dpp_s3_table_t *t, char *err,
+                              size_t errlen);
 void dpp_s3_table_close(dpp_s3_table_t *t);
 
 #endif
