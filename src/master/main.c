@@ -36,6 +36,13 @@ static const char usage[] =
     "                         AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL;\n"
     "                         docs/operations.md); checked by listing one key\n"
     "                         at start\n"
+    "  --s3-list-max-keys N   refuse an s3:// table whose listing holds more than\n"
+    "                         N keys (default 1000000; each costs the master\n"
+    "                         about 200 bytes and its key while it is listed)\n"
+    "  --s3-list-max-pages N  ... or takes more than N pages (default 10000)\n"
+    "  --s3-list-timeout S    ... or is not listed within S seconds (default 300);\n"
+    "                         a listing also stops when its dppctl goes, and at\n"
+    "                         shutdown\n"
     "  --state-dir DIR        where the master keeps its journal of sessions,\n"
     "                         file indexes and consumed splits, replayed at\n"
     "                         restart (required; locked: one master per dir)\n"
@@ -101,6 +108,9 @@ static int parse_args(int argc, char **argv, dpp_master_config_t *cfg, const cha
         {"max-features", required_argument, NULL, 'F'},
         {"session-retention", required_argument, NULL, 'R'},
         {"session-idle-timeout", required_argument, NULL, 'I'},
+        {"s3-list-max-keys", required_argument, NULL, 'k'},
+        {"s3-list-max-pages", required_argument, NULL, 'P'},
+        {"s3-list-timeout", required_argument, NULL, 'T'},
         DPP_DAEMON_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -155,6 +165,21 @@ static int parse_args(int argc, char **argv, dpp_master_config_t *cfg, const cha
             if (OPTION_UINT(0, 366 * 86400, "seconds"))
                 return 2;
             cfg->session_idle_ms = (int64_t)v * 1000;
+            break;
+        case 'k':
+            if (OPTION_UINT(1, 1ull << 32, "keys"))
+                return 2;
+            cfg->s3_list_max_keys = v;
+            break;
+        case 'P':
+            if (OPTION_UINT(1, 1ull << 24, "pages"))
+                return 2;
+            cfg->s3_list_max_pages = v;
+            break;
+        case 'T':
+            if (OPTION_UINT(1, 86400, "seconds"))
+                return 2;
+            cfg->s3_list_timeout_s = (unsigned)v;
             break;
         case 'h':
             fputs(usage, stdout);

@@ -276,6 +276,9 @@ int dpp_master_new(dpp_master_t **out, uv_loop_t *loop, const dpp_master_config_
     m->idle_ms = cfg->session_idle_ms;
     m->journal_compact_bytes =
         cfg->journal_compact_bytes ? cfg->journal_compact_bytes : (size_t)64 << 20;
+    m->list_max_keys = cfg->s3_list_max_keys ? cfg->s3_list_max_keys : 1000000;
+    m->list_max_pages = cfg->s3_list_max_pages ? cfg->s3_list_max_pages : 10000;
+    m->list_timeout_s = cfg->s3_list_timeout_s ? cfg->s3_list_timeout_s : 300;
     m->state_dir = dpp_xstrdup(cfg->state_dir);
     m->roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->roots);
     m->s3_roots = dpp_xcalloc(cfg->nroots + 1, sizeof *m->s3_roots);

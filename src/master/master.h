@@ -27,6 +27,10 @@ typedef struct dpp_master_config {
     size_t max_spec_bytes;        /* submitted spec text (0: 1 MiB) */
     unsigned max_features;        /* dense + sparse features of a spec (0: 4096) */
     uint32_t max_msg_bytes;       /* a frame's message (0: 16 MiB) */
+    /* a listing of an s3:// table: at most this many keys (0: 1,000,000)
+     * in this many pages (0: 10,000), within this many seconds (0: 300) */
+    uint64_t s3_list_max_keys, s3_list_max_pages;
+    unsigned s3_list_timeout_s;
     /* a finished session is forgotten (memory, journal, metrics) this long
      * after it ended (0: at the next heartbeat tick); a live one with no
      * client attached for session_idle_ms ends as failed, "abandoned" (0:

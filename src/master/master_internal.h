@@ -36,6 +36,12 @@ void dpp_master_fail_stop(dpp_master_t *m);
  * status is a few hundred bytes, so this many stay far below a frame. */
 #define DPP_MASTER_MAX_LISTED 10000
 
+/* Listings of s3:// tables run at once, each on a thread of its own (a
+ * store that drips its pages holds one for up to --s3-list-timeout); more
+ * wait their turn. Local tables are listed on libuv's threadpool, never
+ * behind them. */
+#define DPP_MASTER_S3_LISTINGS 8
+
 /* How long an epoch whose splits were all consumed waits for worker reports
  * still due (dpp_session_unhold) before it ends without them. */
 #define DPP_MASTER_HOLD_MAX_MS 10000
@@ -157,6 +163,14 @@ struct dpp_master {
     char **s3_roots;
     size_t ns3_roots;
     struct dpp_s3 *s3;
+    /* a listing of an s3:// table: at most list_max_keys keys in
+     * list_max_pages pages within list_timeout_s (--s3-list-*); at most
+     * DPP_MASTER_S3_LISTINGS run at once, each on a thread of its own, the
+     * rest wait in s3_queue (rpc_ctl.c) */
+    uint64_t list_max_keys, list_max_pages;
+    unsigned list_timeout_s;
+    unsigned s3_listings;
+    struct dpp_submit_job *s3_queue, *s3_queue_tail;
     char *state_dir;
     unsigned heartbeat_ms, worker_timeout_ms;
     char addr[64];

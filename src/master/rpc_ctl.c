@@ -55,12 +55,24 @@ static void add_problem(void *arg, const char *problem)
     ps->n++;
 }
 
-/* A submit's table is listed on libuv's threadpool: a prefix of 100,000
+/* A submit's table is listed off the loop thread: a prefix of 100,000
  * objects is 100 pages of a store's listing (seconds), a local table as many
  * directory entries, and the loop thread meanwhile serves workers, clients
- * and other submits. The job owns the parsed spec until the listing is in. */
+ * and other submits. A local table is listed on libuv's threadpool; one in
+ * an object store (a mixture with any) on a thread of its own, so that a
+ * store that answers a few bytes a second holds only its own listings, never
+ * the threadpool a local submit needs, and it can be stopped (its submitter
+ * went, the master stops) within 100 ms. The job owns the parsed spec until
+ * the listing is in. */
 struct dpp_submit_job {
-    uv_work_t work;
+    uv_work_t work;     /* a local table's listing */
+    uv_async_t listed;  /* an object store's: its thread is done */
+    uv_thread_t thread; /* ... and that thread */
+    int s3;             /* listed on a thread of its own */
+    int started;        /* s3: its thread was started (else it waits in m->s3_queue) */
+    int stop;           /* s3: set (atomically) once no one waits for the answer */
+    uint64_t deadline_ns;
+    struct dpp_submit_job *next; /* in m->s3_queue */
     dpp_master_t *m;
     peer_t *peer; /* NULL once it closed: the answer has no one to go to */
     dpp_spec_t spec;
@@ -113,7 +125,7 @@ static int list_one(struct dpp_submit_job *j, unsigned source, dpp_spec_t *spec,
     size_t n = 0;
     int rc;
     if (dpp_s3_is_url(spec->table)) {
-        rc = dpp_master_list_s3(m, spec, &obj, err, errlen);
+        rc = dpp_master_list_s3(m, spec, &j->stop, j->deadline_ns, &obj, err, errlen);
         j->table_paths[source] = obj.table_path;
         obj.table_path = NULL;
         files = obj.files;
@@ -233,28 +245,114 @@ static void start_session(peer_t *p, struct dpp_submit_job *j)
     dpp_master_maybe_compact(m);
 }
 
-static void table_listed(uv_work_t *w, int status)
+/* Loop thread, the listing over: the answer, or why there is none. */
+static void answer_job(struct dpp_submit_job *j)
 {
-    (void)status; /* the master cancels nothing: the listing always ran */
-    struct dpp_submit_job *j = w->data;
     peer_t *p = j->peer;
     if (p != NULL) {
         p->submit = NULL;
         if (!j->m->stopping)
             start_session(p, j);
     } else {
+        char q[DPP_SPEC_ERRLEN + 64];
         DPP_INFO("submit_dropped table=%s reason=\"its connection closed while the table was "
-                 "listed\"",
-                 j->spec.table);
+                 "listed\" listing=%s",
+                 j->spec.table,
+                 j->rc == -ECANCELED ? "stopped"
+                                     : dpp_log_quote(j->rc ? j->err : "done", q, sizeof q));
     }
+}
+
+static void table_listed(uv_work_t *w, int status)
+{
+    (void)status; /* the master cancels nothing on the threadpool: the listing always ran */
+    struct dpp_submit_job *j = w->data;
+    answer_job(j);
     submit_job_free(j);
+}
+
+static void s3_listing_thread(void *arg)
+{
+    struct dpp_submit_job *j = arg;
+    list_table(&j->work);
+    uv_async_send(&j->listed); /* j is the loop thread's again */
+}
+
+static void s3_job_closed(uv_handle_t *h)
+{
+    submit_job_free(dpp_container_of(h, struct dpp_submit_job, listed));
+}
+
+static void s3_listings_start(dpp_master_t *m);
+
+static void s3_job_listed(uv_async_t *a)
+{
+    struct dpp_submit_job *j = dpp_container_of(a, struct dpp_submit_job, listed);
+    dpp_master_t *m = j->m;
+    uv_thread_join(&j->thread);
+    m->s3_listings--;
+    answer_job(j);
+    uv_close((uv_handle_t *)&j->listed, s3_job_closed);
+    s3_listings_start(m);
+}
+
+/* Starts the listings waiting in m->s3_queue that may run now. */
+static void s3_listings_start(dpp_master_t *m)
+{
+    while (m->s3_queue != NULL && m->s3_listings < DPP_MASTER_S3_LISTINGS && !m->stopping) {
+        struct dpp_submit_job *j = m->s3_queue;
+        if ((m->s3_queue = j->next) == NULL)
+            m->s3_queue_tail = NULL;
+        j->next = NULL;
+        j->started = 1;
+        j->deadline_ns = dpp_s3_now_ns() + (uint64_t)m->list_timeout_s * 1000000000u;
+        uv_async_init(m->loop, &j->listed, s3_job_listed);
+        m->s3_listings++;
+        int rc = uv_thread_create(&j->thread, s3_listing_thread, j);
+        if (rc != 0) {
+            j->rc = dpp_errf(-EAGAIN, j->err, sizeof j->err,
+                             "table \"%s\": no thread to list it on (%s): submit it again",
+                             j->spec.table, uv_strerror(rc));
+            m->s3_listings--;
+            answer_job(j);
+            uv_close((uv_handle_t *)&j->listed, s3_job_closed);
+        }
+    }
+}
+
+/* 1 when the spec reads a table in an object store (itself, or a source). */
+static int reads_objects(const dpp_spec_t *spec)
+{
+    int any = dpp_s3_is_url(spec->table);
+    for (unsigned i = 0; i < spec->nsources; i++)
+        any |= dpp_s3_is_url(spec->sources[i].spec.table);
+    return any;
 }
 
 void dpp_master_ctl_submit_gone(peer_t *p)
 {
-    if (p->submit != NULL)
-        p->submit->peer = NULL;
+    struct dpp_submit_job *j = p->submit;
     p->submit = NULL;
+    if (j == NULL)
+        return;
+    j->peer = NULL;
+    if (!j->s3)
+        return; /* on the threadpool, which cannot be stopped: it ends by itself */
+    if (j->started) {
+        __atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    dpp_master_t *m = j->m;
+    struct dpp_submit_job **q = &m->s3_queue, *prev = NULL;
+    while (*q != j)
+        prev = *q, q = &(*q)->next;
+    *q = j->next;
+    if (m->s3_queue_tail == j)
+        m->s3_queue_tail = prev;
+    DPP_INFO("submit_dropped table=%s reason=\"its connection closed while the table waited to "
+             "be listed\" listing=never",
+             j->spec.table);
+    submit_job_free(j);
 }
 
 void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
@@ -304,7 +402,17 @@ void dpp_master_ctl_submit(peer_t *p, const Dpp__SubmitRequest *req)
     j->spec = spec;
     j->work.data = j;
     p->submit = j;
-    uv_queue_work(m->loop, &j->work, list_table, table_listed);
+    if (!reads_objects(&j->spec)) {
+        uv_queue_work(m->loop, &j->work, list_table, table_listed);
+        return;
+    }
+    j->s3 = 1;
+    if (m->s3_queue_tail)
+        m->s3_queue_tail->next = j;
+    else
+        m->s3_queue = j;
+    m->s3_queue_tail = j;
+    s3_listings_start(m);
 }
 
 static void fill_rejects(const dpp_rejects_t *r, Dpp__Rejects *out)

@@ -39,7 +39,9 @@ int dpp_master_s3_root(dpp_master_t *m, const char *url)
         char prefix[DPP_S3_KEY_MAX + 2];
         snprintf(prefix, sizeof prefix, "%s%s", u.key, kl ? "/" : "");
         dpp_s3_listing_t l = {0};
-        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, 1, NULL, &l, err, sizeof err);
+        dpp_s3_list_limits_t lim = {.deadline_ns = dpp_s3_now_ns() +
+                                                   (uint64_t)m->list_timeout_s * 1000000000u};
+        rc = dpp_s3_list(m->s3, u.bucket, prefix, 1, 1, &lim, &l, err, sizeof err);
         dpp_s3_listing_close(&l);
     }
     if (rc != 0) {
@@ -166,8 +168,8 @@ int dpp_s3_table_from_listing(const dpp_spec_t *spec, const char *bucket, const 
     return rc;
 }
 
-int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
-                       char *err, size_t errlen)
+int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, const int *stop,
+                       uint64_t deadline_ns, dpp_s3_table_t *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     if (root_of(m, spec->table) == NULL) {
@@ -193,10 +195,21 @@ int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_tab
     dpp_s3_t *s3 = dpp_s3_thread_client();
     if (s3 == NULL)
         return dpp_errf(-ENOMEM, err, errlen, "table \"%s\": cannot set up libcurl", spec->table);
+    dpp_s3_list_limits_t lim = {.max_keys = m->list_max_keys,
+                                .max_pages = m->list_max_pages,
+                                .deadline_ns = deadline_ns,
+                                .stop = stop};
     dpp_s3_listing_t l = {0};
     char why[700];
-    rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, NULL, &l, why, sizeof why);
-    if (rc != 0)
+    rc = dpp_s3_list(s3, u.bucket, prefix, 0, 0, &lim, &l, why, sizeof why);
+    if (rc == DPP_ETOOBIG || rc == DPP_ETIMEDOUT)
+        dpp_errf(rc, err, errlen,
+                 "table \"%s\": %s: this master lists a table of at most %llu keys in %llu "
+                 "pages within %u s (--s3-list-max-keys, --s3-list-max-pages, "
+                 "--s3-list-timeout)",
+                 spec->table, why, (unsigned long long)m->list_max_keys,
+                 (unsigned long long)m->list_max_pages, m->list_timeout_s);
+    else if (rc != 0)
         dpp_errf(rc, err, errlen, "table \"%s\": %s", spec->table, why);
     else
         rc = dpp_s3_table_from_listing(spec, u.bucket, prefix, &l, t, err, errlen);

@@ -2,7 +2,7 @@
 /* Tables in an S3-compatible store: the master's s3:// data roots and the
  * listing of a session's table under one. A listing is synchronous (its
  * pages one after the other, retried as storage/s3.h says): a submit's runs
- * on libuv's threadpool (rpc_ctl.c), on that thread's own S3 client. */
+ * on a thread of its own (rpc_ctl.c), on that thread's own S3 client. */
 #ifndef DPP_MASTER_S3_TABLE_H
 #define DPP_MASTER_S3_TABLE_H
 
@@ -29,14 +29,18 @@ typedef struct dpp_s3_table {
  * or credential stops the master at start. Returns 0 or the error (logged). */
 int dpp_master_s3_root(dpp_master_t *m, const char *url);
 
-/* Lists spec->table (an s3:// URL under one of the roots) and keeps the
- * files of the spec's partitions (dpp_s3_table_from_listing). Returns 0 (t
- * filled, t->n may be 0), DPP_EPATH for a table under no root, -ENOENT for
- * a prefix without objects, DPP_ESPEC for a named partition not there,
+/* Lists spec->table (an s3:// URL under one of the roots) within the
+ * master's listing budget (--s3-list-max-keys, --s3-list-max-pages), by
+ * deadline_ns (dpp_s3_now_ns's clock; 0: none) and while *stop (read
+ * atomically; NULL: never) is 0, and keeps the files of the spec's
+ * partitions (dpp_s3_table_from_listing). Returns 0 (t filled, t->n may be
+ * 0), DPP_EPATH for a table under no root, -ENOENT for a prefix without
+ * objects, DPP_ESPEC for a named partition not there, DPP_ETOOBIG or
+ * DPP_ETIMEDOUT past the budget or the deadline, -ECANCELED once stopped,
  * DPP_ESTORAGE for a listing that repeats a key or strays from its prefix,
  * or the store's error; err says it. */
-int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, dpp_s3_table_t *t,
-                       char *err, size_t errlen);
+int dpp_master_list_s3(const dpp_master_t *m, const dpp_spec_t *spec, const int *stop,
+                       uint64_t deadline_ns, dpp_s3_table_t *t, char *err, size_t errlen);
 
 /* The table t in listing l of prefix (a table's key and '/', or "" for the
  * top of bucket): the keys the spec's partitions select
