@@ -784,9 +784,14 @@ typedef struct gathered {
 /* Reading stopped for good at offset with err (a reason of base/reject.h)
  * and n more records of the window cannot be read: they are counted as
  * rejected for that reason, so that what was lost shows, and fail the split
- * under on_corrupt: fail. Returns 0 to finish the split, or the error. */
+ * under on_corrupt: fail. An err that is no reason (a read that failed: an
+ * object store's refusal, a changed object, EIO) fails the split, also while
+ * records before the window are passed over. Returns 0 to finish the split,
+ * or the error. */
 static int lose_rest(split_ctx_t *x, dpp_split_result_t *res, int err, uint64_t n, uint64_t off)
 {
+    if (err < 0 && !dpp_reject_is(err)) /* (a source's stuck() may say 1: a reason unnamed) */
+        return take_outcome(x, res, err, off);
     if (n == 0)
         return 0;
     dpp_rejects_count(&res->rejects, err, n);

@@ -89,6 +89,17 @@ nomem:
 static const char *outside_roots =
     "outside the worker's data roots, or a symlink appeared since the master resolved it";
 
+/* The code a column's failure stops the split with: a damaged page is a
+ * corrupted record (a reason: counted, skipped under on_corrupt: skip), but
+ * a read that failed (an object store's refusal, an object changed since
+ * the session was planned, EIO) keeps its own code and fails the split,
+ * never counted as rejected rows. The decoder's own errors are reasons
+ * already or DPP_EINVAL (src/parquet/column.c). */
+static int page_error(int rc)
+{
+    return dpp_reject_is(rc) || rc != DPP_EINVAL ? rc : DPP_ECORRUPT;
+}
+
 /* Reading stopped at offset for err (a page error): later calls repeat it. */
 static int stop_reading(pq_split_t *x, int err, uint64_t offset, const char *why)
 {
@@ -357,8 +368,7 @@ static int pq_skip(dpp_source_t *s, uint64_t n)
             continue;
         int rc = dpp_pq_col_skip(x->cols[i], n, why, sizeof why);
         if (rc)
-            return stop_reading(x, rc == DPP_ECORRUPT || rc == DPP_ETYPE ? DPP_ECORRUPT : rc, 0,
-                                why);
+            return stop_reading(x, rc == DPP_ETYPE ? DPP_ECORRUPT : page_error(rc), 0, why);
     }
     x->left -= n < x->left ? n : x->left;
     return 0;
@@ -384,7 +394,7 @@ static int pq_next(dpp_source_t *s, dpp_source_row_t *row)
             return rc;
         if (rc) {
             row->offset = off;
-            return stop_reading(x, dpp_reject_is(rc) ? rc : DPP_ECORRUPT, off, why);
+            return stop_reading(x, page_error(rc), off, why);
         }
         if (first == UINT64_MAX)
             first = off;
