@@ -386,8 +386,12 @@ dpp_kill_mid_read() {
     local reader=$1 session=$2 victim=$3 _ st
     shift 3
     for _ in $(seq 1 3000); do
-        kill -STOP -- "-$reader" 2>/dev/null ||
-            dpp_fail "the read of $session ended before $victim could be killed"
+        if ! kill -STOP -- "-$reader" 2>/dev/null; then
+            kill -0 "$reader" 2>/dev/null ||
+                dpp_fail "the read of $session ended before $victim could be killed"
+            sleep 0.01 # timeout(1) has not made its process group yet
+            continue
+        fi
         st=$("$DPPCTL" status "$session" -o json 2>/dev/null | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
