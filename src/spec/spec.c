@@ -1423,6 +1423,48 @@ static int parse_source(parser_t *p, json_t *root, json_t *src, size_t i, int qu
     return rc;
 }
 
+/* Sources' window_rows: rows (<= DPP_SPEC_MAX_WINDOW_ROWS) dealt by
+ * weight (total: their sum), largest remainder first. The floors of the
+ * shares add up to rows less fewer than n (give or take a rounding of the
+ * doubles), so each fix-up loop below runs at most n times. */
+static int mix_shares(dpp_mix_source_t *sources, size_t n, double total, uint64_t rows)
+{
+    double *frac = calloc(n, sizeof *frac);
+    if (frac == NULL)
+        return -ENOMEM;
+    uint64_t given = 0;
+    for (size_t i = 0; i < n; i++) {
+        double share = sources[i].weight / total * (double)rows;
+        if (!(share >= 0))
+            share = 0;
+        if (share > (double)rows)
+            share = (double)rows;
+        sources[i].window_rows = (unsigned)share;
+        frac[i] = share - (double)sources[i].window_rows;
+        given += sources[i].window_rows;
+    }
+    for (size_t k = 0; k < n && given < rows; k++, given++) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (frac[i] > frac[best])
+                best = i;
+        sources[best].window_rows++;
+        frac[best] = -1;
+    }
+    for (size_t k = 0; k < n && given > rows; k++, given--) {
+        size_t least = n; /* rounding gave one row too many: the smallest remainder returns it */
+        for (size_t i = 0; i < n; i++)
+            if (sources[i].window_rows > 0 && frac[i] >= 0 && (least == n || frac[i] < frac[least]))
+                least = i;
+        if (least == n)
+            break;
+        sources[least].window_rows--;
+        frac[least] = 2;
+    }
+    free(frac);
+    return 0;
+}
+
 /* A mixture: "sources" (each a table with its own format, partitions,
  * filters and text section, and a weight), the rest shared; "mixture":
  * {"window": batches, "exhausted": "stop" or "repeat"}. */
@@ -1454,7 +1496,7 @@ static int parse_mixture(parser_t *p, json_t *root, dpp_spec_t *s)
                      "it out");
     }
     int64_t window = DPP_SPEC_DEFAULT_MIX_WINDOW;
-    int repeat = 0, found, rc;
+    int repeat = 0, window_given = 0, rc;
     json_t *mix = json_object_get(root, "mixture");
     jpath_t mp = at_key(NULL, "mixture");
     if (mix && !json_is_object(mix)) {
@@ -1463,7 +1505,7 @@ static int parse_mixture(parser_t *p, json_t *root, dpp_spec_t *s)
     } else if (mix) {
         if ((rc = go_on(check_keys(p, &mp, mix, mix_keys, NULL))) != 0)
             return rc;
-        get_int(p, &mp, mix, "window", 0, 1, 1 << 20, &window, &found);
+        get_int(p, &mp, mix, "window", 0, 1, 1 << 20, &window, &window_given);
         get_choice(p, &mp, mix, "exhausted", 0, exhausted_names, "\"stop\" or \"repeat\"",
                    &repeat);
     }
@@ -1516,26 +1558,23 @@ static int parse_mixture(parser_t *p, json_t *root, dpp_spec_t *s)
     silent.report = NULL;
     if ((rc = parse_source(&silent, root, json_array_get(srcs, 0), 0, 1, s)) != 0)
         return rc;
-    /* each source's rows in a window: the largest-remainder shares */
-    uint64_t rows = (uint64_t)window * s->batch_size, given = 0;
-    double *frac = calloc(n, sizeof *frac);
-    if (frac == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        double share = sources[i].weight / total * (double)rows;
-        sources[i].window_rows = (unsigned)share;
-        frac[i] = share - (double)sources[i].window_rows;
-        given += sources[i].window_rows;
+    /* each source's rows in a window: the largest-remainder shares, of a
+     * window small enough that a share fits its 32 bits and the planner's
+     * sums (ranks x window rows) stay far from 2^64 */
+    uint64_t rows = (uint64_t)window * s->batch_size;
+    if (rows > DPP_SPEC_MAX_WINDOW_ROWS) {
+        jpath_t wp = at_key(&mp, "window");
+        jpath_t bp = at_key(NULL, "batch_size");
+        return fail(p, window_given ? &wp : &bp,
+                    "%lld batches of %u rows make %llu rows a window, more than the %u a "
+                    "mixture's window may hold: at most %llu batches of %u rows; lower "
+                    "mixture.window or batch_size",
+                    (long long)window, s->batch_size, (unsigned long long)rows,
+                    DPP_SPEC_MAX_WINDOW_ROWS,
+                    (unsigned long long)(DPP_SPEC_MAX_WINDOW_ROWS / s->batch_size), s->batch_size);
     }
-    for (; given < rows; given++) {
-        size_t best = 0;
-        for (size_t i = 1; i < n; i++)
-            if (frac[i] > frac[best])
-                best = i;
-        sources[best].window_rows++;
-        frac[best] = -1;
-    }
-    free(frac);
+    if ((rc = mix_shares(sources, n, total, rows)) != 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         if (sources[i].window_rows == 0) {
             jpath_t ip = at_index(&sp, i);

@@ -231,6 +231,9 @@ int dpp_spec_set_pin(dpp_spec_t *spec, const char *file, const char *version);
 
 #define DPP_SPEC_MAX_SOURCES 64
 #define DPP_SPEC_DEFAULT_MIX_WINDOW 16
+/* Rows of one rank's mixture window (mixture.window x batch_size): a
+ * source's share is 32 bits, and ranks x window rows stays below 2^46. */
+#define DPP_SPEC_MAX_WINDOW_ROWS (1u << 31)
 
 /* One source of a mixture. */
 typedef struct dpp_mix_source {

@@ -1534,6 +1534,17 @@ static void test_mixture(void **state)
                      10);
     assert_int_equal(s.sources[0].window_rows, 4);
     dpp_spec_close(&s);
+    /* the largest window, one weight a billion times the other: the shares
+     * still add up to it, each at least a row */
+    assert_int_equal(parse("{\"batch_size\":8192," FEATURES_OK ",\"mixture\":{\"window\":262144},"
+                           "\"sources\":[{\"table\":\"a\",\"weight\":1e9},{\"table\":\"b\","
+                           "\"weight\":1}]}",
+                           &s, err),
+                     0);
+    assert_int_equal((uint64_t)s.sources[0].window_rows + s.sources[1].window_rows,
+                     DPP_SPEC_MAX_WINDOW_ROWS);
+    assert_int_equal(s.sources[1].window_rows, 2);
+    dpp_spec_close(&s);
 
     static const struct {
         const char *json, *err;
@@ -1559,6 +1570,13 @@ static void test_mixture(void **state)
         {"{\"batch_size\":10," FEATURES_OK ",\"sources\":[{\"table\":\"a\",\"weight\":1},"
          "{\"table\":\"b\",\"weight\":0.001}]}",
          "sources[1].weight: 0.001 of 1.001 gives no row in a window of 160 rows"},
+        /* a window of 2^33 rows: refused by name, never dealt (a 32-bit share
+         * wrapped to 0 and a count-up loop ran 2^33 times) */
+        {"{\"batch_size\":8192," FEATURES_OK ",\"mixture\":{\"window\":1048576},"
+         "\"sources\":[{\"table\":\"a\",\"weight\":1},{\"table\":\"b\",\"weight\":1}]}",
+         "mixture.window: 1048576 batches of 8192 rows make 8589934592 rows a window, more than "
+         "the 2147483648 a mixture's window may hold: at most 262144 batches of 8192 rows; lower "
+         "mixture.window or batch_size"},
         {"{\"batch_size\":10," FEATURES_OK ",\"source\":[{\"table\":\"a\",\"weight\":1}]}",
          "source: unknown key; did you mean \"sources\"?"},
         {"{" BASE_OK "," FEATURES_OK ",\"mixture\":{\"window\":2}}",
