@@ -235,6 +235,19 @@ static void stream_pass(const dpp_session_t *s, mix_stream_t *st, unsigned epoch
     st->off = 0;
 }
 
+/* Sums and products of record counts, saturating: a count from an index
+ * is a worker's word, and the spec's numbers multiply. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* Windows each rank gets in an epoch of a mixture over nr ranks: with
  * exhausted "stop", as many as every source can fill (the first to run
  * out ends the epoch); with "repeat", as many as the source read through
@@ -247,13 +260,72 @@ static uint64_t mix_windows(const dpp_session_t *s, unsigned nr)
         uint64_t records = 0, per = (uint64_t)nr * s->spec.sources[i].window_rows;
         for (size_t f = 0; f < s->nfiles; f++)
             if (s->files[f].source == i)
-                records += s->files[f].records;
-        if (records == 0)
+                records = sat_add(records, s->files[f].records);
+        if (records == 0 || per == 0)
             return 0;
-        uint64_t fits = s->spec.mix_repeat ? (records + per - 1) / per : records / per;
+        uint64_t fits = records / per + (s->spec.mix_repeat && records % per != 0);
         k = s->spec.mix_repeat ? (fits > k ? fits : k) : (fits < k ? fits : k);
     }
     return k;
+}
+
+/* The most splits an epoch of a mixture over nr ranks can be planned as
+ * (saturating at UINT64_MAX): source i's ranges are taken pass after pass,
+ * ceil(windows x nr x window_rows / records) passes of a split per range,
+ * and each of the windows x nr windows cuts at most one more. *worst is
+ * the source with the most, *passes its passes; *windows per rank. */
+static uint64_t mix_splits_bound(const dpp_session_t *s, unsigned nr, unsigned *worst,
+                                 uint64_t *passes, uint64_t *windows)
+{
+    uint64_t w = mix_windows(s, nr), total = 0, most = 0;
+    *worst = 0;
+    *passes = 0;
+    *windows = w;
+    for (unsigned i = 0; i < s->spec.nsources; i++) {
+        const dpp_spec_t *spec = &s->spec.sources[i].spec;
+        const dpp_planner_t *planner = dpp_planner_for(spec->format, spec->text != NULL);
+        uint64_t records = 0, ranges = 0;
+        for (size_t f = 0; f < s->nfiles; f++) {
+            if (s->files[f].source != i)
+                continue;
+            records = sat_add(records, s->files[f].records);
+            ranges = sat_add(ranges, planner->nranges(s->files[f].records, s->files[f].bounds,
+                                                      s->files[f].nbounds));
+        }
+        uint64_t taken = sat_mul(sat_mul(w, nr), s->spec.sources[i].window_rows);
+        uint64_t p = records == 0 ? 0 : taken / records + (taken % records != 0);
+        uint64_t n = sat_add(sat_mul(p, ranges), sat_mul(w, nr));
+        if (n > most) {
+            most = n;
+            *worst = i;
+            *passes = p;
+        }
+        total = sat_add(total, n);
+    }
+    return total;
+}
+
+int dpp_session_plan_check(const dpp_session_t *s, unsigned nr, char *why, size_t whylen)
+{
+    if (s->spec.nsources == 0)
+        return 0;
+    unsigned i;
+    uint64_t passes, windows, bound = mix_splits_bound(s, nr, &i, &passes, &windows);
+    if (bound <= DPP_SESSION_MAX_PLAN_SPLITS)
+        return 0;
+    uint64_t records = 0;
+    for (size_t f = 0; f < s->nfiles; f++)
+        if (s->files[f].source == i)
+            records = sat_add(records, s->files[f].records);
+    return dpp_errf(
+        DPP_ESPEC, why, whylen,
+        "mixture: an epoch for %u ranks would be planned as up to %" PRIu64 " splits, more than "
+        "the %u an epoch's plan may hold: %" PRIu64 " windows per rank, and source %u (table %s, "
+        "%" PRIu64 " records, %u of each window) read through %" PRIu64 " times; use fewer, "
+        "longer ranges (a larger split_rows), a larger mixture.window, or \"exhausted\": "
+        "\"stop\"",
+        nr, bound, DPP_SESSION_MAX_PLAN_SPLITS, windows, i, s->spec.sources[i].spec.table, records,
+        s->spec.sources[i].window_rows, passes);
 }
 
 /* The plan of an epoch of a mixture: each rank gets the same number of
@@ -635,15 +707,21 @@ int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const
     f->index_lease.lease_id = f->index_lease.worker_id = 0;
     if (++s->files_indexed < s->nfiles)
         return 0;
+    for (unsigned j = 0; j < s->spec.nsources; j++)
+        for (size_t k = 0; k < s->nfiles; k++)
+            if (s->files[k].source == j)
+                s->source_records[j] += s->files[k].records;
+    char too_big[768];
+    if (dpp_session_plan_check(s, s->spec.consumers, too_big, sizeof too_big) != 0) {
+        s->planned_ms = dpp_wall_ms();
+        dpp_session_fail(s, too_big);
+        return 0;
+    }
     plan_splits(s);
     s->planned_ms = dpp_wall_ms();
     s->state = s->nsplits ? SESSION_RUNNING : SESSION_DONE;
     if (s->state == SESSION_DONE)
         s->ended_ms = s->planned_ms;
-    for (unsigned j = 0; j < s->spec.nsources; j++)
-        for (size_t k = 0; k < s->nfiles; k++)
-            if (s->files[k].source == j)
-                s->source_records[j] += s->files[k].records;
     if (s->nsplits == 0 && s->spec.nsources > 0) {
         /* a mixture that would deliver nothing says which source is why */
         char why[512] = "";
@@ -1275,6 +1353,9 @@ int dpp_session_reshape(dpp_session_t *s, const uint8_t *tokens, unsigned n_old,
         if (rc)
             return rc;
     }
+    int rc = dpp_session_plan_check(s, n_new, why, whylen);
+    if (rc)
+        return rc;
     if (generation == 0)
         return 0;
     if (generation <= s->generation)

@@ -279,9 +279,21 @@ void dpp_session_set_sources(dpp_session_t *s, char **table_paths, const uint32_
 void dpp_session_file_object(dpp_session_t *s, size_t i, const char *etag, uint64_t size);
 void dpp_session_free(dpp_session_t *s);
 
+/* The most splits an epoch's plan of a mixture may hold (a mixture's plan
+ * cuts windows, and with exhausted "repeat" reads a small source many
+ * times over: its size follows the spec's numbers, not the index). */
+#define DPP_SESSION_MAX_PLAN_SPLITS (1u << 22)
+
+/* Whether an epoch of s can be planned for nr ranks within
+ * DPP_SESSION_MAX_PLAN_SPLITS (only a mixture's can fail: a plain plan is
+ * no larger than its files' indexes): 0, or DPP_ESPEC with why naming the
+ * source, the figures and what to change. Needs every file indexed. Pure. */
+int dpp_session_plan_check(const dpp_session_t *s, unsigned nr, char *why, size_t whylen);
+
 /* Records file i's index: `records` records, split boundaries bounds[0..n)
  * (copied). When that was the last file missing, plans the splits and the
- * session starts running. Returns 1 when splits became pending. */
+ * session starts running (or fails, when dpp_session_plan_check refuses).
+ * Returns 1 when splits became pending. */
 int dpp_session_file_indexed(dpp_session_t *s, size_t i, uint64_t records, const uint64_t *bounds,
                              size_t n);
 

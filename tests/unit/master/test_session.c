@@ -1205,6 +1205,59 @@ static void test_token_key_journal(void **state)
     dpp_session_free(s);
 }
 
+/* A mixture whose epoch would be planned as more splits than a plan may
+ * hold (exhausted "repeat": a 1-record source read through once per
+ * window of a 1.5M-record one) fails at planning, naming the source and
+ * what to change, instead of planning millions of splits on the loop
+ * thread; the same spec over a smaller large source is planned. */
+static void test_mixture_plan_bound(void **state)
+{
+    (void)state;
+    static const char spec_json[] =
+        "{\"batch_size\":2,\"mixture\":{\"window\":1,\"exhausted\":\"repeat\"},"
+        "\"features\":{\"sparse\":[{\"name\":\"c1\"}]},\"sources\":[{\"table\":\"a\","
+        "\"weight\":1},{\"table\":\"b\",\"weight\":1}]}";
+    const uint64_t large[2] = {1500000, 1000};
+    for (int k = 0; k < 2; k++) {
+        dpp_spec_t spec;
+        char err[DPP_SPEC_ERRLEN];
+        assert_int_equal(dpp_spec_parse(spec_json, strlen(spec_json), &spec, err, sizeof err), 0);
+        char **files = dpp_xcalloc(2, sizeof *files);
+        files[0] = dpp_xstrdup("/a/part-0");
+        files[1] = dpp_xstrdup("/b/part-0");
+        dpp_session_t *s = dpp_session_new("s-mix", &spec, dpp_xstrdup("/a"), files, 2);
+        char **tables = dpp_xcalloc(2, sizeof *tables);
+        tables[0] = s->table_path;
+        tables[1] = dpp_xstrdup("/b");
+        const uint32_t file_source[2] = {0, 1};
+        dpp_session_set_sources(s, tables, file_source);
+        /* TFRecord indexes cut every split_rows (65536) records */
+        const uint64_t records[2] = {1, large[k]};
+        for (size_t i = 0; i < 2; i++) {
+            size_t n = (size_t)((records[i] + 65535) / 65536) + 1;
+            uint64_t *bounds = dpp_xcalloc(n, sizeof *bounds);
+            for (size_t b = 0; b < n; b++)
+                bounds[b] = 100 * b;
+            dpp_session_file_indexed(s, i, records[i], bounds, n);
+            free(bounds);
+        }
+        if (k == 0) {
+            assert_int_equal(s->state, SESSION_FAILED);
+            assert_non_null(s->error);
+            if (strstr(s->error, "mixture: an epoch for 1 ranks would be planned as up to "
+                                 "4500023 splits, more than the 4194304 an epoch's plan may "
+                                 "hold: 1500000 windows per rank, and source 0 (table a, 1 "
+                                 "records, 1 of each window) read through 1500000 times") == NULL)
+                fail_msg("%s", s->error);
+            assert_int_equal(s->nsplits, 0);
+        } else {
+            assert_int_equal(s->state, SESSION_RUNNING);
+            assert_int_equal(s->nsplits, 2 * 1000); /* a row of each source a window */
+        }
+        dpp_session_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1227,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_reshape_again),
         cmocka_unit_test(test_reshape_rank_records),
         cmocka_unit_test(test_reshape_mixture),
+        cmocka_unit_test(test_mixture_plan_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
