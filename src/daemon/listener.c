@@ -107,6 +107,8 @@ int dpp_listener_start(uv_loop_t *loop, dpp_listener_t *l, const dpp_listener_co
 void dpp_listener_sweep(dpp_listener_t *l, int64_t now)
 {
     for (dpp_peer_t *p = l->peers; p; p = p->next) {
+        if (p->conn.lingering && now - p->conn.linger_since_ms > DPP_CONN_LINGER_MS)
+            dpp_conn_close(&p->conn, DPP_ETIMEDOUT); /* the rest of its refused frame never came */
         if (p->conn.closing)
             continue;
         if (!dpp_handshake_done(&p->hs)) {

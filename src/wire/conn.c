@@ -65,24 +65,47 @@ int dpp_conn_init(uv_loop_t *loop, dpp_conn_t *c, dpp_conn_frame_cb on_frame,
     return uv_tcp_init(loop, &c->tcp);
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* The handle closed, now or (frames held) once they are released. */
+static void close_handle(dpp_conn_t *c)
+{
+    if (c->held_head) {
+        c->held_close = 1;
+        return;
+    }
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void linger_end(dpp_conn_t *c)
+{
+    c->lingering = 0;
+    close_handle(c);
+}
+
 void dpp_conn_close(dpp_conn_t *c, int error)
 {
+    if (c->lingering) {
+        linger_end(c);
+        return;
+    }
     if (c->closing)
         return;
     c->closing = 1;
     c->error = error;
-    if (c->held_head) { /* after what was said before it */
-        c->held_close = 1;
-        return;
-    }
-    uv_close((uv_handle_t *)&c->tcp, on_closed);
+    close_handle(c); /* after what was said before it, when held */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-    (void)status;
     dpp_conn_t *c = dpp_container_of(req, dpp_conn_t, shutdown_req);
-    uv_close((uv_handle_t *)&c->tcp, on_closed);
+    if (c->lingering && status == 0)
+        return; /* the peer's rest is still read: on_read closes */
+    c->lingering = 0;
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
 void dpp_conn_finish(dpp_conn_t *c)
@@ -205,6 +228,46 @@ static void sink_finish(dpp_conn_t *c)
         c->rlen = 0;
 }
 
+/* A frame whose header (buf, at least DPP_FRAME_HEADER_SIZE of its `have`
+ * bytes) declares more than c->limits: the peer is told what and how much,
+ * and its rest is read and dropped (c->lingering) so that the Error reaches
+ * a peer that is still sending it. */
+static void frame_too_large(dpp_conn_t *c, const uint8_t *buf, size_t have)
+{
+    uint16_t type = (uint16_t)(buf[4] | buf[5] << 8);
+    uint32_t len[2];
+    for (int k = 0; k < 2; k++)
+        len[k] = (uint32_t)buf[8 + 4 * k] | (uint32_t)buf[9 + 4 * k] << 8 |
+                 (uint32_t)buf[10 + 4 * k] << 16 | (uint32_t)buf[11 + 4 * k] << 24;
+    int payload = len[0] <= c->limits.max_msg;
+    dpp_conn_send_error(c, DPP_EFRAMESIZE,
+                        "%s %s of %u bytes: more than the %u bytes this end takes in one (a "
+                        "daemon's --max-frame-mb, once the handshake is done)",
+                        dpp_msg_name(type), payload ? "payload" : "message", len[payload],
+                        payload ? c->limits.max_payload : c->limits.max_msg);
+    uint64_t total = DPP_FRAME_HEADER_SIZE + (uint64_t)len[0] + len[1];
+    uint64_t rest = have < total ? total - have : 0; /* what is in is dropped with rbuf */
+    if (c->closing || rest > DPP_CONN_LINGER_MAX_BYTES) {
+        dpp_conn_close(c, DPP_EFRAMESIZE);
+        return;
+    }
+    c->closing = 1;
+    c->error = DPP_EFRAMESIZE;
+    c->lingering = 1;
+    c->linger_left = rest;
+    c->linger_since_ms = dpp_now_ms();
+    c->rlen = 0;
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = 1;
+    if (rest == 0) {
+        linger_end(c);
+    } else if (c->held_head) {
+        c->held_close = 3; /* after the Error: shut down, reading on */
+    } else if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        linger_end(c);
+    }
+}
+
 /* Hands every whole frame in the buffer to the owner and keeps the rest. */
 static void dispatch(dpp_conn_t *c)
 {
@@ -218,6 +281,10 @@ static void dispatch(dpp_conn_t *c)
         if (rc < 0) {
             DPP_WARN("frame_rejected peer=%s error=%s reason=\"%s\"", c->peer, dpp_err_name(rc),
                      dpp_strerror(rc));
+            if (rc == DPP_EFRAMESIZE) {
+                frame_too_large(c, c->rbuf + off, c->rlen - off);
+                return;
+            }
             dpp_conn_send_error(c, rc, "%s", dpp_strerror(rc));
             dpp_conn_close(c, rc);
             return;
@@ -258,6 +325,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     dpp_conn_t *c = dpp_container_of(s, dpp_conn_t, tcp);
+    if (c->lingering) { /* a refused frame's rest: dropped */
+        if (nread < 0 || (uint64_t)nread >= c->linger_left)
+            linger_end(c);
+        else
+            c->linger_left -= (uint64_t)nread;
+        return;
+    }
     if (nread < 0) {
         dpp_conn_close(c, nread == UV_EOF ? DPP_ECLOSED : (int)nread);
         return;
@@ -442,9 +516,10 @@ void dpp_conn_release(dpp_conn_t *c, int write)
     int how = c->held_close;
     c->held_close = 0;
     if (how == 1)
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
-    else if (how == 2 && uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        close_handle(c);
+    else if ((how == 2 || how == 3) &&
+             uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        linger_end(c); /* 3: lingering; 2: not, and the same close */
 }
 
 int dpp_conn_send_payload(dpp_conn_t *c, uint16_t type, const ProtobufCMessage *m, void *payload,

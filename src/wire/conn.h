@@ -17,6 +17,11 @@ typedef struct dpp_conn dpp_conn_t;
 
 #define DPP_CONN_DRAIN_WINDOW_MS 100
 
+/* A refused frame's rest read and dropped at most (a longer one: closed
+ * at once), and for at most this long. */
+#define DPP_CONN_LINGER_MAX_BYTES (64u << 20)
+#define DPP_CONN_LINGER_MS 10000
+
 /* Payloads smaller than this always go through the connection's buffer. */
 #define DPP_CONN_SINK_MIN (256u * 1024)
 
@@ -69,10 +74,20 @@ struct dpp_conn {
     struct dpp_conn **held_list;
     struct dpp_conn *held_next;
     struct write_req *held_head, *held_tail;
-    int held_close; /* closed while frames were held: 1 close, 2 finish, after release */
+    int held_close; /* closed while frames were held: 1 close, 2 finish, 3 linger, after release */
     int error;      /* why the connection closed; 0 when its owner closed it */
     int closing;
     int reading;
+    /* After a frame refused for its size: the Error is sent and the write
+     * side shut down, and the frame's rest (linger_left bytes) is read and
+     * dropped before the close, so that the peer, still sending, reads the
+     * Error instead of a reset (a close with unread bytes sends RST, and
+     * the peer's kernel drops what it had not read yet). Ends with the
+     * frame, the peer's close, dpp_conn_close() or (the listener's sweep)
+     * DPP_CONN_LINGER_MS after linger_since_ms. */
+    int lingering;
+    uint64_t linger_left;
+    int64_t linger_since_ms;
     /* Optional: a large payload received straight into the owner's memory
      * instead of through rbuf and a copy. Once a frame's header and message
      * are in and at least DPP_CONN_SINK_MIN bytes of its payload are not,
@@ -127,9 +142,9 @@ void dpp_conn_release(dpp_conn_t *c, int write);
 /* Releases every connection on *list (see held_list) and empties it. */
 void dpp_conn_release_list(dpp_conn_t **list, int write);
 
-/* Closes c once (later calls do nothing); error is kept in c->error.
- * Frames still queued are dropped; frames held (c->hold) are written first,
- * at dpp_conn_release(). */
+/* Closes c once (later calls do nothing, but end a linger at once); error
+ * is kept in c->error. Frames still queued are dropped; frames held
+ * (c->hold) are written first, at dpp_conn_release(). */
 void dpp_conn_close(dpp_conn_t *c, int error);
 
 /* Closes c after every queued frame is written (TCP shutdown, then close),

@@ -9,7 +9,10 @@
   4. cancel a running session: the state before, then "cancelled", the
      reader fails with an error that says so; cancel of an unknown
      session: DPP_ENOSESSION; the listing holds every session;
-  5. a closed port: DppError ECONNREFUSED from submit.
+  5. a closed port: DppError ECONNREFUSED from submit;
+  6. a spec over the master's frame limit (17 MB): DppError DPP_EFRAMESIZE
+     naming the message and the limit, as 15 MB gets DPP_ESPEC (not a
+     connection reset).
 """
 import errno
 import json
@@ -125,6 +128,19 @@ def main():
         assert isinstance(listing, list)
         assert {s1.id, s2.id, s3.id, forever.id} <= {x["session"] for x in listing}, listing
         assert all("ranks" not in x for x in listing)
+
+        T.log("case 6: a spec over the frame limit gets the limit, not a reset")
+        for size, code, words in (
+            (15_000_000, dpp.DPP_ESPEC, "this master takes at most 1048576"),
+            (17_000_000, dpp.DPP_EFRAMESIZE, "more than the 16777216 bytes this end takes"),
+        ):
+            big = dict(spec, pad="x" * size)
+            try:
+                dpp.submit(big, master=master)
+                raise AssertionError("a spec of %d bytes was accepted" % size)
+            except dpp.DppError as e:
+                assert e.code == code and words in str(e), repr(e)
+                T.log("refused as expected:", str(e)[:160])
 
         T.log("case 5: a closed port")
         sock = socket.socket()

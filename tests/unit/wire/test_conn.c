@@ -4,6 +4,7 @@
 // loses nothing, frames over the receiver's limits close it with
 // DPP_EFRAMESIZE, and a payload's free callback runs exactly once however
 // its write ends.
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <uv.h>
@@ -343,12 +345,19 @@ static void test_read_stop_start(void **state)
 
 /* ---- limits ---- */
 
+/* A spec text of n "s"s (malloc'd). */
+static char *spec_of(size_t n)
+{
+    char *spec = malloc(n + 1);
+    assert_non_null(spec);
+    memset(spec, 's', n);
+    spec[n] = '\0';
+    return spec;
+}
+
 static int send_submit(pair_t *p, size_t spec_len, uint32_t payload_len)
 {
-    char *spec = malloc(spec_len + 1);
-    assert_non_null(spec);
-    memset(spec, 's', spec_len);
-    spec[spec_len] = '\0';
+    char *spec = spec_of(spec_len);
     Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
     req.spec_json = spec;
     int rc = dpp_conn_send_payload(&p->tx, DPP_MSG_SUBMIT, &req.base, payload_len ? payload : NULL,
@@ -357,14 +366,19 @@ static int send_submit(pair_t *p, size_t spec_len, uint32_t payload_len)
     return rc;
 }
 
-static void expect_framesize(pair_t *p, int frames_before)
+/* What follows "this end takes in one" in a refusal for size. */
+#define ONCE_HANDSHAKE " (a daemon's --max-frame-mb, once the handshake is done)"
+
+/* The receiver refused the frame with `says`, and the sender read it (not
+ * a reset), then the receiver's close. */
+static void expect_framesize(pair_t *p, int frames_before, const char *says)
 {
     RUN_UNTIL(p, p->rx_closed && p->tx_closed);
     assert_int_equal(p->rx_close_error, DPP_EFRAMESIZE);
     assert_int_equal(p->rx_frames, frames_before);
     assert_int_equal(p->tx_errors, 1);
     assert_int_equal(p->tx_error_code, DPP_EFRAMESIZE);
-    assert_string_equal(p->tx_error_text, "frame exceeds the size limit");
+    assert_string_equal(p->tx_error_text, says);
     assert_int_equal(p->tx_close_error, DPP_ECLOSED);
 }
 
@@ -384,8 +398,98 @@ static void test_oversized_message(void **state)
     assert_false(p->rx_closed);
     /* one byte more is refused */
     assert_int_equal(send_submit(p, 1022, 0), 0);
-    expect_framesize(p, 1);
+    expect_framesize(p, 1, "SUBMIT message of 1025 bytes: more than the 1024 bytes "
+                           "this end takes in one" ONCE_HANDSHAKE);
     pair_finish(p);
+}
+
+/* A refused frame far larger than the socket buffers, sent as a blocking
+ * client sends a request (dpp_sync_call: the whole frame, then the reply):
+ * the receiver reads and drops the frame's rest, so the sender's writes
+ * complete and it reads the Error. (Closing with the frame unread resets
+ * the connection: the sender's write fails with ECONNRESET or EPIPE, and
+ * its kernel drops the Error unread.) */
+static void test_oversized_answered(void **state)
+{
+    (void)state;
+    pair_t *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    assert_int_equal(uv_loop_init(&p->loop), 0);
+    assert_int_equal(uv_timer_init(&p->loop, &p->watchdog), 0);
+    p->watchdog.data = p;
+    dpp_frame_limits_default(&p->rx_limits);
+    p->rx_limits.max_msg = 1024;
+    assert_int_equal(uv_tcp_init(&p->loop, &p->server), 0);
+    p->server.data = p;
+    struct sockaddr_in sin;
+    assert_int_equal(uv_ip4_addr("127.0.0.1", 0, &sin), 0);
+    assert_int_equal(uv_tcp_bind(&p->server, (struct sockaddr *)&sin, 0), 0);
+    assert_int_equal(uv_listen((uv_stream_t *)&p->server, 8, on_connection), 0);
+    int len = sizeof p->addr;
+    assert_int_equal(uv_tcp_getsockname(&p->server, (struct sockaddr *)&p->addr, &len), 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    assert_true(fd >= 0);
+    int rc = connect(fd, (struct sockaddr *)&p->addr, sizeof(struct sockaddr_in));
+    assert_true(rc == 0 || errno == EINPROGRESS);
+    RUN_UNTIL(p, p->rx_inited);
+
+    /* a SUBMIT of 8 MiB, written whole before anything is read */
+    char *spec = spec_of(8u << 20);
+    Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
+    req.spec_json = spec;
+    size_t flen;
+    uint8_t *frame = dpp_frame_pack(DPP_MSG_SUBMIT, &req.base, 0, &flen);
+    assert_non_null(frame);
+    int write_err = 0;
+    for (size_t at = 0; at < flen && !write_err && !p->expired;) {
+        ssize_t n = send(fd, frame + at, flen - at, MSG_NOSIGNAL);
+        if (n > 0)
+            at += (size_t)n;
+        else if (errno == EAGAIN || errno == EWOULDBLOCK)
+            uv_run(&p->loop, UV_RUN_NOWAIT); /* the receiver's turn */
+        else
+            write_err = errno;
+    }
+    if (write_err)
+        fail_msg("the sender's write failed (%s): the receiver reset the connection",
+                 strerror(write_err));
+    /* the reply */
+    uint8_t reply[4096];
+    size_t have = 0;
+    dpp_frame_t f;
+    size_t rlen;
+    p->expired = 0;
+    uv_timer_start(&p->watchdog, on_watchdog, WATCHDOG_MS, 0);
+    for (;;) {
+        if (have > 0 && dpp_frame_parse(reply, have, &p->rx_limits, &f, &rlen) == 0)
+            break;
+        ssize_t n = recv(fd, reply + have, sizeof reply - have, 0);
+        if (n > 0)
+            have += (size_t)n;
+        else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !p->expired)
+            uv_run(&p->loop, UV_RUN_ONCE);
+        else
+            fail_msg("no Error before the connection ended (%s)", n == 0 ? "EOF" : strerror(errno));
+    }
+    uv_timer_stop(&p->watchdog);
+    assert_int_equal(f.type, DPP_MSG_ERROR);
+    Dpp__Error *e = (Dpp__Error *)dpp_frame_unpack(&f);
+    assert_non_null(e);
+    assert_int_equal(e->code, DPP_EFRAMESIZE);
+    assert_string_equal(e->message, "SUBMIT message of 8388613 bytes: more than the 1024 bytes "
+                                    "this end takes in one" ONCE_HANDSHAKE);
+    protobuf_c_message_free_unpacked(&e->base, NULL);
+    close(fd);
+    RUN_UNTIL(p, p->rx_closed);
+    assert_int_equal(p->rx_close_error, DPP_EFRAMESIZE);
+    assert_int_equal(p->rx_frames, 0);
+    free(frame);
+    free(spec);
+    uv_close((uv_handle_t *)&p->server, NULL);
+    uv_close((uv_handle_t *)&p->watchdog, NULL);
+    assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&p->loop), 0);
+    free(p);
 }
 
 static void test_oversized_payload(void **state)
@@ -395,7 +499,8 @@ static void test_oversized_payload(void **state)
     assert_int_equal(send_submit(p, 10, 4096), 0);
     RUN_UNTIL(p, p->rx_frames == 1);
     assert_int_equal(send_submit(p, 10, 4097), 0);
-    expect_framesize(p, 1);
+    expect_framesize(p, 1, "SUBMIT payload of 4097 bytes: more than the 4096 bytes "
+                           "this end takes in one" ONCE_HANDSHAKE);
     pair_finish(p);
 }
 
@@ -409,7 +514,8 @@ static void test_oversized_header_only(void **state)
     dpp_frame_header_encode(h, DPP_MSG_SUBMIT, 64u << 20, 0);
     uv_buf_t b = uv_buf_init((char *)h, sizeof h);
     assert_int_equal(uv_try_write((uv_stream_t *)&p->tx.tcp, &b, 1), (int)sizeof h);
-    expect_framesize(p, 0);
+    expect_framesize(p, 0, "SUBMIT message of 67108864 bytes: more than the 1024 bytes "
+                           "this end takes in one" ONCE_HANDSHAKE);
     pair_finish(p);
 }
 
@@ -591,6 +697,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_stop_start),
         cmocka_unit_test(test_oversized_message),
+        cmocka_unit_test(test_oversized_answered),
         cmocka_unit_test(test_oversized_payload),
         cmocka_unit_test(test_oversized_header_only),
         cmocka_unit_test(test_free_on_close_before_write),
