@@ -17,6 +17,9 @@ enum {
     CTL_SESSION_FAILED = 3, /* status, read: the session failed or was cancelled */
 };
 
+/* --table given at most this often: a mixture's sources (DPP_SPEC_MAX_SOURCES). */
+#define CTL_MAX_TABLES 64
+
 typedef struct ctl {
     const char *master;
     int json;
@@ -25,7 +28,10 @@ typedef struct ctl {
     unsigned rank;
     unsigned epochs; /* read: stop after this many; 0: all */
     int timeout_ms;
-    const char *table; /* validate, submit: the table's folder on this machine, to sample */
+    /* validate, submit: --table, the folders of the spec's tables on this
+     * machine to sample (a mixture's: one per source, in source order) */
+    const char *tables[CTL_MAX_TABLES];
+    unsigned ntables;
     unsigned sample;   /* validate --table: records to read */
     dpp_auth_t auth; /* --token-file or $DPP_TOKEN_FILE; none: token NULL */
 } ctl_t;
@@ -47,6 +53,16 @@ int ctl_call_master(const ctl_t *ctl, uint16_t type, const ProtobufCMessage *req
 struct dpp_spec;
 int ctl_sample_check(const struct dpp_spec *spec, const char *spec_path, const char *dir,
                      unsigned records);
+
+/* validate --table and submit --table: ctl_sample_check() of each table
+ * of spec: a spec of one table takes one folder (dirs[0]); a mixture's
+ * source i is sampled in dirs[i], and the sources after the last folder
+ * given under the data root dirs[0] is in (dirs[0] less source 0's table
+ * path), or refused by name when that root is not known. Errors name the
+ * source ("SPEC: sources[1] (table T): ..."). Returns CTL_OK, or
+ * CTL_FAILED after every table was checked. */
+int ctl_sample_tables(const struct dpp_spec *spec, const char *spec_path, const char *const *dirs,
+                      unsigned ndirs, unsigned records);
 
 /* ctl_sample_check() for a text session (sample_text.c): files[0..nfiles)
  * of the table (real path `table`, given as dir), k of them sampled. */

@@ -28,10 +28,10 @@ static const char usage[] =
     "usage: dppctl [--master HOST:PORT] COMMAND [ARGS]\n"
     "\n"
     "Commands:\n"
-    "  validate SPEC.json [--table DIR]\n"
+    "  validate SPEC.json [--table DIR]...\n"
     "                            check a session spec offline; with --table, also\n"
     "                            against a sample of the table's records\n"
-    "  submit SPEC.json [--table DIR]\n"
+    "  submit SPEC.json [--table DIR]...\n"
     "                            submit a spec (checked against a sample of the\n"
     "                            table in DIR first, with --table); prints the\n"
     "                            session id on the last line of stdout\n"
@@ -62,7 +62,9 @@ static const char usage[] =
     "  --rank R             read: the consumer rank to read as (default 0)\n"
     "  --epochs N           read: stop after N epochs (default: every epoch)\n"
     "  --table DIR          validate, submit: the spec's table folder on this\n"
-    "                       machine, whose records are sampled and checked\n"
+    "                       machine, whose records are sampled and checked; for a\n"
+    "                       mixture, once per source in the order of \"sources\"\n"
+    "                       (sources left out: under the data root of the first)\n"
     "  --sample N           validate --table: records to read (default 1000)\n"
     "  --timeout-s N        give up after N seconds without progress (default 60)\n"
     "  --token-file PATH    the cluster token, when the master has one (default:\n"
@@ -78,7 +80,7 @@ typedef struct command_help {
 } command_help_t;
 
 static const command_help_t commands[] = {
-    {"validate", "usage: dppctl validate SPEC.json [--table DIR [--sample N]]\n"
+    {"validate", "usage: dppctl validate SPEC.json [--table DIR]... [--sample N]\n"
                  "\n"
                  "Checks a session spec offline, as the master would, and prints every\n"
                  "problem, one line each with its JSON path (features.dense[3].transforms[0]\n"
@@ -90,16 +92,25 @@ static const command_help_t commands[] = {
                  "how many records were read and the nearest name they hold), with values\n"
                  "its transforms take (else: what was found and the first file and record),\n"
                  "and the records a session would reject within max_reject_ratio.\n"
+                 "\n"
+                 "A mixture's tables are each sampled: give --table once per source, in the\n"
+                 "order of \"sources\" (--table DIR0 --table DIR1 ...). Sources without a\n"
+                 "--table of their own are looked for under the data root the first DIR is\n"
+                 "in (DIR0 less source 0's table: --table /data/web finds source 1's table\n"
+                 "\"code\" in /data/code). Problems name the source: SPEC: sources[1] ...\n"
+                 "\n"
+                 "The line \"SPEC: valid (...)\" comes last, and only when every check passed.\n"
                  "Exit 0 valid, 1 not.\n"},
-    {"submit", "usage: dppctl submit SPEC.json [--table DIR]\n"
+    {"submit", "usage: dppctl submit SPEC.json [--table DIR]...\n"
                "\n"
                "Submits a spec to the master, which lists the table's files, plans the\n"
                "session and journals it; prints the session id on the last line of\n"
                "stdout. A spec the master refuses is reported with the file's name and\n"
                "the reason (tables and partitions that do not exist get the nearest name\n"
                "and, when there are few, the list). With --table DIR, the spec is first\n"
-               "checked against a sample of the table's records as validate --table does,\n"
-               "and not submitted when that fails. Exit 0, or 1 with the reason.\n"},
+               "checked against a sample of the table's records as validate --table does\n"
+               "(a mixture: --table once per source), and not submitted when that fails.\n"
+               "Exit 0, or 1 with the reason.\n"},
     {"status", "usage: dppctl status [SESSION] [-o text|json] [--watch] [--interval-s N]\n"
                "\n"
                "The session's state, epoch (counting from 0: \"2/6\" is epoch 2 of 6), rows,\n"
@@ -223,6 +234,30 @@ static int parse_spec(const char *path, const char *json, size_t len, dpp_spec_t
     return CTL_FAILED;
 }
 
+/* "SPEC: valid (...)": what the spec asks for, in a line. */
+static void print_valid(const char *path, const dpp_spec_t *spec)
+{
+    char epochs[32], mixture[48] = "";
+    if (spec->nsources > 0)
+        snprintf(mixture, sizeof mixture, "a mixture of %u sources; ", spec->nsources);
+    if (spec->epochs == DPP_EPOCHS_UNBOUNDED)
+        snprintf(epochs, sizeof epochs, "unbounded epochs");
+    else
+        snprintf(epochs, sizeof epochs, "%u epoch%s", spec->epochs, spec->epochs == 1 ? "" : "s");
+    if (spec->text)
+        printf("%s: valid (%sa text session: sequences of %u tokens, %s, batch_size %u, %s, "
+               "%u consumer%s)\n",
+               path, mixture, spec->text->length,
+               spec->text->pack == DPP_PACK_KIND_BEST_FIT ? "best_fit" : "concat",
+               spec->batch_size, epochs, spec->consumers, spec->consumers == 1 ? "" : "s");
+    else
+        printf("%s: valid (%s%u dense, %u sparse features, %s%s%s, batch_size %u, %s, %u "
+               "consumer%s)\n",
+               path, mixture, spec->ndense, spec->nsparse, spec->label ? "label \"" : "no label",
+               spec->label ? spec->label : "", spec->label ? "\"" : "", spec->batch_size, epochs,
+               spec->consumers, spec->consumers == 1 ? "" : "s");
+}
+
 static int cmd_validate(const ctl_t *ctl, const char *path)
 {
     size_t len;
@@ -234,25 +269,11 @@ static int cmd_validate(const ctl_t *ctl, const char *path)
     free(json);
     if (rc)
         return rc;
-    char epochs[32];
-    if (spec.epochs == DPP_EPOCHS_UNBOUNDED)
-        snprintf(epochs, sizeof epochs, "unbounded epochs");
-    else
-        snprintf(epochs, sizeof epochs, "%u epoch%s", spec.epochs, spec.epochs == 1 ? "" : "s");
-    if (spec.text)
-        printf("%s: valid (a text session: sequences of %u tokens, %s, batch_size %u, %s, "
-               "%u consumer%s)\n",
-               path, spec.text->length,
-               spec.text->pack == DPP_PACK_KIND_BEST_FIT ? "best_fit" : "concat", spec.batch_size,
-               epochs, spec.consumers, spec.consumers == 1 ? "" : "s");
-    else
-        printf("%s: valid (%u dense, %u sparse features, %s%s%s, batch_size %u, %s, %u "
-               "consumer%s)\n",
-               path, spec.ndense, spec.nsparse, spec.label ? "label \"" : "no label",
-               spec.label ? spec.label : "", spec.label ? "\"" : "", spec.batch_size, epochs,
-               spec.consumers, spec.consumers == 1 ? "" : "s");
-    fflush(stdout); /* before the sample's errors on stderr */
-    rc = ctl->table ? ctl_sample_check(&spec, path, ctl->table, ctl->sample) : CTL_OK;
+    /* the verdict comes last: a spec whose table sample fails is not valid */
+    rc = ctl->ntables ? ctl_sample_tables(&spec, path, ctl->tables, ctl->ntables, ctl->sample)
+                      : CTL_OK;
+    if (rc == CTL_OK)
+        print_valid(path, &spec);
     dpp_spec_close(&spec);
     return rc;
 }
@@ -307,7 +328,7 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
     char *json = read_spec(path, &len);
     if (json == NULL)
         return 1;
-    if (ctl->table) {
+    if (ctl->ntables) {
         /* the master parses the spec again; here it only drives the sample */
         dpp_spec_t spec;
         int rc = parse_spec(path, json, len, &spec);
@@ -319,7 +340,7 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
         fflush(stdout);
         int saved = dup(STDOUT_FILENO);
         dup2(STDERR_FILENO, STDOUT_FILENO);
-        rc = ctl_sample_check(&spec, path, ctl->table, ctl->sample);
+        rc = ctl_sample_tables(&spec, path, ctl->tables, ctl->ntables, ctl->sample);
         fflush(stdout);
         dup2(saved, STDOUT_FILENO);
         close(saved);
@@ -328,7 +349,7 @@ static int cmd_submit(const ctl_t *ctl, const char *path)
             free(json);
             return ctl_fail("%s: not submitted: its table sample (--table %s) failed the checks "
                             "above",
-                            path, ctl->table);
+                            path, ctl->tables[0]);
         }
     }
     Dpp__SubmitRequest req = DPP__SUBMIT_REQUEST__INIT;
@@ -776,7 +797,15 @@ int main(int argc, char **argv)
             token_file = optarg;
             break;
         case 'D':
-            ctl.table = optarg;
+            if (ctl.ntables == CTL_MAX_TABLES) {
+                char most[16];
+                snprintf(most, sizeof most, "%d", CTL_MAX_TABLES);
+                return ctl_fail("--table: given more than %s times (a mixture has at most that "
+                                "many sources)%s",
+                                most, "") +
+                       1;
+            }
+            ctl.tables[ctl.ntables++] = optarg;
             break;
         case 'S':
             ctl.sample = (unsigned)strtoul(optarg, &end, 10);

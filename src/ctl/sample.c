@@ -446,3 +446,74 @@ int ctl_sample_check(const dpp_spec_t *spec, const char *spec_path, const char *
     free(table);
     return errors ? CTL_FAILED : CTL_OK;
 }
+
+/* The data root dir is in, when dir ends in "/TABLE" (given as written,
+ * or resolved): malloc'd, or NULL. */
+static char *data_root_of(const char *dir, const char *table)
+{
+    char *resolved = realpath(dir, NULL);
+    const char *tries[2] = {dir, resolved};
+    char *root = NULL;
+    size_t tl = strlen(table);
+    for (int k = 0; k < 2 && root == NULL && tries[k]; k++) {
+        size_t dl = strlen(tries[k]);
+        while (dl > 1 && tries[k][dl - 1] == '/')
+            dl--;
+        if (dl > tl + 1 && tries[k][dl - tl - 1] == '/' &&
+            memcmp(tries[k] + dl - tl, table, tl) == 0)
+            root = strndup(tries[k], dl - tl - 1);
+    }
+    free(resolved);
+    return root;
+}
+
+int ctl_sample_tables(const dpp_spec_t *spec, const char *spec_path, const char *const *dirs,
+                      unsigned ndirs, unsigned records)
+{
+    if (spec->nsources == 0) {
+        char times[16];
+        snprintf(times, sizeof times, "%u", ndirs);
+        if (ndirs > 1)
+            return ctl_fail("--table: given %s times; a spec of one table takes one folder (a "
+                            "mixture: one per source, in the order of \"sources\")%s",
+                            times, "");
+        return ctl_sample_check(spec, spec_path, dirs[0], records);
+    }
+    if (ndirs > spec->nsources) {
+        char counts[64];
+        snprintf(counts, sizeof counts, "%u times, the mixture has %u sources", ndirs,
+                 spec->nsources);
+        return ctl_fail("--table: given %s: give one folder per source, in the order of "
+                        "\"sources\"%s",
+                        counts, "");
+    }
+    const char *table0 = spec->sources[0].spec.table;
+    char *root = ndirs < spec->nsources ? data_root_of(dirs[0], table0) : NULL;
+    if (ndirs < spec->nsources && root == NULL) {
+        fprintf(stderr,
+                "dppctl: %s: sources[%u] (table \"%s\") has no folder to sample: give --table "
+                "once per source, in the order of \"sources\" (--table %s is source 0's and does "
+                "not end in its table \"%s\", so the data root of the others is not known)\n",
+                spec_path, ndirs, spec->sources[ndirs].spec.table, dirs[0], table0);
+        return CTL_FAILED;
+    }
+    size_t failed = 0;
+    for (unsigned i = 0; i < spec->nsources; i++) {
+        const dpp_spec_t *src = &spec->sources[i].spec;
+        char label[1024], *dir = NULL;
+        snprintf(label, sizeof label, "%s: sources[%u] (table %s)", spec_path, i, src->table);
+        if (i >= ndirs && strncmp(src->table, "s3://", 5) == 0) {
+            printf("note: %s: not sampled: an object store's table has no folder here (give "
+                   "--table for it, in the order of \"sources\")\n",
+                   label);
+            continue;
+        }
+        if (i >= ndirs && asprintf(&dir, "%s/%s", root, src->table) < 0)
+            dpp_oom();
+        failed += ctl_sample_check(src, label, i < ndirs ? dirs[i] : dir, records) != CTL_OK;
+        fflush(stdout); /* each source's verdict before the next one's errors */
+        free(dir);
+    }
+    free(root);
+    return failed ? CTL_FAILED : CTL_OK;
+}

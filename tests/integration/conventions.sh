@@ -299,6 +299,32 @@ grep -Fq "dppctl: $DPP_TMP/struct.json: feature \"b_struct\" (the label): " "$DP
 validate_table "$DPP_TMP/optional.json" "$root/pq" 1
 grep -Fq 'its files end in .parquet: should the spec say "format": "parquet"?' "$DPP_TMP/v.err" ||
     dpp_fail "case 7: a TFRecord spec on Parquet files: $(cat "$DPP_TMP/v.err")"
+# a failed sample never follows a "valid" verdict (the verdict comes last,
+# only when every check passed)
+validate_table "$DPP_TMP/label.json" "$root/clean" 1
+! grep -Fq ": valid (" "$DPP_TMP/v.out" ||
+    dpp_fail "case 7: validate --table said valid before it failed: $(cat "$DPP_TMP/v.out")"
+validate_table "$DPP_TMP/optional.json" "$root/clean" 0
+[[ $(tail -n 1 "$DPP_TMP/v.out") == "$DPP_TMP/optional.json: valid ("* ]] ||
+    dpp_fail "case 7: the verdict is not the last line: $(cat "$DPP_TMP/v.out")"
+# a mixture: every source's table is sampled, each named; --table once per
+# source, or once (the others under its data root)
+mix() {
+    cat >"$1" <<EOF
+{"batch_size": 100, "features": {"dense": [$2], "sparse": [$c1]}, "label": {"name": "label"},
+ "sources": [{"table": "clean", "weight": 1}, {"table": "holes", "weight": 1}]}
+EOF
+}
+mix "$DPP_TMP/mix.json" "$i1"
+for more in "" "--table $root/holes"; do
+    # shellcheck disable=SC2086 # none, or two words
+    validate_table "$DPP_TMP/mix.json" "$root/clean" 1 $more
+    grep -Eqx "dppctl: $DPP_TMP/mix.json: sources\[1\] \(table holes\): [0-9]+ of the 1000 sampled records \([0-9.]+%\) would be rejected, more than the spec's max_reject_ratio 0.01: a session would fail" \
+        "$DPP_TMP/v.err" || dpp_fail "case 7: a mixture's source 1 (--table $root/clean $more) was not checked: $(cat "$DPP_TMP/v.out" "$DPP_TMP/v.err")"
+done
+mix "$DPP_TMP/mix-fill.json" '{"name": "i1", "transforms": [{"op": "fill_missing", "value": 0}]}'
+validate_table "$DPP_TMP/mix-fill.json" "$root/clean" 0
+expect_line "$DPP_TMP/v.out" "$DPP_TMP/mix-fill.json: sources[1] (table holes): table $root/holes: 1000 records sampled from 2 of the table's 2 files; every feature found, with values its transforms take"
 # submit --table: a spec that fails its sample is not submitted
 before=$(dpp_ctl list -o json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 rc=0
@@ -312,6 +338,6 @@ dpp_ctl submit "$DPP_TMP/optional.json" --table "$root/clean" >"$DPP_TMP/sub.out
     dpp_fail "case 7: submit --table of a good spec failed: $(cat "$DPP_TMP/sub.err")"
 grep -Eqx 's[0-9a-f]{16}' <(tail -n 1 "$DPP_TMP/sub.out") ||
     dpp_fail "case 7: submit --table: the last line of stdout is not the session id: $(cat "$DPP_TMP/sub.out")"
-dpp_log "case 7: validate --table named the misspelt label, the holes, 5 wrong types and a struct column; submit --table held back a bad spec"
+dpp_log "case 7: validate --table named the misspelt label, the holes, 5 wrong types, a struct column and a mixture's second source; submit --table held back a bad spec"
 
 dpp_log "PASS"
