@@ -57,6 +57,9 @@ int main(int argc, char **argv)
         return 1;
     fclose(f);
     dpp_bpe_scratch_t *s = b ? dpp_bpe_scratch_new(b) : NULL;
+    /* a worker's scratch: its buffers kept from document to document, its
+     * bound the default --max-record-mb's (16 MiB) */
+    dpp_spm_scratch_t *x = sp ? dpp_spm_scratch_new(16u << 20) : NULL;
     uint32_t *ids = NULL;
     size_t n = 0, cap = 0, bytes = 0, docs = 0, tokens = 0;
     double times[1000];
@@ -70,9 +73,12 @@ int main(int argc, char **argv)
             memcpy(&dl, corpus + at, 4);
             at += 4;
             n = 0;
-            if ((sp ? dpp_spm_encode(sp, corpus + at, dl, &ids, &n, &cap)
-                    : dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap)) != 0)
+            if ((sp ? dpp_spm_encode_scratch(sp, x, corpus + at, dl, &ids, &n, &cap, err,
+                                             sizeof err)
+                    : dpp_bpe_encode(b, s, corpus + at, dl, &ids, &n, &cap)) != 0) {
+                fprintf(stderr, "bench_tokenize: document %zu: %s\n", docs, sp ? err : "failed");
                 return 1;
+            }
             tokens += n;
             bytes += dl;
             docs++;
@@ -88,6 +94,7 @@ int main(int argc, char **argv)
     free(ids);
     free(corpus);
     dpp_bpe_scratch_free(s);
+    dpp_spm_scratch_free(x);
     dpp_bpe_free(b);
     dpp_spm_free(sp);
     return 0;

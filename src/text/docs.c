@@ -266,6 +266,13 @@ static int reject(dpp_text_docs_t *d, int reason, uint64_t pos, const char *fmt,
     return d->on_corrupt_fail ? reason : 0;
 }
 
+int dpp_text_docs_refuse(dpp_text_docs_t *d, int reason, const char *why)
+{
+    if (d->counts.documents > 0)
+        d->counts.documents--;
+    return reject(d, reason, d->last, "%s", why);
+}
+
 static int grow_text(dpp_text_docs_t *d, size_t need)
 {
     if (need <= d->unescaped_cap)

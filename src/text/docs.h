@@ -57,6 +57,13 @@ void dpp_text_docs_close(dpp_text_docs_t *d);
  * split (a reject under on_corrupt: fail, a read error, a broken stream). */
 int dpp_text_docs_step(dpp_text_docs_t *d, const uint8_t **text, size_t *len);
 
+/* The document step() returned last is refused after all (its tokens would
+ * not fit the worker's bounds): counted as rejected for reason (a
+ * reject.h reason: DPP_ETOOBIG), with "file F, line at offset O: " and
+ * why as the first reject's detail. Returns 0, or reason under on_corrupt:
+ * fail (the split ends). */
+int dpp_text_docs_refuse(dpp_text_docs_t *d, int reason, const char *why);
+
 /* The position of the next input (where a split after the inputs read so
  * far would start), and of the input read last (for messages). */
 uint64_t dpp_text_docs_pos(const dpp_text_docs_t *d);

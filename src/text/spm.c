@@ -45,8 +45,10 @@ struct dpp_spm {
     uint32_t byte_ids[256];
     float min_score, max_score; /* over NORMAL pieces, as libsentencepiece's Unigram */
     uint32_t max_user_len;     /* bytes of the longest user-defined symbol (0: none) */
+    uint32_t max_piece_len;    /* bytes of the longest normal or user-defined piece */
     uint8_t user_first[32];    /* bit set of the bytes user-defined symbols start with */
-    /* A byte trie of the pieces, for the Unigram's walk from a position:
+    /* A byte trie of the pieces, for the Unigram's walk from a position
+     * and the cuts of a long text (both models):
      * edge (node << 8 | byte) -> child in an open-addressed table; a
      * node's piece id + 1 (0: no piece ends there). Node 0 is the root. */
     uint64_t *edge_keys; /* key + 1, 0 empty */
@@ -371,6 +373,8 @@ static int build_index(dpp_spm_t *sp, char *err, size_t errlen)
                             (int)(p->len < 64 ? p->len : 64), s, sp->slots[i] - 1, id);
         }
         sp->slots[i] = id + 1;
+        if ((p->type == PIECE_NORMAL || p->type == PIECE_USER) && p->len > sp->max_piece_len)
+            sp->max_piece_len = p->len;
         if (p->type == PIECE_UNKNOWN) {
             if (sp->unk_id >= 0)
                 return fail(err, errlen, sp->name, "two unknown pieces (ids %lld and %u)",
@@ -395,7 +399,7 @@ static int build_index(dpp_spm_t *sp, char *err, size_t errlen)
     }
     if (sp->unk_id < 0)
         return fail(err, errlen, sp->name, "no piece of type UNKNOWN");
-    if (sp->model_type == MODEL_UNIGRAM && build_trie(sp) != 0)
+    if (build_trie(sp) != 0)
         return -ENOMEM;
     if (sp->byte_fallback) {
         for (unsigned b = 0; b < 256; b++) {
@@ -545,19 +549,26 @@ const char *dpp_spm_controls(const dpp_spm_t *sp, char *buf, size_t len)
     return buf;
 }
 
-/* ---- normalizing ------------------------------------------------------ */
+/* ---- scratch ---------------------------------------------------------- */
 
+/* A long text's stretches run to the first cut past this many bytes: the
+ * encoder's state of one stays in cache (see "encoding" below). */
+#define DPP_SPM_STRETCH (16u << 10)
+
+/* A text's normalized bytes, bounded: put() past max is DPP_ETOOBIG. */
 typedef struct buf {
     uint8_t *p;
-    size_t n, cap;
+    size_t n, cap, max;
 } buf_t;
 
 static int put(buf_t *b, const uint8_t *s, size_t n)
 {
-    if (b->n + n > b->cap) {
+    if (b->n + n > b->cap) { /* the capacity never passes max: checked only here */
+        if (n > b->max - b->n)
+            return DPP_ETOOBIG;
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n)
-            cap *= 2;
+            cap = cap > b->max / 2 ? b->max : 2 * cap;
         uint8_t *p = realloc(b->p, cap);
         if (p == NULL)
             return -ENOMEM;
@@ -568,6 +579,104 @@ static int put(buf_t *b, const uint8_t *s, size_t n)
     b->n += n;
     return 0;
 }
+
+/* A piece of the segmentation: bytes [start, start + len) of its stretch. */
+typedef struct seg {
+    uint32_t start, len;
+    uint32_t id;
+} seg_t;
+
+/* Viterbi's best way to a position of a stretch: its score, where its
+ * last piece starts plus one (0: not reached yet, so that zeroed memory is
+ * a fresh node) and which piece it is. */
+typedef struct node {
+    float score;
+    uint32_t start1, id;
+} node_t;
+
+/* BPE: symbols are characters (a user-defined symbol is one, frozen);
+ * pairs are candidate merges. */
+typedef struct sym {
+    uint32_t start, len;
+    int64_t prev, next;
+    int frozen;
+} sym_t;
+
+typedef struct pair {
+    float score;
+    uint32_t left, right, len;
+} pair_t;
+
+typedef struct heap {
+    pair_t *a;
+    size_t n, cap;
+} heap_t;
+
+struct dpp_spm_scratch {
+    buf_t norm;         /* at most twice the bound given */
+    size_t max_tokens;  /* a text's ids, at most (the bound given) */
+    size_t stretch;     /* a stretch runs to the first cut this many bytes on */
+    size_t max_stretch; /* normalized bytes encoded at once, at most */
+    node_t *nodes;
+    size_t nodes_cap;
+    seg_t *segs;
+    size_t nsegs, segs_cap;
+    sym_t *syms;
+    size_t syms_cap;
+    heap_t heap;
+};
+
+dpp_spm_scratch_t *dpp_spm_scratch_new(uint64_t max_bytes)
+{
+    dpp_spm_scratch_t *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return NULL;
+    /* a normalization may grow a text (NFKC a little), up to twice the
+     * bound; no more ids than the bound */
+    x->norm.max = max_bytes == 0 || max_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * (size_t)max_bytes;
+    x->max_tokens = max_bytes == 0 || max_bytes > SIZE_MAX ? SIZE_MAX : (size_t)max_bytes;
+    uint64_t stretch = max_bytes == 0 ? DPP_SPM_MAX_STRETCH : max_bytes / 8;
+    if (stretch < DPP_SPM_MIN_MAX_STRETCH)
+        stretch = DPP_SPM_MIN_MAX_STRETCH;
+    x->max_stretch = stretch < DPP_SPM_MAX_STRETCH ? (size_t)stretch : DPP_SPM_MAX_STRETCH;
+    x->stretch = DPP_SPM_STRETCH;
+    return x;
+}
+
+void dpp_spm_scratch_set_stretch(dpp_spm_scratch_t *x, size_t bytes)
+{
+    x->stretch = bytes;
+}
+
+void dpp_spm_scratch_free(dpp_spm_scratch_t *x)
+{
+    if (x == NULL)
+        return;
+    free(x->norm.p);
+    free(x->nodes);
+    free(x->segs);
+    free(x->syms);
+    free(x->heap.a);
+    free(x);
+}
+
+/* *a with room for n elements of size bytes (capacity *cap, doubled). */
+static int reserve(void **a, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < n)
+        c *= 2;
+    void *q = realloc(*a, c * size);
+    if (q == NULL)
+        return -ENOMEM;
+    *a = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- normalizing ------------------------------------------------------ */
 
 /* The longest key of the charsmap's double array that s starts with: its
  * length and value, or 0 for none. Every index is checked against the
@@ -651,6 +760,7 @@ static int normalize(const dpp_spm_t *sp, const uint8_t *s, size_t len, buf_t *b
 {
     const uint8_t *p;
     size_t pl, i = 0;
+    int rc;
     if (sp->remove_extra_ws) { /* leading whitespace, after normalizing */
         while (i < len) {
             size_t c = norm_prefix(sp, s + i, len - i, &p, &pl);
@@ -663,8 +773,8 @@ static int normalize(const dpp_spm_t *sp, const uint8_t *s, size_t len, buf_t *b
         return 0;
     const uint8_t *ws = sp->escape_ws ? SPACE_SYMBOL : (const uint8_t *)" ";
     size_t wsl = sp->escape_ws ? sizeof SPACE_SYMBOL : 1;
-    if (sp->add_dummy_prefix && put(b, ws, wsl) != 0)
-        return -ENOMEM;
+    if (sp->add_dummy_prefix && (rc = put(b, ws, wsl)) != 0)
+        return rc;
     int prev_space = sp->remove_extra_ws;
     while (i < len) {
         i += norm_prefix(sp, s + i, len - i, &p, &pl);
@@ -674,7 +784,7 @@ static int normalize(const dpp_spm_t *sp, const uint8_t *s, size_t len, buf_t *b
         }
         if (pl > 0) {
             for (size_t k = 0; k < pl; k++) {
-                int rc = p[k] == ' ' ? put(b, ws, wsl) : put(b, p + k, 1);
+                rc = p[k] == ' ' ? put(b, ws, wsl) : put(b, p + k, 1);
                 if (rc != 0)
                     return rc;
             }
@@ -691,107 +801,164 @@ static int normalize(const dpp_spm_t *sp, const uint8_t *s, size_t len, buf_t *b
 
 /* ---- encoding --------------------------------------------------------- */
 
-typedef struct seg {
-    uint32_t start, len; /* bytes of the normalized text */
-    int64_t id;
-} seg_t;
-
+/* A long normalized text is encoded a stretch at a time, cut only where
+ * the result is the whole text's: at a character boundary that no match
+ * of a normal or user-defined piece crosses (nor a character, which an
+ * unknown stretch or a BPE symbol starts as). Every segmentation of the
+ * text then has a boundary there, for Viterbi and for BPE alike: BPE
+ * merges only into pieces, so no symbol ever spans the cut, and the two
+ * sides' merges do not touch each other (each side's go in the order they
+ * would in the whole text); Viterbi's best path passes through the cut, and
+ * the next stretch starts from its score there, so every sum is the one
+ * the whole text's pass computes. Stretches run to the first cut past
+ * x->stretch bytes (DPP_SPM_STRETCH); a text with no cut for max_stretch
+ * bytes is refused (DPP_ETOOBIG). */
 static size_t char_len(const uint8_t *s, size_t len)
 {
     size_t l = utf8_char(s, len);
     return l ? l : 1;
 }
 
-/* Viterbi over the pieces: the segmentation of the highest total score,
- * libsentencepiece's arithmetic (float scores, double candidates) and tie
- * rule (the first candidate met keeps a tie). */
-static int unigram(const dpp_spm_t *sp, const uint8_t *s, size_t len, seg_t **segs, size_t *nsegs)
+static int piece_usable(const dpp_spm_t *sp, uint32_t node)
 {
-    typedef struct node {
-        float score;
-        int64_t start, id;
-    } node_t;
-    node_t *best = malloc((len + 1) * sizeof *best);
-    if (best == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i <= len; i++)
-        best[i] = (node_t){0, -1, -1};
+    uint32_t id1 = sp->node_piece[node];
+    return id1 != 0 && (sp->pieces[id1 - 1].type == PIECE_NORMAL ||
+                        sp->pieces[id1 - 1].type == PIECE_USER);
+}
+
+static int stretch_too_long(const dpp_spm_scratch_t *x, size_t from, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "its normalized text has no place to cut for more than %zu bytes from byte %zu (a "
+             "cut must fall where no piece of the model does): longer than the tokenizer "
+             "encodes at once (an eighth of the worker's --max-record-mb, at least %u)",
+             x->max_stretch, from, DPP_SPM_MIN_MAX_STRETCH);
+    return DPP_ETOOBIG;
+}
+
+/* Viterbi over the pieces, from the cut `from` (where the path's score is
+ * *base) of the normalized text s[0..len) to the first cut at least
+ * x->stretch bytes on, or len: the segmentation of the highest total
+ * score, libsentencepiece's arithmetic (float scores, double candidates)
+ * and tie rule (the first candidate met keeps a tie). x->segs gets the
+ * stretch's pieces in order (positions from `from`); *end is the stretch's
+ * end and *base the score there. */
+static int unigram(const dpp_spm_t *sp, dpp_spm_scratch_t *x, const uint8_t *s, size_t len,
+                   size_t from, float *base, size_t *end, char *err, size_t errlen)
+{
     const float unk_score = sp->min_score - 10.0f;
-    for (size_t at = 0; at < len;) {
+    /* positions from `from` on: t[0..n), nodes best[0..ready) set */
+    const uint8_t *t = s + from;
+    size_t n = len - from, cut_from = x->stretch ? x->stretch : 1;
+    size_t reach = 0, ready = 1, grow_at = 0, at = 0; /* reach: the furthest end of an edge */
+    if (reserve((void **)&x->nodes, &x->nodes_cap, 1, sizeof *x->nodes) != 0)
+        return -ENOMEM;
+    node_t *best = x->nodes;
+    best[0] = (node_t){*base, 0, 0};
+    while (at < n) {
+        if (at >= reach && at >= cut_from)
+            break; /* a cut */
+        if (at >= grow_at) { /* the nodes an edge from here may end at, 4 KiB ahead */
+            if (at > x->max_stretch)
+                return stretch_too_long(x, from, err, errlen);
+            size_t need = at + sp->max_piece_len + 5 + 4096;
+            if (need > n + 1)
+                need = n + 1;
+            if (reserve((void **)&x->nodes, &x->nodes_cap, need, sizeof *x->nodes) != 0)
+                return -ENOMEM;
+            best = x->nodes;
+            memset(best + ready, 0, (need - ready) * sizeof *best);
+            ready = need;
+            grow_at = ready == n + 1 ? SIZE_MAX : ready - sp->max_piece_len - 5;
+        }
         float here = best[at].score;
-        size_t mb = char_len(s + at, len - at);
+        size_t mb = char_len(t + at, n - at);
+        size_t longest = mb; /* of the edges from here: a character at least */
         int single = 0;
         uint32_t node = 0;
-        for (size_t l = 1; at + l <= len; l++) {
-            if ((node = trie_child(sp, node, s[at + l - 1])) == 0)
-                break; /* no piece starts with s[at, at + l) */
-            if (sp->node_piece[node] == 0)
+        for (size_t l = 1; at + l <= n; l++) {
+            if ((node = trie_child(sp, node, t[at + l - 1])) == 0)
+                break; /* no piece starts with t[at, at + l) */
+            if (!piece_usable(sp, node))
                 continue;
-            int64_t id = (int64_t)sp->node_piece[node] - 1;
+            longest = l > longest ? l : longest;
+            uint32_t id = sp->node_piece[node] - 1;
             const piece_t *p = &sp->pieces[id];
-            if (p->type != PIECE_NORMAL && p->type != PIECE_USER)
-                continue;
             double score = p->type == PIECE_USER ? (double)((float)l * sp->max_score) - 0.1
                                                  : (double)p->score;
             double cand = score + here;
-            node_t *t = &best[at + l];
-            if (t->start == -1 || cand > t->score) {
-                t->score = (float)cand;
-                t->start = (int64_t)at;
-                t->id = id;
+            node_t *b = &best[at + l];
+            if (b->start1 == 0 || cand > b->score) {
+                b->score = (float)cand;
+                b->start1 = (uint32_t)at + 1;
+                b->id = id;
             }
             if (l == mb)
                 single = 1;
         }
         if (!single) {
             float cand = unk_score + here;
-            node_t *t = &best[at + mb];
-            if (t->start == -1 || cand > t->score) {
-                t->score = cand;
-                t->start = (int64_t)at;
-                t->id = sp->unk_id;
+            node_t *b = &best[at + mb];
+            if (b->start1 == 0 || cand > b->score) {
+                b->score = cand;
+                b->start1 = (uint32_t)at + 1;
+                b->id = (uint32_t)sp->unk_id;
             }
         }
+        if (at + longest > reach)
+            reach = at + longest;
         at += mb;
     }
-    size_t n = 0;
-    for (int64_t end = (int64_t)len; end > 0; end = best[end].start)
-        n++;
-    seg_t *out = malloc((n ? n : 1) * sizeof *out);
-    if (out == NULL) {
-        free(best);
+    size_t k = 0;
+    for (size_t e = at; e > 0; e = best[e].start1 - 1)
+        k++;
+    if (reserve((void **)&x->segs, &x->segs_cap, k, sizeof *x->segs) != 0)
         return -ENOMEM;
-    }
-    size_t k = n;
-    for (int64_t end = (int64_t)len; end > 0; end = best[end].start) {
-        const node_t *t = &best[end];
-        out[--k] = (seg_t){(uint32_t)t->start, (uint32_t)(end - t->start), t->id};
-    }
-    free(best);
-    *segs = out;
-    *nsegs = n;
+    x->nsegs = k;
+    for (size_t e = at; e > 0; e = best[e].start1 - 1)
+        x->segs[--k] = (seg_t){best[e].start1 - 1, (uint32_t)(e - best[e].start1 + 1), best[e].id};
+    *base = at > 0 ? best[at].score : *base;
+    *end = from + at;
     return 0;
 }
 
-/* BPE: symbols are characters (a user-defined symbol is one, frozen);
- * the adjacent pair whose concatenation is the piece of the highest score
- * merges first, the leftmost among equals, until no pair is a piece. */
-typedef struct sym {
-    uint32_t start, len;
-    int64_t prev, next;
-    int frozen;
-} sym_t;
+/* The end of the stretch from the cut `from` of s[0..len): the first cut
+ * at least x->stretch bytes on, or len (the BPE encoder's; Viterbi
+ * finds its cuts as it goes). */
+static int next_cut(const dpp_spm_t *sp, const dpp_spm_scratch_t *x, const uint8_t *s, size_t len,
+                    size_t from, size_t *end, char *err, size_t errlen)
+{
+    if (len - from <= x->stretch && len - from <= x->max_stretch) {
+        *end = len;
+        return 0;
+    }
+    size_t reach = from;
+    for (size_t at = from; at < len;) {
+        if (at >= reach && at - from >= x->stretch && at > from) {
+            *end = at;
+            return 0;
+        }
+        if (at - from > x->max_stretch)
+            return stretch_too_long(x, from, err, errlen);
+        size_t mb = char_len(s + at, len - at);
+        uint32_t node = 0;
+        if (at + mb > reach)
+            reach = at + mb;
+        for (size_t l = 1; at + l <= len; l++) {
+            if ((node = trie_child(sp, node, s[at + l - 1])) == 0)
+                break;
+            if (at + l > reach && piece_usable(sp, node))
+                reach = at + l;
+        }
+        at += mb;
+    }
+    *end = len;
+    return 0;
+}
 
-typedef struct pair {
-    float score;
-    uint32_t left, right, len;
-} pair_t;
-
-typedef struct heap {
-    pair_t *a;
-    size_t n, cap;
-} heap_t;
-
+/* BPE over a stretch s[0..len): the adjacent pair whose concatenation is
+ * the piece of the highest score merges first, the leftmost among equals,
+ * until no pair is a piece. x->segs gets the pieces. */
 static int pair_before(const pair_t *x, const pair_t *y)
 {
     return x->score > y->score || (x->score == y->score && x->left < y->left);
@@ -851,13 +1018,13 @@ static int maybe_pair(const dpp_spm_t *sp, const uint8_t *s, const sym_t *y, int
     return heap_push(h, (pair_t){sp->pieces[id].score, (uint32_t)l, (uint32_t)r, len});
 }
 
-static int bpe(const dpp_spm_t *sp, const uint8_t *s, size_t len, seg_t **segs, size_t *nsegs)
+static int bpe(const dpp_spm_t *sp, dpp_spm_scratch_t *x, const uint8_t *s, size_t len)
 {
-    sym_t *y = malloc((len ? len : 1) * sizeof *y);
-    heap_t h = {0};
-    int rc = -ENOMEM;
-    if (y == NULL)
-        return rc;
+    if (reserve((void **)&x->syms, &x->syms_cap, len ? len : 1, sizeof *x->syms) != 0)
+        return -ENOMEM;
+    sym_t *y = x->syms;
+    heap_t *h = &x->heap;
+    h->n = 0;
     size_t n = 0;
     for (size_t at = 0; at < len; n++) {
         size_t u = user_match(sp, s + at, len - at);
@@ -867,10 +1034,10 @@ static int bpe(const dpp_spm_t *sp, const uint8_t *s, size_t len, seg_t **segs, 
         at += l;
     }
     for (size_t i = 1; i < n; i++)
-        if (maybe_pair(sp, s, y, (int64_t)i - 1, (int64_t)i, &h) != 0)
-            goto out;
-    while (h.n > 0) {
-        pair_t top = heap_pop(&h);
+        if (maybe_pair(sp, s, y, (int64_t)i - 1, (int64_t)i, h) != 0)
+            return -ENOMEM;
+    while (h->n > 0) {
+        pair_t top = heap_pop(h);
         sym_t *l = &y[top.left], *r = &y[top.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != top.len)
             continue; /* a pair one of whose symbols has merged since */
@@ -879,25 +1046,19 @@ static int bpe(const dpp_spm_t *sp, const uint8_t *s, size_t len, seg_t **segs, 
         if (r->next >= 0)
             y[r->next].prev = top.left;
         r->len = 0;
-        if (maybe_pair(sp, s, y, l->prev, top.left, &h) != 0 ||
-            maybe_pair(sp, s, y, top.left, l->next, &h) != 0)
-            goto out;
+        if (maybe_pair(sp, s, y, l->prev, top.left, h) != 0 ||
+            maybe_pair(sp, s, y, top.left, l->next, h) != 0)
+            return -ENOMEM;
     }
-    seg_t *out = malloc((n ? n : 1) * sizeof *out);
-    if (out == NULL)
-        goto out;
+    if (reserve((void **)&x->segs, &x->segs_cap, n ? n : 1, sizeof *x->segs) != 0)
+        return -ENOMEM;
     size_t k = 0;
     for (int64_t i = n ? 0 : -1; i >= 0; i = y[i].next) {
         int64_t id = find(sp, s + y[i].start, y[i].len);
-        out[k++] = (seg_t){y[i].start, y[i].len, id >= 0 ? id : sp->unk_id};
+        x->segs[k++] = (seg_t){y[i].start, y[i].len, (uint32_t)(id >= 0 ? id : sp->unk_id)};
     }
-    *segs = out;
-    *nsegs = k;
-    rc = 0;
-out:
-    free(h.a);
-    free(y);
-    return rc;
+    x->nsegs = k;
+    return 0;
 }
 
 static int push_id(uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
@@ -914,30 +1075,58 @@ static int push_id(uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
     return 0;
 }
 
-int dpp_spm_encode(const dpp_spm_t *sp, const uint8_t *text, size_t len, uint32_t **ids,
-                   size_t *n, size_t *cap)
+int dpp_spm_encode_scratch(const dpp_spm_t *sp, dpp_spm_scratch_t *x, const uint8_t *text,
+                           size_t len, uint32_t **ids, size_t *n, size_t *cap, char *err,
+                           size_t errlen)
 {
-    buf_t b = {0};
-    seg_t *segs = NULL;
-    size_t nsegs = 0, n0 = *n;
-    int rc = normalize(sp, text, len, &b);
-    if (rc == 0 && b.n > 0)
-        rc = sp->model_type == MODEL_BPE ? bpe(sp, b.p, b.n, &segs, &nsegs)
-                                         : unigram(sp, b.p, b.n, &segs, &nsegs);
+    size_t n0 = *n;
+    buf_t *b = &x->norm;
+    b->n = 0;
+    int rc = normalize(sp, text, len, b);
+    if (rc == DPP_ETOOBIG)
+        snprintf(err, errlen,
+                 "its %zu bytes of text normalize to more than %zu bytes (the model's "
+                 "normalization grows it past what the tokenizer takes: twice the worker's "
+                 "--max-record-mb)",
+                 len, b->max);
     int prev_unk = 0;
-    for (size_t i = 0; rc == 0 && i < nsegs; i++) {
-        int unk = segs[i].id == sp->unk_id;
-        if (unk && sp->byte_fallback) {
-            for (uint32_t k = 0; rc == 0 && k < segs[i].len; k++)
-                rc = push_id(ids, n, cap, sp->byte_ids[b.p[segs[i].start + k]]);
-        } else if (!(unk && prev_unk)) { /* a run of unknowns is one unknown */
-            rc = push_id(ids, n, cap, (uint32_t)segs[i].id);
+    float base = 0;
+    for (size_t from = 0, end = 0; rc == 0 && from < b->n; from = end) {
+        rc = sp->model_type == MODEL_BPE
+                 ? next_cut(sp, x, b->p, b->n, from, &end, err, errlen)
+                 : unigram(sp, x, b->p, b->n, from, &base, &end, err, errlen);
+        if (rc == 0 && sp->model_type == MODEL_BPE)
+            rc = bpe(sp, x, b->p + from, end - from);
+        for (size_t i = 0; rc == 0 && i < x->nsegs; i++) {
+            const seg_t *g = &x->segs[i];
+            int unk = g->id == (uint32_t)sp->unk_id;
+            if (unk && sp->byte_fallback) {
+                for (uint32_t k = 0; rc == 0 && k < g->len; k++)
+                    rc = push_id(ids, n, cap, sp->byte_ids[b->p[from + g->start + k]]);
+            } else if (!(unk && prev_unk)) { /* a run of unknowns is one unknown */
+                rc = push_id(ids, n, cap, g->id);
+            }
+            prev_unk = unk;
         }
-        prev_unk = unk;
+        if (rc == 0 && *n - n0 > x->max_tokens) {
+            snprintf(err, errlen,
+                     "its %zu bytes of text make more than %zu tokens (the most the tokenizer "
+                     "holds for a document: the worker's --max-record-mb, a token a byte)",
+                     len, x->max_tokens);
+            rc = DPP_ETOOBIG;
+        }
     }
     if (rc != 0)
         *n = n0;
-    free(segs);
-    free(b.p);
+    return rc;
+}
+
+int dpp_spm_encode(const dpp_spm_t *sp, const uint8_t *text, size_t len, uint32_t **ids,
+                   size_t *n, size_t *cap)
+{
+    dpp_spm_scratch_t *x = dpp_spm_scratch_new(0);
+    char err[8];
+    int rc = x ? dpp_spm_encode_scratch(sp, x, text, len, ids, n, cap, err, sizeof err) : -ENOMEM;
+    dpp_spm_scratch_free(x);
     return rc;
 }

@@ -47,8 +47,36 @@ int64_t dpp_spm_special_id(const dpp_spm_t *sp, const char *name);
  * to len), for a message naming what there is; buf. */
 const char *dpp_spm_controls(const dpp_spm_t *sp, char *buf, size_t len);
 
+/* What encoding holds between calls, and its bounds: one thread's. Given
+ * max_bytes (0: no bound), a text is normalized whole (its normalized bytes
+ * at most 2 x max_bytes), gives at most max_bytes ids, and is encoded a
+ * stretch at a time (spm.c: cut only where the ids are the whole text's;
+ * a stretch of at most max_bytes / 8 bytes, at least
+ * DPP_SPM_MIN_MAX_STRETCH): the state is about 12 bytes (Unigram) or 40
+ * bytes (BPE) per byte of a stretch, kept for the next text. NULL when out
+ * of memory. */
+typedef struct dpp_spm_scratch dpp_spm_scratch_t;
+#define DPP_SPM_MIN_MAX_STRETCH (256u << 10)
+#define DPP_SPM_MAX_STRETCH ((size_t)1 << 31)
+dpp_spm_scratch_t *dpp_spm_scratch_new(uint64_t max_bytes);
+void dpp_spm_scratch_free(dpp_spm_scratch_t *x);
+
+/* Where x's stretches end: at the first cut this many bytes on (default
+ * 16 KiB; 1: at every cut; SIZE_MAX: the whole text at once). The ids are
+ * the same whatever it is: tests compare them. */
+void dpp_spm_scratch_set_stretch(dpp_spm_scratch_t *x, size_t bytes);
+
 /* Appends the ids of text[0..len) to *ids (grown with realloc; *n ids,
- * room for *cap). Returns 0 or -ENOMEM (*ids then holds what it held). */
+ * room for *cap) with x's buffers and bounds. Returns 0, -ENOMEM, or
+ * DPP_ETOOBIG with a phrase in err saying which bound the text passed
+ * ("its 400 bytes of text normalize to more than ..."; for the caller to
+ * put after the text's name); *ids then holds what it held. */
+int dpp_spm_encode_scratch(const dpp_spm_t *sp, dpp_spm_scratch_t *x, const uint8_t *text,
+                           size_t len, uint32_t **ids, size_t *n, size_t *cap, char *err,
+                           size_t errlen);
+
+/* dpp_spm_encode_scratch() with a scratch of its own, unbounded: for tests
+ * and tools. Returns 0 or -ENOMEM. */
 int dpp_spm_encode(const dpp_spm_t *sp, const uint8_t *text, size_t len, uint32_t **ids,
                    size_t *n, size_t *cap);
 

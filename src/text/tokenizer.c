@@ -19,7 +19,8 @@ struct dpp_tokenizer {
 };
 
 struct dpp_tokenizer_scratch {
-    dpp_bpe_scratch_t *bpe; /* NULL for SentencePiece, which needs none */
+    dpp_bpe_scratch_t *bpe; /* tiktoken and Hugging Face, or */
+    dpp_spm_scratch_t *spm; /* SentencePiece */
 };
 
 const char *dpp_tokenizer_arg(const dpp_text_spec_t *t, char *buf, size_t len)
@@ -137,11 +138,14 @@ int dpp_tokenizer_special(const dpp_tokenizer_t *tk, const dpp_text_spec_t *t, c
                     name, dpp_bpe_size(tk->bpe));
 }
 
-dpp_tokenizer_scratch_t *dpp_tokenizer_scratch_new(const dpp_tokenizer_t *tk)
+dpp_tokenizer_scratch_t *dpp_tokenizer_scratch_new(const dpp_tokenizer_t *tk, uint64_t max_bytes)
 {
     dpp_tokenizer_scratch_t *s = calloc(1, sizeof *s);
-    if (s && tk->bpe && (s->bpe = dpp_bpe_scratch_new(tk->bpe)) == NULL) {
-        free(s);
+    if (s == NULL)
+        return NULL;
+    if ((tk->bpe && (s->bpe = dpp_bpe_scratch_new(tk->bpe)) == NULL) ||
+        (tk->spm && (s->spm = dpp_spm_scratch_new(max_bytes)) == NULL)) {
+        dpp_tokenizer_scratch_free(s);
         return NULL;
     }
     return s;
@@ -152,13 +156,15 @@ void dpp_tokenizer_scratch_free(dpp_tokenizer_scratch_t *s)
     if (s == NULL)
         return;
     dpp_bpe_scratch_free(s->bpe);
+    dpp_spm_scratch_free(s->spm);
     free(s);
 }
 
 int dpp_tokenizer_encode(const dpp_tokenizer_t *tk, dpp_tokenizer_scratch_t *s,
-                         const uint8_t *text, size_t len, uint32_t **ids, size_t *n, size_t *cap)
+                         const uint8_t *text, size_t len, uint32_t **ids, size_t *n, size_t *cap,
+                         char *why, size_t whylen)
 {
     if (tk->spm)
-        return dpp_spm_encode(tk->spm, text, len, ids, n, cap);
+        return dpp_spm_encode_scratch(tk->spm, s->spm, text, len, ids, n, cap, why, whylen);
     return dpp_bpe_encode(tk->bpe, s->bpe, text, len, ids, n, cap);
 }

@@ -42,12 +42,21 @@ size_t dpp_tokenizer_size(const dpp_tokenizer_t *tk);
 int dpp_tokenizer_special(const dpp_tokenizer_t *tk, const dpp_text_spec_t *t, const char *what,
                           const char *name, int64_t *id, char *err, size_t errlen);
 
-dpp_tokenizer_scratch_t *dpp_tokenizer_scratch_new(const dpp_tokenizer_t *tk);
+/* One thread's encoding buffers, kept from document to document, and the
+ * bound of what encoding one document may hold (max_bytes, the worker's
+ * document limit: a SentencePiece model's normalized text of at most twice
+ * it, at most that many ids, stretches of an eighth of it; spm.h; 0:
+ * none). A byte-level BPE document's ids and state follow its own bytes,
+ * which the reader bounds. NULL when out of memory. */
+dpp_tokenizer_scratch_t *dpp_tokenizer_scratch_new(const dpp_tokenizer_t *tk, uint64_t max_bytes);
 void dpp_tokenizer_scratch_free(dpp_tokenizer_scratch_t *s);
 
 /* Appends the ids of text[0..len) to *ids (grown with realloc; *n ids, room
- * for *cap). Returns 0 or -ENOMEM (*ids then holds what it held). */
+ * for *cap). Returns 0, -ENOMEM, or DPP_ETOOBIG with a phrase in why
+ * saying what the text passed (to follow the document's name); *ids then
+ * holds what it held. */
 int dpp_tokenizer_encode(const dpp_tokenizer_t *tk, dpp_tokenizer_scratch_t *s,
-                         const uint8_t *text, size_t len, uint32_t **ids, size_t *n, size_t *cap);
+                         const uint8_t *text, size_t len, uint32_t **ids, size_t *n, size_t *cap,
+                         char *why, size_t whylen);
 
 #endif

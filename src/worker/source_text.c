@@ -189,7 +189,8 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
     if (rc)
         return rc;
     rc = dpp_packer_new(&st->packer, &p->pack);
-    if (rc == 0 && (st->scratch = dpp_tokenizer_scratch_new(p->tok)) == NULL)
+    /* a document's normalized text is bounded as its bytes are */
+    if (rc == 0 && (st->scratch = dpp_tokenizer_scratch_new(p->tok, p->max_line)) == NULL)
         rc = -ENOMEM;
     if (rc)
         return dpp_errf(rc, err, errlen, "file %s: %s", t->rel_path,
@@ -200,7 +201,8 @@ static int state_open(jl_state_t *st, const jl_proj_t *p, const dpp_task_t *t,
 
 /* Reads the range's next input and packs its document, if any. Returns 1,
  * 0 at the range's end, or an error that ends the split (on_corrupt: fail,
- * a read error). */
+ * a read error). A document too big to tokenize within the worker's
+ * bounds is rejected, named (file and position) like a line too long. */
 static int read_one(jl_state_t *st)
 {
     const uint8_t *text;
@@ -209,9 +211,12 @@ static int read_one(jl_state_t *st)
     if (rc != 1 || text == NULL)
         return rc;
     st->nids = 0;
-    if (dpp_tokenizer_encode(st->proj->tok, st->scratch, text, len, &st->ids, &st->nids,
-                             &st->ids_cap) != 0 ||
-        dpp_packer_add(st->packer, st->ids, st->nids) != 0)
+    char why[400];
+    rc = dpp_tokenizer_encode(st->proj->tok, st->scratch, text, len, &st->ids, &st->nids,
+                              &st->ids_cap, why, sizeof why);
+    if (rc == DPP_ETOOBIG)
+        return (rc = dpp_text_docs_refuse(st->docs, DPP_ETOOBIG, why)) ? rc : 1;
+    if (rc != 0 || dpp_packer_add(st->packer, st->ids, st->nids) != 0)
         return -ENOMEM;
     return 1;
 }

@@ -5,7 +5,8 @@
 # Unigram and BPE with nmt_nfkc, byte fallback and a user-defined symbol;
 # Unigram with identity normalization and spaces kept; BPE with nfkc_cf and
 # no dummy prefix) give the same ids, id for id, for every document of
-# another draw of the corpus, not-UTF-8 ones included. Usage:
+# another draw of the corpus, not-UTF-8 ones included, and long ones that
+# dpp encodes a stretch at a time. Usage:
 # sentencepiece.sh TOKENIZE_IDS SOURCE_DIR.
 set -euo pipefail
 tool=${1:?usage: sentencepiece.sh TOKENIZE_IDS SOURCE_DIR}
@@ -16,7 +17,7 @@ src=${2:?usage: sentencepiece.sh TOKENIZE_IDS SOURCE_DIR}
 }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpp-spm.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$src/tests/text/spm_ref.py" "$tmp" 7
+/usr/bin/python3 "$src/tests/text/spm_ref.py" "$tmp" 7 long
 for name in unigram bpe unigram_identity bpe_nfkc_cf; do
     "$tool" "$tmp/$name.model" spm "$tmp/corpus.bin" "$tmp/$name.dpp"
     /usr/bin/python3 "$src/tests/text/compare_ids.py" "$tmp/$name.expected" "$tmp/$name.dpp" \

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """SentencePiece references for tests/text/sentencepiece.sh.
 
-spm_ref.py OUT_DIR SEED: writes a seeded corpus of documents (ASCII,
+spm_ref.py OUT_DIR SEED [long]: writes a seeded corpus of documents (ASCII,
 accents, CJK, emoji, whitespace runs, a user-defined symbol, characters NFKC
 folds, a few byte strings that are not UTF-8) to OUT_DIR/corpus.bin (uint32 LE length, bytes) and, with Debian's
 python3-sentencepiece (libsentencepiece's trainer and encoder), trains on
@@ -13,6 +13,10 @@ give, one line per document:
   unigram_identity  Unigram, identity normalization, no byte fallback,
                     spaces kept as written (remove_extra_whitespaces off)
   bpe_nfkc_cf  BPE, nfkc_cf (case folded), no dummy prefix
+
+With "long", the corpus ends with a few long documents (tens to hundreds of
+kilobytes: the short ones joined, CJK without spaces, whitespace and <sep>
+runs), which dpp encodes a stretch at a time (src/text/spm.c).
 """
 import os
 import random
@@ -68,6 +72,14 @@ def main():
     docs = [document(rng) for _ in range(1200)]
     docs += ["", " ", "   \t ", "<sep>", "<sep><sep>", "a<sep>b", "▁", "x▁y", "\u3000lead"]
     docs = [d.encode("utf-8") for d in docs]
+    if len(sys.argv) > 3 and sys.argv[3] == "long":
+        lrng = random.Random(seed + 1)
+        joined = [document(lrng) for _ in range(400)]
+        docs.append(" ".join(joined).encode("utf-8"))
+        docs.append("".join(joined).encode("utf-8"))
+        docs.append("".join(lrng.choice(CJK) for _ in range(20000)).encode("utf-8"))
+        docs.append(("<sep>" * 3000 + "   " * 3000 + "ab" * 9000 + "\u3000" * 3000).encode("utf-8"))
+        docs.append(b"\xff".join(d.encode("utf-8") for d in joined[:200]))
     # not UTF-8: each invalid byte is U+FFFD to libsentencepiece
     docs += [b"a\xffb\xc3", b"\xe2\x96", b"emoji \xf0\x9f\x99 cut", b"\xc0\xaf over",
              b"\xed\xa0\x80 surrogate", b"caf\xe9"]

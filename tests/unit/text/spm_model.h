@@ -25,6 +25,7 @@ typedef struct spm_opts {
     const char *normalizer; /* its name ("identity" when NULL) */
     const uint8_t *charsmap; /* precompiled_charsmap, charsmap_len bytes */
     size_t charsmap_len;
+    const char *extra_piece; /* a normal piece after the others (id 271), score -20 */
 } spm_opts_t;
 
 static inline void spm_varint(spm_w_t *w, uint64_t v)
@@ -62,6 +63,33 @@ static inline void spm_piece(spm_w_t *w, const char *text, float score, int type
     spm_bytes(w, 1, p.b, p.n);
 }
 
+/* A precompiled charsmap (a Darts double array and its strings) with one
+ * rule: the byte `key` becomes rep[0..replen) (no NUL in it). Written into
+ * out (cap bytes); returns its length, 0 when it does not fit. Unit 0 is
+ * the root (offset 1); the key's unit is at 1 ^ key, with a leaf (offset
+ * 1) whose value, at (1 ^ key) ^ 1, is the string's offset 0. */
+static inline size_t spm_charsmap_one(uint8_t *out, size_t cap, uint8_t key, const char *rep,
+                                      size_t replen)
+{
+    uint32_t unit[256] = {0};
+    size_t node = 1u ^ key, leaf = node ^ 1u, units = (node > leaf ? node : leaf) + 1;
+    unit[0] = 1u << 10;
+    unit[node] = 1u << 10 | 1u << 8 | key;
+    unit[leaf] = 1u << 31; /* a value unit, value 0 */
+    size_t n = 4 + 4 * units + replen + 1;
+    if (n > cap || key == 0)
+        return 0;
+    uint32_t tsize = (uint32_t)(4 * units);
+    for (int k = 0; k < 4; k++)
+        out[k] = (uint8_t)(tsize >> (8 * k));
+    for (size_t i = 0; i < units; i++)
+        for (int k = 0; k < 4; k++)
+            out[4 + 4 * i + (size_t)k] = (uint8_t)(unit[i] >> (8 * k));
+    memcpy(out + 4 + 4 * units, rep, replen);
+    out[n - 1] = '\0';
+    return n;
+}
+
 /* Writes the model into w (reset first). */
 static inline void spm_model(spm_w_t *w, const spm_opts_t *o)
 {
@@ -82,6 +110,8 @@ static inline void spm_model(spm_w_t *w, const spm_opts_t *o)
         spm_piece(w, normal[i], -(float)i - 1.5f, 1);
     if (o->duplicate)
         spm_piece(w, "ab", -20, 1);
+    if (o->extra_piece)
+        spm_piece(w, o->extra_piece, -20, 1);
     spm_w_t t = {.n = 0};
     spm_flag(&t, 3, (uint64_t)(o->model_type ? o->model_type : 1));
     spm_flag(&t, 35, (uint64_t)o->byte_fallback);

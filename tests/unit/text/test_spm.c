@@ -136,11 +136,140 @@ static void test_encode(void **state)
     dpp_spm_free(plain);
 }
 
+/* What encoding may hold is bounded (spm.h): a normalization that grows a
+ * text past the scratch's bound, and a stretch with no place to cut for
+ * longer than a sixteenth of it, are refused (DPP_ETOOBIG, saying which);
+ * a long text is encoded stretch by stretch into the ids the whole text
+ * gives, and the scratch is reused from text to text. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    char err[512], *text = malloc(300000);
+    assert_non_null(text);
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    /* "x" normalizes to 16,000 "a"s: 200 of them to 3.2 MB, more than twice
+     * the bound */
+    static char rep[16000];
+    memset(rep, 'a', sizeof rep);
+    static uint8_t map[17000];
+    size_t maplen = spm_charsmap_one(map, sizeof map, 'x', rep, sizeof rep);
+    assert_true(maplen > 0);
+    spm_model(&w, &(spm_opts_t){.model_type = 1, .byte_fallback = 1, .normalizer = "grow",
+                                .charsmap = map, .charsmap_len = maplen});
+    dpp_spm_t *sp;
+    assert_int_equal(dpp_spm_new(&sp, "g.model", w.b, w.n, err, sizeof err), 0);
+    dpp_spm_scratch_t *x = dpp_spm_scratch_new(1u << 20);
+    assert_non_null(x);
+    assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)"bxb", 3, &ids, &n, &cap, err,
+                                            sizeof err),
+                     0);
+    assert_int_equal(n, 16002); /* "▁", "b", 15,999 "a"s, "ab" */
+    assert_int_equal(ids[0], 259);
+    assert_int_equal(ids[2], 260);
+    memset(text, 'x', 200);
+    n = 0;
+    assert_int_equal(
+        dpp_spm_encode_scratch(sp, x, (const uint8_t *)text, 200, &ids, &n, &cap, err, sizeof err),
+        DPP_ETOOBIG);
+    assert_int_equal(n, 0);
+    assert_string_equal(err, "its 200 bytes of text normalize to more than 2097152 bytes (the "
+                             "model's normalization grows it past what the tokenizer takes: "
+                             "twice the worker's --max-record-mb)");
+    /* 100 of them normalize within it, to 1.6 million "a"s: more ids than
+     * the bound */
+    n = 0;
+    assert_int_equal(
+        dpp_spm_encode_scratch(sp, x, (const uint8_t *)text, 100, &ids, &n, &cap, err, sizeof err),
+        DPP_ETOOBIG);
+    assert_string_equal(err, "its 100 bytes of text make more than 1048576 tokens (the most the "
+                             "tokenizer holds for a document: the worker's --max-record-mb, a "
+                             "token a byte)");
+    dpp_spm_scratch_free(x);
+    dpp_spm_free(sp);
+
+    /* "aa" a piece: a run of "a"s has no place to cut (every boundary in
+     * it is inside some "aa"), and past 256 KiB (the least bound of a
+     * stretch; an eighth of 1 MiB is less) it is refused, by both models */
+    for (int type = 1; type <= 2; type++) {
+        spm_model(&w, &(spm_opts_t){.model_type = type, .extra_piece = "aa"});
+        assert_int_equal(dpp_spm_new(&sp, "r.model", w.b, w.n, err, sizeof err), 0);
+        x = dpp_spm_scratch_new(1u << 20);
+        memset(text, 'a', 300000);
+        n = 0;
+        assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)text, 300000, &ids, &n,
+                                                &cap, err, sizeof err),
+                         DPP_ETOOBIG);
+        assert_non_null(strstr(err, "its normalized text has no place to cut for more than 262144 "
+                                    "bytes from byte 0"));
+        /* 200 KB of it fits, as one stretch */
+        n = 0;
+        assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)text, 200000, &ids, &n,
+                                                &cap, err, sizeof err),
+                         0);
+        assert_int_equal(n, type == 1 ? 200001 : 100001); /* "▁", then "a"s (or BPE: "aa"s) */
+        dpp_spm_scratch_free(x);
+        dpp_spm_free(sp);
+    }
+
+    /* "the ab " 40,000 times (280 KB, many stretches): the ids of one,
+     * again and again, as the whole text gives them */
+    for (int type = 1; type <= 2; type++) {
+        spm_model(&w, &(spm_opts_t){.model_type = type, .byte_fallback = 1});
+        assert_int_equal(dpp_spm_new(&sp, "m.model", w.b, w.n, err, sizeof err), 0);
+        x = dpp_spm_scratch_new(1u << 20);
+        for (int i = 0; i < 40000; i++)
+            memcpy(text + 7 * i, "the ab ", 7);
+        n = 0;
+        assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)text, 280000, &ids, &n,
+                                                &cap, err, sizeof err),
+                         0);
+        /* Unigram: ▁the ▁ab; BPE: ▁ t h e ▁ab */
+        static const uint32_t uni[] = {265, 263}, bpe[] = {259, 268, 267, 266, 263};
+        const uint32_t *one = type == 1 ? uni : bpe;
+        size_t k = type == 1 ? 2 : 5;
+        assert_int_equal(n, 40000 * k);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] != one[i % k])
+                fail_msg("model type %d: id %zu is %u, expected %u", type, i, ids[i], one[i % k]);
+        dpp_spm_scratch_free(x);
+        dpp_spm_free(sp);
+    }
+
+    /* cut at every place the encoder may cut: the ids of the whole text */
+    static const char mixed[] = "  The data <sep>ab \xe6\x95\xb0\xe6\x95\xb0 the   ab\xff\tthe "
+                                "x<sep><sep>aab bba \xe2\x96\x81the\xe2\x96\x81 ";
+    for (int type = 1; type <= 2; type++) {
+        spm_model(&w, &(spm_opts_t){.model_type = type, .byte_fallback = 1});
+        assert_int_equal(dpp_spm_new(&sp, "m.model", w.b, w.n, err, sizeof err), 0);
+        x = dpp_spm_scratch_new(0);
+        uint32_t *whole = NULL;
+        size_t wn = 0, wcap = 0;
+        dpp_spm_scratch_set_stretch(x, SIZE_MAX);
+        assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)mixed, sizeof mixed - 1,
+                                                &whole, &wn, &wcap, err, sizeof err),
+                         0);
+        dpp_spm_scratch_set_stretch(x, 1);
+        n = 0;
+        assert_int_equal(dpp_spm_encode_scratch(sp, x, (const uint8_t *)mixed, sizeof mixed - 1,
+                                                &ids, &n, &cap, err, sizeof err),
+                         0);
+        assert_int_equal(n, wn);
+        assert_memory_equal(ids, whole, n * sizeof *ids);
+        free(whole);
+        dpp_spm_scratch_free(x);
+        dpp_spm_free(sp);
+    }
+    free(ids);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
