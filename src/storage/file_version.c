@@ -81,8 +81,11 @@ int dpp_file_version_of(const char *what, const char *root, const char *file, ch
     }
     struct stat st;
     if (stat(path, &st) != 0)
-        return dpp_errf(-errno, err, errlen, "%s \"%s\" (under %s): %s", what, file, root,
-                        strerror(errno));
+        return dpp_errf(-errno, err, errlen, "%s \"%s\" (under %s): %s%s", what, file, root,
+                        strerror(errno),
+                        errno == ENOENT ? ": put it there (every worker reads it under its data "
+                                          "root too) or correct the name"
+                                        : "");
     if (!S_ISREG(st.st_mode))
         return dpp_errf(DPP_ESPEC, err, errlen, "%s \"%s\" (under %s): not a regular file", what,
                         file, root);

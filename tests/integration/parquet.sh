@@ -141,10 +141,14 @@ dpp_submit "$spec3"
 dpp_read "$DPP_SESSION" "$DPP_TMP/vocab.jsonl"
 cat -- "$DPP_TMP/vocab.jsonl"
 dpp_refsum_check "$spec3" "$tfroot/nulls" "$DPP_TMP/vocab.jsonl"
-# a vocabulary that is not there fails the session naming it
+# a vocabulary that is not there refuses the submit naming it (its version
+# is pinned then: docs/spec.md#pinned-files)
 sed 's/vocab\/s1.txt/vocab\/nope.txt/' "$spec3" >"$DPP_TMP/novocab.json"
-read_fails "$DPP_TMP/novocab.json" novocab 'vocab/nope.txt' \
-    "a missing vocabulary should fail the session naming it"
+if dpp_ctl submit "$DPP_TMP/novocab.json" >/dev/null 2>"$DPP_TMP/novocab.err"; then
+    dpp_fail "a spec naming a missing vocabulary was accepted"
+fi
+grep -q 'vocabulary "vocab/nope.txt" (under .*): No such file' "$DPP_TMP/novocab.err" ||
+    dpp_fail "the missing vocabulary is not named: $(cat "$DPP_TMP/novocab.err")"
 
 # ---- case 4 ----
 dpp_step "case 4: a file that is not Parquet and one with its footer cut"
