@@ -39,8 +39,8 @@ static int data_root(const dpp_master_t *m, const dpp_spec_t *spec, const char *
     return 1;
 }
 
-int dpp_master_pin_files(const dpp_master_t *m, dpp_spec_t *spec, const char *table_path, char *err,
-                         size_t errlen)
+int dpp_master_pin_files(const dpp_master_t *m, dpp_spec_t *spec, const char *table_path,
+                         uint64_t deadline_ns, const int *stop, char *err, size_t errlen)
 {
     const char *files[MAX_FILES];
     size_t n = dpp_spec_side_files(spec, files, MAX_FILES);
@@ -51,7 +51,7 @@ int dpp_master_pin_files(const dpp_master_t *m, dpp_spec_t *spec, const char *ta
         const char *what =
             spec->text && files[i] == spec->text->tokenizer_file ? "tokenizer.file" : "vocabulary";
         char version[DPP_FILE_VERSION_MAX];
-        int rc = dpp_file_version_of(what, root, files[i], version, err, errlen);
+        int rc = dpp_file_version_of(what, root, files[i], deadline_ns, stop, version, err, errlen);
         if (rc)
             return rc;
         const char *given = dpp_spec_pin(spec, files[i]);

@@ -137,7 +137,8 @@ static int list_one(struct dpp_submit_job *j, unsigned source, dpp_spec_t *spec,
             rc = dpp_table_list_files(j->table_paths[source], spec, &files, &n, err, errlen);
     }
     if (rc == 0)
-        rc = dpp_master_pin_files(m, spec, j->table_paths[source], err, errlen);
+        rc = dpp_master_pin_files(m, spec, j->table_paths[source], j->deadline_ns, &j->stop, err,
+                                  errlen);
     if (rc == 0 && n == 0 && j->spec.nsources > 0)
         rc = dpp_errf(DPP_ESPEC, err, errlen, "table \"%s\": no data files in the selected "
                                               "partitions",

@@ -52,25 +52,18 @@ int dpp_file_version_parse(const char *v, uint64_t *size, int64_t *mtime_ns, cha
     return 0;
 }
 
-int dpp_file_version_of(const char *what, const char *root, const char *file, char *out, char *err,
-                        size_t errlen)
+int dpp_file_version_of(const char *what, const char *root, const char *file, uint64_t deadline_ns,
+                        const int *stop, char *out, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", root, file) >= (int)sizeof path)
         return dpp_errf(-ENAMETOOLONG, err, errlen, "%s \"%s\": the path is too long", what, file);
     if (dpp_s3_is_url(root)) {
-        dpp_s3_url_t u;
-        dpp_s3_t *s3 = dpp_s3_thread_client();
-        int rc = dpp_s3_url_parse(path, &u, err, errlen);
+        uint64_t size;
+        char etag[DPP_S3_ETAG_MAX];
+        int rc = dpp_s3_head_url(what, path, deadline_ns, stop, &size, etag, err, errlen);
         if (rc)
             return rc;
-        if (s3 == NULL)
-            return dpp_errf(DPP_EPATH, err, errlen, "%s %s: this process reads no object storage",
-                            what, path);
-        uint64_t size;
-        char etag[DPP_S3_ETAG_MAX], why[600];
-        if ((rc = dpp_s3_head(s3, u.bucket, u.key, &size, etag, why, sizeof why)) != 0)
-            return dpp_errf(rc, err, errlen, "%s: %s", what, why);
         if (etag[0] == '\0')
             return dpp_errf(DPP_ESTORAGE, err, errlen,
                             "%s %s: the store answered without an ETag, so the version every "

@@ -23,10 +23,11 @@ int dpp_file_version_parse(const char *v, uint64_t *size, int64_t *mtime_ns, cha
 
 /* The current version of `file` under the data root `root` (a folder, or an
  * s3:// root whose object root/file is read with a HEAD on the calling
- * thread's client) into out. Returns 0, or the error with err naming the
- * file as `what` ("tokenizer.file") says it. */
-int dpp_file_version_of(const char *what, const char *root, const char *file, char *out, char *err,
-                        size_t errlen);
+ * thread's client, ended by deadline_ns or *stop as storage/s3.h's requests
+ * are; 0, NULL: never) into out. Returns 0, or the error with err naming
+ * the file as `what` ("tokenizer.file") says it. */
+int dpp_file_version_of(const char *what, const char *root, const char *file, uint64_t deadline_ns,
+                        const int *stop, char *out, char *err, size_t errlen);
 
 /* "1,204 bytes, modified 2026-12-07T20:26:31.123456789Z" or "1,204 bytes,
  * ETag \"abc\"": a version in words, for messages. */

@@ -866,6 +866,28 @@ int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size
     return 0;
 }
 
+int dpp_s3_head_url(const char *what, const char *url, uint64_t deadline_ns, const int *stop,
+                    uint64_t *size, char *etag, char *err, size_t errlen)
+{
+    dpp_s3_url_t u;
+    int rc = dpp_s3_url_parse(url, &u, err, errlen);
+    if (rc)
+        return rc;
+    dpp_s3_t *s = dpp_s3_thread_client();
+    if (s == NULL)
+        return dpp_errf(DPP_EPATH, err, errlen,
+                        "%s %s: this process reads no object storage (start it with --data-root "
+                        "s3://...)",
+                        what, url);
+    dpp_s3_req_t r = {
+        .bucket = u.bucket, .key = u.key, .head = 1, .deadline_ns = deadline_ns, .stop = stop};
+    if ((rc = dpp_s3_run(s, &r)) != 0)
+        return dpp_errf(rc, err, errlen, "%s %s", what, r.err);
+    *size = r.size;
+    snprintf(etag, DPP_S3_ETAG_MAX, "%s", r.etag);
+    return 0;
+}
+
 int dpp_s3_list(dpp_s3_t *s, const char *bucket, const char *prefix, unsigned max_keys,
                 unsigned max_pages, const dpp_s3_list_limits_t *lim, dpp_s3_listing_t *l, char *err,
                 size_t errlen)

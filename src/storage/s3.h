@@ -103,6 +103,13 @@ dpp_s3_t *dpp_s3_thread_client(void);
 int dpp_s3_head(dpp_s3_t *s, const char *bucket, const char *key, uint64_t *size, char *etag,
                 char *err, size_t errlen);
 
+/* dpp_s3_head of url (s3://bucket/key) on the calling thread's client
+ * (dpp_s3_thread_client), ended by deadline_ns or *stop as a request's are
+ * (0, NULL: never). err starts with `what` ("tokenizer.file"). Returns 0,
+ * DPP_EPATH when the process reads no object storage, or the error. */
+int dpp_s3_head_url(const char *what, const char *url, uint64_t deadline_ns, const int *stop,
+                    uint64_t *size, char *etag, char *err, size_t errlen);
+
 /* What a listing may cost before it is given up: a store whose pages do
  * not end, or come a few bytes a second, must not hold a thread or grow
  * memory without bound. Zeroed: no bounds. */

@@ -93,21 +93,9 @@ static int object_stat(const dpp_file_kind_t *kind, const char *url, uint64_t si
 static int object_head(const dpp_file_kind_t *kind, const char *url, struct stat *st, char *etag,
                        char *err, size_t errlen)
 {
-    dpp_s3_url_t u;
-    dpp_s3_t *s3 = dpp_s3_thread_client();
-    int rc = dpp_s3_url_parse(url, &u, err, errlen);
-    if (rc)
-        return rc;
-    if (s3 == NULL)
-        return dpp_errf(DPP_EPATH, err, errlen,
-                        "%s %s: this worker reads no object storage (start it with --data-root "
-                        "s3://...)",
-                        kind->what, url);
     uint64_t size;
-    char why[512];
-    if ((rc = dpp_s3_head(s3, u.bucket, u.key, &size, etag, why, sizeof why)) != 0)
-        return dpp_errf(rc, err, errlen, "%s %s", kind->what, why);
-    return object_stat(kind, url, size, etag, st, err, errlen);
+    int rc = dpp_s3_head_url(kind->what, url, 0, NULL, &size, etag, err, errlen);
+    return rc ? rc : object_stat(kind, url, size, etag, st, err, errlen);
 }
 
 /* The object url whole, at version etag and size bytes, into *buf
