@@ -1227,13 +1227,11 @@ static int parse_pins(parser_t *p, json_t *root, dpp_spec_t *s)
         for (size_t i = 0; i < nfiles && !known; i++)
             known = strcmp(files[i], key) == 0;
         if (!known) {
-            char names[512] = "";
-            size_t at = 0;
-            for (size_t i = 0; i < nfiles && at < sizeof names; i++)
-                at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%s\"", i ? ", " : "",
-                                       files[i]);
-            fail(p, &kp, "no file of this spec (its files beside the table: %s)",
-                 nfiles ? names : "none");
+            char hint[700];
+            fail(p, &kp, "no file of this spec%s",
+                 nfiles ? dpp_suggest(hint, sizeof hint, key, files, nfiles,
+                                      "its files beside the table", 16)
+                        : " (it names none beside its table)");
             continue;
         }
         if (!json_is_string(v) || json_string_length(v) == 0 ||

@@ -1109,6 +1109,69 @@ static void test_text(void **state)
 }
 
 /* The cache fingerprint: what a split's output depends on. */
+/* "pins": the versions the master writes for the files a spec names beside
+ * its table; they travel through the normalised spec, key the text index
+ * and the cache fingerprint, and a misspelt file is named. */
+static void test_pins(void **state)
+{
+    (void)state;
+#define PIN_V1 "size=10 mtime_ns=5"
+#define PIN_V2 "size=10 etag=abc"
+    dpp_spec_t s, t;
+    char err[DPP_SPEC_ERRLEN];
+    const char *files[4];
+    assert_int_equal(parse("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ "}", &s, err), 0);
+    assert_int_equal(dpp_spec_side_files(&s, files, 4), 1);
+    assert_string_equal(files[0], "c/_t.tiktoken");
+    assert_null(dpp_spec_pin(&s, "c/_t.tiktoken"));
+    uint64_t key0 = dpp_spec_index_key(&s), fp0 = dpp_spec_cache_fingerprint(&s);
+    assert_int_equal(dpp_spec_set_pin(&s, "c/_t.tiktoken", PIN_V1), 0);
+    assert_true(dpp_spec_index_key(&s) != key0);
+    assert_true(dpp_spec_cache_fingerprint(&s) != fp0);
+    char *js = dpp_spec_to_json(&s);
+    assert_non_null(js);
+    assert_int_equal(dpp_spec_parse(js, strlen(js), &t, err, sizeof err), 0);
+    assert_string_equal(dpp_spec_pin(&t, "c/_t.tiktoken"), PIN_V1);
+    assert_true(dpp_spec_index_key(&t) == dpp_spec_index_key(&s));
+    free(js);
+    /* a second pin of the same file replaces the first */
+    assert_int_equal(dpp_spec_set_pin(&t, "c/_t.tiktoken", PIN_V2), 0);
+    assert_int_equal(t.npins, 1);
+    assert_string_equal(dpp_spec_pin(&t, "c/_t.tiktoken"), PIN_V2);
+    dpp_spec_close(&t);
+    dpp_spec_close(&s);
+    /* vocabularies, each once */
+    assert_int_equal(
+        parse("{\"table\":\"t\",\"batch_size\":8,\"features\":{\"sparse\":["
+              "{\"name\":\"a\",\"transforms\":[{\"op\":\"vocab\",\"file\":\"v/a.txt\"}]},"
+              "{\"name\":\"b\",\"transforms\":[{\"op\":\"vocab\",\"file\":\"v/a.txt\"}]},"
+              "{\"name\":\"c\",\"transforms\":[{\"op\":\"vocab\",\"file\":\"v/c.txt\"}]}]},"
+              "\"pins\":{\"v/c.txt\":\"" PIN_V1 "\"}}",
+              &s, err),
+        0);
+    assert_int_equal(dpp_spec_side_files(&s, files, 4), 2);
+    assert_string_equal(files[1], "v/c.txt");
+    assert_string_equal(dpp_spec_pin(&s, "v/c.txt"), PIN_V1);
+    dpp_spec_close(&s);
+    /* refusals */
+    assert_int_equal(parse("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ
+                           ",\"pins\":{\"c/_t.tiktokn\":\"" PIN_V1 "\"}}",
+                           &s, err),
+                     DPP_ESPEC);
+    assert_string_equal(err, "pins.c/_t.tiktokn: no file of this spec; did you mean "
+                             "\"c/_t.tiktoken\"? (its files beside the table: c/_t.tiktoken)");
+    dpp_spec_close(&s);
+    assert_int_equal(
+        parse("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"pins\":{\"c/_t.tiktoken\":7}}", &s, err),
+        DPP_ESPEC);
+    assert_non_null(strstr(err, "pins.c/_t.tiktoken: expected a version string"));
+    dpp_spec_close(&s);
+    assert_int_equal(parse("{" TEXT_BASE "," TEXT_TOK "," TEXT_SEQ ",\"pins\":[]}", &s, err),
+                     DPP_ESPEC);
+    assert_non_null(strstr(err, "pins: expected an object"));
+    dpp_spec_close(&s);
+}
+
 static void test_cache_fingerprint(void **state)
 {
     (void)state;
@@ -1612,6 +1675,7 @@ int main(void)
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_mixture), cmocka_unit_test(test_cache_fingerprint),
+        cmocka_unit_test(test_pins),
         cmocka_unit_test(test_every_problem),
         cmocka_unit_test(test_err_buffer),
         cmocka_unit_test(test_out_of_memory),
